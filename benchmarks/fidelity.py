@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.catalog import default_catalog  # noqa: E402
-from advisor.textfmt import table  # noqa: E402
-from advisor.validation import family_label, validate  # noqa: E402
+from advisor.data.catalog import default_catalog  # noqa: E402
+from advisor.text.format import table  # noqa: E402
+from advisor.fit.validation import family_label, validate  # noqa: E402
 
 
 def markdown(headers, rows) -> str:

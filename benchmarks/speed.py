@@ -12,10 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.catalog import load_catalog  # noqa: E402
-from advisor.perf import Workload, predict  # noqa: E402
-from advisor.sweep import sweep, tables_for  # noqa: E402
-from advisor.textfmt import table  # noqa: E402
+from advisor.data.catalog import load_catalog  # noqa: E402
+from advisor.model.roofline import Workload, predict  # noqa: E402
+from advisor.model.sweep import sweep, tables_for  # noqa: E402
+from advisor.text.format import table  # noqa: E402
 
 
 def timed(fn, repeat: int) -> tuple[float, float]:
@@ -75,7 +75,7 @@ def main() -> None:
 
     med, best = timed(per_model, 3)
     rows.append([f"every model × whole catalog at 1 GPU ({len(cat.models)} sweeps)", "—", f"{med:.1f}", f"{best:.1f}"])
-    from advisor.recommend import Requirements, recommend
+    from advisor.plan.recommend import Requirements, recommend
 
     req = Requirements(model=model, prompt_tokens=2048, output_tokens=512, context_tokens=8192, users=50,
                        ttft_ms=2000, tok_s=20)

@@ -12,7 +12,7 @@ def private_user_data(tmp_path, monkeypatch):
     """Every test gets an empty user-data folder, so nothing leaks between tests or from the machine."""
     folder = tmp_path / "userdata"
     monkeypatch.setenv("ADVISOR_DATA_DIR", str(folder))
-    from advisor import catalog
+    from advisor.data import catalog
 
     catalog._default = None
     yield folder
@@ -22,6 +22,6 @@ def private_user_data(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def cat():
     """The shipped catalog without any user overlay."""
-    from advisor.catalog import load_catalog
+    from advisor.data.catalog import load_catalog
 
     return load_catalog(user=None)

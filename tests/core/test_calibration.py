@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from advisor.calibration import Params, calibrate, predictions
-from advisor.catalog import Catalog
-from advisor.cli import main
-from advisor.errors import AdvisorError
-from advisor.measurements import Case, load_cases
-from advisor.perf import Workload
-from advisor.validation import validate
+from advisor.fit.calibration import Params, calibrate, predictions
+from advisor.data.catalog import Catalog
+from advisor.cli.main import main
+from advisor.data.errors import AdvisorError
+from advisor.fit.measurements import Case, load_cases
+from advisor.model.roofline import Workload
+from advisor.fit.validation import validate
 
 
 def _bare(cat):
@@ -43,7 +43,7 @@ TRUTH = dict(inv_bw=1 / 0.82, tau_layer_us=35.0, allreduce_us=30.0, inv_c=1 / 0.
 
 
 def _fit_top(cat, prior_weight, monkeypatch):
-    import advisor.calibration as cal
+    import advisor.fit.calibration as cal
 
     monkeypatch.setattr(cal, "PRIOR_WEIGHT", prior_weight)
     truth = Params(**TRUTH, tau_step_us=cat.runtimes["llama.cpp"].step_overhead_us)
@@ -63,7 +63,7 @@ def test_the_fit_recovers_known_parameters_exactly_without_a_prior(cat, monkeypa
 
 
 def test_the_prior_only_nudges_a_well_measured_fit(cat, monkeypatch):
-    from advisor.calibration import PRIOR_WEIGHT
+    from advisor.fit.calibration import PRIOR_WEIGHT
 
     p = _fit_top(cat, PRIOR_WEIGHT, monkeypatch).params
     assert 1 / p.inv_bw == pytest.approx(0.82, rel=0.05)
@@ -89,7 +89,7 @@ def test_every_row_is_either_compared_or_listed_with_a_reason(cat):
     cases, unmapped = load_cases(cat)
     import csv
 
-    from advisor.measurements import DEFAULT_DATA
+    from advisor.fit.measurements import DEFAULT_DATA
 
     with open(DEFAULT_DATA, newline="") as fh:
         n = len(list(csv.DictReader(fh)))

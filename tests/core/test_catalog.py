@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.catalog import load_catalog, parse_file
-from advisor.errors import UnknownName
+from advisor.data.catalog import load_catalog, parse_file
+from advisor.data.errors import UnknownName
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from advisor.cli import PREDICT_CSV_OUTPUTS, main
+from advisor.cli.main import PREDICT_CSV_OUTPUTS, main
 
 
 def run(capsys, *argv):
@@ -119,5 +119,5 @@ def test_unwritable_output_is_a_clear_error(capsys, tmp_path):
 
 
 def test_console_script_runs_in_a_subprocess():
-    out = subprocess.run([sys.executable, "-m", "advisor.cli", "list", "runtimes"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "advisor.cli.main", "list", "runtimes"], capture_output=True, text=True)
     assert out.returncode == 0 and "vLLM" in out.stdout

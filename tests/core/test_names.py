@@ -2,7 +2,7 @@
 
 import pytest
 
-from advisor.errors import UnknownName
+from advisor.data.errors import UnknownName
 
 
 @pytest.mark.parametrize("query,expected_key", [

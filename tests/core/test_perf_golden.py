@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
-from advisor.errors import AdvisorError
-from advisor.geometry import geometry, kv_bytes_per_token, weight_bits, weight_bytes
-from advisor.perf import Workload, predict
+from advisor.data.errors import AdvisorError
+from advisor.model.geometry import geometry, kv_bytes_per_token, weight_bits, weight_bytes
+from advisor.model.roofline import Workload, predict
 
 
 def run(cat, hw, model, quant, runtime="vllm", kv="f16", gpus=1, batch=1, prompt=512, output=128, depth=0):

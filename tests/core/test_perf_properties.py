@@ -6,8 +6,8 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.catalog import load_catalog
-from advisor.perf import Workload, predict
+from advisor.data.catalog import load_catalog
+from advisor.model.roofline import Workload, predict
 
 CAT = load_catalog(user=None)
 HW = sorted(k for k, h in CAT.hardware.items() if h.vendor != "CPU")

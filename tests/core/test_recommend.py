@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from advisor.cli import main
-from advisor.recommend import Requirements, recommend
+from advisor.cli.main import main
+from advisor.plan.recommend import Requirements, recommend
 
 
 def test_7b_chat_for_one_user_fits_a_16_gb_laptop_gpu_at_q4_k_m(cat):

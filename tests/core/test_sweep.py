@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from advisor.perf import Workload, predict
-from advisor.sweep import sweep
+from advisor.model.roofline import Workload, predict
+from advisor.model.sweep import sweep
 
 
 def test_sweep_matches_predict(cat):

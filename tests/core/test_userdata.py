@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from advisor.catalog import CATALOG_DIR, default_catalog, load_catalog
-from advisor.errors import AdvisorError
-from advisor.userdata import save_entries, user_data_dir, write_atomic
+from advisor.data.catalog import CATALOG_DIR, default_catalog, load_catalog
+from advisor.data.errors import AdvisorError
+from advisor.data.userdata import save_entries, user_data_dir, write_atomic
 
 CUSTOM = {
     "key": "my-lab-gpu", "vendor": "NVIDIA", "name": "Lab GPU 9000", "kind": "workstation",

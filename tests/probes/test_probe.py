@@ -7,9 +7,9 @@ import sys
 import pytest
 
 import probes
-from advisor.catalog import default_catalog
-from advisor.cli import main
-from advisor.machine import match_devices, this_machine_entry
+from advisor.data.catalog import default_catalog
+from advisor.cli.main import main
+from advisor.plan.machine import match_devices, this_machine_entry
 from probes import amd, apple, nvidia
 
 import nvml_fake as fake_pynvml  # the stand-in pynvml, next to this file

@@ -3,7 +3,7 @@
 The catalog is turned once into lookup tables (one row per hardware, runtime, quantization, KV
 dtype; efficiency and peak tables per pair). A sweep is then a flat list of index tuples
 (hardware, runtime, quant, kv, gpus, batch), filtered to the combinations that can run at all,
-gathered from the tables and handed to `advisor.perf.evaluate` in one go.
+gathered from the tables and handed to `advisor.model.roofline.evaluate` in one go.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Sequence
 
 import numpy as np
 
-from advisor.catalog import Catalog
-from advisor.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
-from advisor.efficiency import efficiency_for
-from advisor.geometry import geometry, weight_bits
-from advisor.perf import Workload, evaluate
-from advisor.specs import COMPUTE_DTYPES, Model
+from advisor.data.catalog import Catalog
+from advisor.model.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
+from advisor.model.efficiency import efficiency_for
+from advisor.model.geometry import geometry, weight_bits
+from advisor.model.roofline import Workload, evaluate
+from advisor.data.specs import COMPUTE_DTYPES, Model
 
 _EFF_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "prefill_compute_fraction",
                "attention_compute_fraction", "allreduce_latency_us", "decode_low", "decode_high", "prefill_low", "prefill_high")

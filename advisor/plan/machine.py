@@ -7,10 +7,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.catalog import Catalog, EntryError, _build, _check_entry
-from advisor.errors import AdvisorError, UnknownName
-from advisor.specs import Hardware
-from advisor.userdata import save_entries
+from advisor.data.catalog import Catalog, EntryError, _build, _check_entry
+from advisor.data.errors import AdvisorError, UnknownName
+from advisor.data.specs import Hardware
+from advisor.data.userdata import save_entries
 
 THIS_MACHINE_KEY = "this-machine"
 THIS_MACHINE_FILE = "this-machine.yaml"
@@ -158,7 +158,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
 
 
 def save_this_machine(cat: Catalog, result, matches: list[Match], folder: Path | None = None) -> Path:
-    from advisor.catalog import forget_default_catalog
+    from advisor.data.catalog import forget_default_catalog
 
     entry = this_machine_entry(cat, result, matches)
     path = save_entries("hardware", [entry], THIS_MACHINE_FILE, folder)

@@ -7,9 +7,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from advisor.catalog import Catalog, default_catalog
-from advisor.errors import AdvisorError
-from advisor.textfmt import num, table
+from advisor.data.catalog import Catalog, default_catalog
+from advisor.data.errors import AdvisorError
+from advisor.text.format import json_text, num, table
 
 EXIT_OK, EXIT_UNMET = 0, 1
 
@@ -23,14 +23,13 @@ HEADERS = ["group", "rows", "median |err|", "P90 |err|", "bias", "in band", "100
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from advisor.validation import family_label, validate
+    from advisor.fit.validation import family_label, validate
 
     cat = default_catalog()
     report = validate(cat, args.data)
     if not report.checked and not report.unmapped:
         raise AdvisorError(f"{args.data} has no measurement rows")
     if args.json:
-        from advisor.cli import _dump_json
 
         doc = {
             "data": report.data,
@@ -47,7 +46,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                        "low": c.low, "high": c.high, "error_pct": round(100 * c.error, 1)} for c in report.worst(25)],
             "not_mapped": [{"line": u.row, "row": u.text, "reason": u.reason} for u in report.unmapped],
         }
-        print(_dump_json(doc))
+        print(json_text(doc))
         return EXIT_OK
     print(f"Measured rows in {report.data}: {len(report.checked)} compared, {len(report.unmapped)} not mapped\n")
     print("Accuracy per metric (err = predicted / measured − 1; decode/prefill in tokens/s, TTFT/e2e in ms)")
@@ -79,9 +78,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from advisor.calibration import calibrate, iter_levels, write_profiles
-    from advisor.catalog import CATALOG_DIR, load_catalog
-    from advisor.measurements import DEFAULT_DATA, load_cases
+    from advisor.fit.calibration import calibrate, iter_levels, write_profiles
+    from advisor.data.catalog import CATALOG_DIR, load_catalog
+    from advisor.fit.measurements import DEFAULT_DATA, load_cases
 
     data = Path(args.data) if args.data else DEFAULT_DATA
     # fit against the shipped catalog without its current profiles, so results do not feed back
@@ -101,7 +100,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(table(["profile", "rows", "decode BW frac", "µs/layer", "prefill frac", "attention frac", "decode band",
                  "prefill band"], rows))
     if args.held_out:
-        from advisor.calibration import held_out_errors
+        from advisor.fit.calibration import held_out_errors
         import numpy as np
 
         print("\nwhole devices held out of the fit (what to expect on hardware the calibration has not seen):")

@@ -2,7 +2,7 @@
 
 One vectorised function, `evaluate`, does the arithmetic of DESIGN.md §2 on numpy arrays that
 broadcast against each other, so that one call prices a single configuration (`predict`) or the
-whole catalog × quantizations × GPU counts × batch sizes (`advisor.sweep`). Units: bytes,
+whole catalog × quantizations × GPU counts × batch sizes (`advisor.model.sweep`). Units: bytes,
 FLOPs, seconds inside; GB (1e9 bytes), ms and tokens/s in results.
 
 Times per GPU step (B sequences, context c):
@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from advisor.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
-from advisor.efficiency import Efficiency, efficiency_for
-from advisor.errors import AdvisorError
-from advisor.geometry import Geometry, WeightBits, bytes_read, geometry, weight_bits, weight_bytes
-from advisor.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.model.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
+from advisor.model.efficiency import Efficiency, efficiency_for
+from advisor.data.errors import AdvisorError
+from advisor.model.geometry import Geometry, WeightBits, bytes_read, geometry, weight_bits, weight_bytes
+from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 
 #: Longest context we accept anywhere, tokens (beyond any released model).
 MAX_CONTEXT_TOKENS = 100_000_000

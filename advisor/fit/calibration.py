@@ -32,13 +32,13 @@ from typing import Iterable, Sequence
 import numpy as np
 import yaml
 
-from advisor.catalog import CATALOG_DIR, Catalog
-from advisor.devices import link_gb_s, peak_for, tier, usable_memory_gb
-from advisor.geometry import geometry, weight_bits
-from advisor.measurements import Case
-from advisor.perf import evaluate
-from advisor.specs import Profile, Runtime
-from advisor.userdata import write_atomic
+from advisor.data.catalog import CATALOG_DIR, Catalog
+from advisor.model.devices import link_gb_s, peak_for, tier, usable_memory_gb
+from advisor.model.geometry import geometry, weight_bits
+from advisor.fit.measurements import Case
+from advisor.model.roofline import evaluate
+from advisor.data.specs import Profile, Runtime
+from advisor.data.userdata import write_atomic
 
 PROFILES_FILE = CATALOG_DIR / "profiles.yaml"
 #: Prior sigmas: how far a group may move from its parent before the prior costs as much as one
@@ -452,7 +452,7 @@ def write_profiles(result: CalibrationResult, data_path: Path, out: Path = PROFI
 
 def params_for(cat: Catalog, case: Case) -> Params:
     """The parameters a prediction for ``case`` uses with the catalog's current profiles."""
-    from advisor.efficiency import efficiency_for
+    from advisor.model.efficiency import efficiency_for
 
     e = efficiency_for(cat.profiles, case.runtime, case.hardware)
     return Params(1 / e.decode_bw_fraction, e.layer_overhead_us, e.allreduce_latency_us,

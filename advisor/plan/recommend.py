@@ -1,7 +1,7 @@
 """The recommender: the cheapest hardware × GPU count × quantization × KV dtype × runtime that
 holds the model at the required context and concurrency and meets the latency targets.
 
-One vectorised sweep prices every combination (`advisor.sweep`); each gets a verdict with a
+One vectorised sweep prices every combination (`advisor.model.sweep`); each gets a verdict with a
 one-line reason; the ones that pass are ranked by cost (when prices are known), then quality,
 then headroom; the Pareto front of cost, speed and quality is marked.
 """
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.catalog import Catalog
-from advisor.errors import AdvisorError
-from advisor.perf import MAX_BATCH, Workload
-from advisor.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.sweep import sweep
-from advisor.textfmt import duration_ms, num
+from advisor.data.catalog import Catalog
+from advisor.data.errors import AdvisorError
+from advisor.model.roofline import MAX_BATCH, Workload
+from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.model.sweep import sweep
+from advisor.text.format import duration_ms, num
 
 GPU_COUNTS = (1, 2, 4, 8)
 DEFAULT_KV = ("f16", "fp8", "q8_0")
@@ -245,7 +245,7 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     c.headroom = float(a["headroom"][i])
     c.pareto = bool(a["pareto"][i])
     if c.ok:
-        from advisor.launch import launch_line
+        from advisor.plan.launch import launch_line
         c.launch = launch_line(c, req)
     return c
 

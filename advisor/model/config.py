@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.catalog import Catalog
-from advisor.errors import AdvisorError
-from advisor.perf import Prediction, Workload, default_quant_key, default_runtime_key, predict
-from advisor.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.data.catalog import Catalog
+from advisor.data.errors import AdvisorError
+from advisor.model.roofline import Prediction, Workload, default_quant_key, default_runtime_key, predict
+from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 
 DEFAULT_PROMPT = 512
 DEFAULT_OUTPUT = 128

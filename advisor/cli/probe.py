@@ -6,8 +6,8 @@ import argparse
 import sys
 import time
 
-from advisor.catalog import default_catalog
-from advisor.textfmt import num
+from advisor.data.catalog import default_catalog
+from advisor.text.format import json_text, num
 
 EXIT_OK, EXIT_NO_ACCELERATOR = 0, 3
 
@@ -24,7 +24,7 @@ def _progress(json_mode: bool):
 
 def cmd_probe(args: argparse.Namespace) -> int:
     import probes
-    from advisor.machine import match_devices, save_this_machine
+    from advisor.plan.machine import match_devices, save_this_machine
 
     result = probes.probe(quick=args.quick, progress=_progress(args.json))
     cat = default_catalog()
@@ -32,21 +32,20 @@ def cmd_probe(args: argparse.Namespace) -> int:
     saved = None
     save_error = ""
     if args.save:
-        from advisor.errors import AdvisorError
+        from advisor.data.errors import AdvisorError
 
         try:
             saved = save_this_machine(cat, result, matches)
         except AdvisorError as exc:
             save_error = str(exc)
     if args.json:
-        from advisor.cli import _dump_json
 
         doc = result.to_dict()
         doc["matches"] = [m.to_dict() for m in matches]
         doc["saved_to"] = str(saved) if saved else None
         if save_error:
             doc["save_error"] = save_error
-        print(_dump_json(doc))
+        print(json_text(doc))
     else:
         _print(result, matches)
         if saved:

@@ -19,7 +19,7 @@ import difflib
 import re
 from typing import Any, Iterable
 
-from advisor.errors import UnknownName
+from advisor.data.errors import UnknownName
 
 #: Words that never distinguish entries: dropped from queries and names alike.
 VENDOR_WORDS = frozenset({"nvidia", "geforce", "amd", "apple", "intel", "meta", "tesla", "google",

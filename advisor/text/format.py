@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import json
 from typing import Any, Sequence
 
 
@@ -53,3 +54,16 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     lines = [fmt(headers), fmt(["-" * w for w in widths])]
     lines += [fmt(r) for r in cells]
     return "\n".join(lines)
+
+
+def json_text(obj: Any) -> str:
+    """Indented JSON with non-finite floats as null (JSON has no NaN or infinity)."""
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+    return json.dumps(clean(obj), indent=2, ensure_ascii=False)

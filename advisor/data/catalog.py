@@ -2,7 +2,7 @@
 
 A bad entry never stops the load: it is reported as a `LoadIssue` naming the file, the entry
 and the field, and skipped; the rest of the catalog loads. The user's data folder (see
-`advisor.userdata`) is read after the shipped files, and an entry with the same ``key``
+`advisor.data.userdata`) is read after the shipped files, and an entry with the same ``key``
 replaces the shipped one.
 """
 
@@ -18,16 +18,16 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from advisor import specs
-from advisor.errors import AdvisorError
-from advisor.names import NameIndex
+from advisor.data import specs
+from advisor.data.errors import AdvisorError
+from advisor.data.names import NameIndex
 
 try:  # the C loader is ~10x faster; fall back to pure Python where libyaml is missing
     _Loader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
-CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
+CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalog"
 SECTIONS = tuple(specs.ENTRY_TYPES)
 _KEY_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
 # YAML 1.1 reads "3.35e12" (no sign in the exponent) as a string; accept such plain numerals.
@@ -324,7 +324,7 @@ def default_catalog(reload: bool = False) -> Catalog:
     """The shipped catalog with the user's overlay, loaded once per process."""
     global _default
     if _default is None or reload:
-        from advisor.userdata import user_data_dir
+        from advisor.data.userdata import user_data_dir
 
         _default = load_catalog(CATALOG_DIR, user_data_dir())
     return _default

@@ -1,6 +1,6 @@
 """Frozen spec types for everything the catalog holds.
 
-Each field's `metadata` says how the loader validates it (see `advisor.catalog`):
+Each field's `metadata` says how the loader validates it (see `advisor.data.catalog`):
 ``kind`` is one of ``num``, ``int``, ``str``, ``bool``, ``strlist``, ``map``, ``price``; ``required``;
 ``min``/``max`` for numbers; ``choices`` for strings. Units are in the field names.
 """
@@ -214,7 +214,7 @@ class Runtime:
     free, and spends ``overhead_gb`` on its context (CUDA/driver context, graphs). The activation
     workspace is sized for ``workspace_tokens`` tokens in flight per forward pass.
 
-    Efficiency defaults (used until a calibrated profile exists, see ``advisor.calibration``):
+    Efficiency defaults (used until a calibrated profile exists, see ``advisor.fit.calibration``):
     ``decode_bw_fraction`` of spec bandwidth reached by decode; ``prefill_compute_fraction`` of
     dense peak reached by prefill; ``layer_overhead_us`` fixed cost per layer per forward pass;
     ``step_overhead_us`` fixed cost per forward pass.
@@ -265,7 +265,7 @@ class Runtime:
 
 @dataclass(frozen=True, kw_only=True)
 class Profile:
-    """Efficiencies of one runtime on a group of hardware, fitted by `advisor.calibration`.
+    """Efficiencies of one runtime on a group of hardware, fitted by `advisor.fit.calibration`.
 
     The group is the most specific of ``hardware`` (a key), ``family`` or ``vendor``; empty
     fields match anything. Bands are multipliers on the predicted speed that held ~80 % of the

@@ -1,7 +1,7 @@
 """Which efficiencies a (runtime, hardware) pair runs at: the calibrated profile or the defaults.
 
 Efficiency is a property of (runtime, hardware family, dtype), not a universal constant
-(DESIGN.md §2). `advisor.calibration` fits profiles per runtime and hardware group into
+(DESIGN.md §2). `advisor.fit.calibration` fits profiles per runtime and hardware group into
 ``catalog/profiles.yaml``; this module picks the most specific one that applies, and falls back
 to the runtime's documented starting values, with a wide band, where nothing was measured.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.devices import tier
-from advisor.specs import Hardware, Profile, Runtime
+from advisor.model.devices import tier
+from advisor.data.specs import Hardware, Profile, Runtime
 
 #: Band for an uncalibrated runtime: wide, because nothing measured backs it.
 UNCALIBRATED_DECODE_BAND = (0.6, 1.4)

@@ -16,10 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
-from advisor.calibration import ceilings, params_for, predictions
-from advisor.catalog import Catalog
-from advisor.efficiency import efficiency_for
-from advisor.measurements import Case, Unmapped, load_cases
+from advisor.fit.calibration import ceilings, params_for, predictions
+from advisor.data.catalog import Catalog
+from advisor.model.efficiency import efficiency_for
+from advisor.fit.measurements import Case, Unmapped, load_cases
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from advisor.specs import Model, Quant
+from advisor.data.specs import Model, Quant
 
 #: KV dtype spellings per runtime family (our key → the runtime's flag value)
 KV_FLAG = {
@@ -33,7 +33,7 @@ def gguf_file(m: Model, q: Quant) -> str:
 
 
 def launch_line(c, req) -> str:
-    """Fill the runtime's template for candidate ``c`` (an `advisor.recommend.Candidate`)."""
+    """Fill the runtime's template for candidate ``c`` (an `advisor.plan.recommend.Candidate`)."""
     rt = c.runtime
     if not rt.launch:
         return ""

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from advisor.errors import AdvisorError
+from advisor.data.errors import AdvisorError
 
 APP_NAME = "advisor"
 ENV_VAR = "ADVISOR_DATA_DIR"

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.catalog import CATALOG_DIR, Catalog
-from advisor.errors import AdvisorError, UnknownName
-from advisor.perf import Workload, predict
-from advisor.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.data.catalog import CATALOG_DIR, Catalog
+from advisor.data.errors import AdvisorError, UnknownName
+from advisor.model.roofline import Workload, predict
+from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 
 DEFAULT_DATA = CATALOG_DIR / "measured" / "calibration.csv"
 REQUIRED_COLUMNS = ("hardware", "model", "quant", "test", "value", "framework")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.specs import Hardware
+from advisor.data.specs import Hardware
 
 # macOS lets the GPU wire only part of unified memory (Metal's recommendedMaxWorkingSetSize).
 # Measured defaults up to macOS 15: 2/3 of RAM up to 32 GB, 3/4 above (llama.cpp #1870, PR #2011,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.catalog import Catalog, default_catalog
-from advisor.errors import AdvisorError
-from advisor.textfmt import duration_ms, num, table
+from advisor.data.catalog import Catalog, default_catalog
+from advisor.data.errors import AdvisorError
+from advisor.text.format import duration_ms, json_text, num, table
 
 EXIT_OK, EXIT_UNMET = 0, 1
 
@@ -26,11 +26,11 @@ def _number(name: str, text, kind=float):
 
 
 def requirements_from_args(cat: Catalog, args: argparse.Namespace):
-    from advisor.recommend import DEFAULT_KV, Requirements
+    from advisor.plan.recommend import DEFAULT_KV, Requirements
 
     model = cat.model_named(args.model)
     kinds = tuple(_csv_list(args.hardware_kind))
-    from advisor.specs import HARDWARE_KINDS
+    from advisor.data.specs import HARDWARE_KINDS
 
     bad = [k for k in kinds if k not in HARDWARE_KINDS]
     if bad:
@@ -86,14 +86,13 @@ def _quality_cell(q):
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from advisor.recommend import recommend
+    from advisor.plan.recommend import recommend
 
     cat = default_catalog()
     req = requirements_from_args(cat, args)
     rec = recommend(cat, req)
     top_n = args.top or 10
     if args.json:
-        from advisor.cli import _dump_json
 
         cands = rec.all() if not args.top else _distinct(rec.passing, top_n) + rec.closest_misses(top_n)
         doc = {"model": req.model.name, "users": rec.users, "context_tokens": req.context,
@@ -101,7 +100,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                "tok_s_target": req.tok_s, "safe": req.safe, "cost_basis": rec.cost_basis,
                "configurations": len(rec), "passing": rec.n_passing, "sweep_ms": round(rec.elapsed_ms, 1),
                "candidates": [c.to_dict() for c in cands]}
-        print(_dump_json(doc))
+        print(json_text(doc))
         return EXIT_OK if rec.n_passing else EXIT_UNMET
     targets = []
     if req.ttft_ms:
@@ -149,8 +148,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_will_it_run(args: argparse.Namespace) -> int:
-    from advisor.perf import Workload, default_runtime_key
-    from advisor.sweep import sweep
+    from advisor.model.roofline import Workload, default_runtime_key
+    from advisor.model.sweep import sweep
 
     cat = default_catalog()
     hw = cat.hardware_named(args.hardware)
@@ -192,9 +191,8 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
             need = (v["weights_gpu_bytes"][small] + v["workspace_gpu_bytes"][small]) / 1e9
             rows.append({"model": m.name, "best_quant": None, "smallest_needs_gb": float(need)})
     if args.json:
-        from advisor.cli import _dump_json
 
-        print(_dump_json({"hardware": hw.name, "gpus": gpus, "runtime": rt.name, "context_tokens": ctx, "rows": rows}))
+        print(json_text({"hardware": hw.name, "gpus": gpus, "runtime": rt.name, "context_tokens": ctx, "rows": rows}))
         return EXIT_OK
     where = f"{gpus} × {hw.name}" if gpus > 1 else hw.name
     print(f"Will it run on {where} with {rt.name}? (1 user, context {ctx:,} tokens, F16 KV cache)\n")

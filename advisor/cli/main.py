@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
+
 import math
 import os
 import sys
@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from advisor import __version__
-from advisor.catalog import Catalog, default_catalog
-from advisor.devices import usable_memory_gb
-from advisor.errors import AdvisorError
-from advisor.geometry import kv_bytes_per_token
-from advisor.textfmt import duration_ms, num, table
-from advisor.userdata import write_atomic
+from advisor.data.catalog import Catalog, default_catalog
+from advisor.model.devices import usable_memory_gb
+from advisor.data.errors import AdvisorError
+from advisor.model.geometry import kv_bytes_per_token
+from advisor.text.format import duration_ms, json_text, num, table
+from advisor.data.userdata import write_atomic
 
 EXIT_OK, EXIT_UNMET, EXIT_USAGE, EXIT_NO_ACCELERATOR, EXIT_INTERNAL = 0, 1, 2, 3, 70
 
@@ -46,18 +46,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _catalog() -> Catalog:
     return default_catalog()
-
-
-def _dump_json(obj: Any) -> str:
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [clean(x) for x in v]
-        return v
-    return json.dumps(clean(obj), indent=2, ensure_ascii=False)
 
 
 # ---- list ----------------------------------------------------------------------------------------
@@ -88,7 +76,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     section = LIST_SECTIONS[args.what]
     entries = [e for e in cat.section(section).values() if _matches(e, args.filter)]
     if args.json:
-        print(_dump_json([_entry_json(section, e) for e in entries]))
+        print(json_text([_entry_json(section, e) for e in entries]))
         return EXIT_OK
     if not entries:
         print(f"no {args.what} match {args.filter!r}")
@@ -157,7 +145,7 @@ PREDICT_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "batch", 
 
 
 def _predict_one(cat: Catalog, **names: Any):
-    from advisor.scenario import scenario_from_names
+    from advisor.model.config import scenario_from_names
     return scenario_from_names(cat, **names).predict(cat)
 
 
@@ -203,7 +191,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                      runtime=args.runtime, gpus=args.gpus, batch=args.batch, prompt=args.prompt, output=args.output,
                      depth=args.depth, parallelism=args.parallel)
     if args.json:
-        print(_dump_json(p.to_dict()))
+        print(json_text(p.to_dict()))
     else:
         _print_prediction(p)
     if not p.fits:
@@ -345,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands():
     """Subcommands that live in their own modules, each with a ``register(subparsers)``."""
-    from advisor import cli_fidelity, cli_recommend
+    from advisor.cli import fidelity as cli_fidelity, recommend as cli_recommend
 
     return [cli_recommend.register, cli_fidelity.register]
 
@@ -361,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.probe:
             if getattr(args, "command", None):
                 raise UsageError("--probe takes no subcommand")
-            from advisor.cli_probe import cmd_probe
+            from advisor.cli.probe import cmd_probe
             return cmd_probe(args)
         if args.quick or args.save:
             raise UsageError("--quick and --save go with --probe")

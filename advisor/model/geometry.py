@@ -1,7 +1,7 @@
 """What a model's architecture implies: parameter groups, bytes per weight group, KV per token.
 
 Everything here is plain arithmetic on the config fields (DESIGN.md §2); the performance model
-(`advisor.perf`) turns it into times.
+(`advisor.model.roofline`) turns it into times.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from advisor.specs import Model, Quant
+from advisor.data.specs import Model, Quant
 
 
 @dataclass(frozen=True)
