@@ -13,7 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.data.catalog import load_catalog  # noqa: E402
-from advisor.model.roofline import Workload, predict  # noqa: E402
+from advisor.model.predict import predict_entries as predict  # noqa: E402
+from advisor.model.roofline import Workload  # noqa: E402
 from advisor.model.sweep import sweep, tables_for  # noqa: E402
 from advisor.text.format import table  # noqa: E402
 

@@ -95,7 +95,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     rows = []
     for g in iter_levels(result.groups):
         p = g.params
-        rows.append([g.key, len(g.rows), 1 / p.inv_bw, p.tau_layer_us, 1 / p.inv_c, 1 / p.inv_att,
+        rows.append([g.key, len(g.rows), p.decode_bw_fraction, p.layer_overhead_us, p.prefill_compute_fraction,
+                     p.attention_compute_fraction,
                      f"{g.band_decode[0]:.2f}–{g.band_decode[1]:.2f}", f"{g.band_prefill[0]:.2f}–{g.band_prefill[1]:.2f}"])
     print(table(["profile", "rows", "decode BW frac", "µs/layer", "prefill frac", "attention frac", "decode band",
                  "prefill band"], rows))

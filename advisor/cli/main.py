@@ -23,6 +23,8 @@ from advisor import __version__
 from advisor.data.catalog import Catalog, default_catalog
 from advisor.model.devices import usable_memory_gb
 from advisor.data.errors import AdvisorError
+from advisor.model.config import configure
+from advisor.model.predict import predict
 from advisor.model.geometry import kv_bytes_per_token
 from advisor.text.format import duration_ms, json_text, num, table
 from advisor.data.userdata import write_atomic
@@ -117,7 +119,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(table(["key", "runtime", "applies to", "decode BW frac", "µs/layer", "prefill frac", "decode band",
                      "prefill band", "decode rows", "prefill rows"], rows))
     if cat.issues and not args.json:
-        print(f"\n{len(cat.issues)} catalog problem(s) were skipped while loading (run 'advisor validate-catalog'):",
+        print(f"\n{len(cat.issues)} catalog problem(s) were skipped while loading (run 'advisor check-catalog'):",
               file=sys.stderr)
         for issue in cat.issues[:5]:
             print(f"  {issue}", file=sys.stderr)
@@ -145,8 +147,7 @@ PREDICT_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "batch", 
 
 
 def _predict_one(cat: Catalog, **names: Any):
-    from advisor.model.config import scenario_from_names
-    return scenario_from_names(cat, **names).predict(cat)
+    return predict(cat, configure(cat, **names))
 
 
 def _print_prediction(p) -> None:

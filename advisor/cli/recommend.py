@@ -148,50 +148,23 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_will_it_run(args: argparse.Namespace) -> int:
-    from advisor.model.roofline import Workload, default_runtime_key
-    from advisor.model.sweep import sweep
+    from advisor.plan.will_it_run import will_it_run
 
     cat = default_catalog()
     hw = cat.hardware_named(args.hardware)
-    rt = cat.runtime_named(args.runtime) if args.runtime else cat.runtimes[default_runtime_key(hw)]
+    rt = cat.runtime_named(args.runtime) if args.runtime else None
     gpus = _number("gpus", args.gpus, int) or 1
     ctx = _number("context", args.context, int) or 4096
-    if gpus < 1 or ctx < 2:
-        raise AdvisorError("--gpus must be ≥ 1 and --context ≥ 2")
-    if hw.vendor not in rt.vendors:
-        raise AdvisorError(f"{rt.name} does not run on {hw.vendor} hardware")
-    quants = [q.key for q in cat.quants.values() if rt.format_family in q.runtimes]
-    models = [cat.model_named(args.model)] if args.model else list(cat.models.values())
-    rows: list[dict] = []  # one per table row; the JSON is these, the table their formatting
-    for m in models:
-        c = min(ctx, m.native_context)
-        wl = Workload(batch=1, prompt_tokens=max(c - 128, 1), output_tokens=min(128, c - 1))
-        r = sweep(cat, m, wl, hardware=[hw.key], runtimes=[rt.key], quants=quants, kv_dtypes=("f16",), gpus=(gpus,))
-        if len(r) == 0:
-            raise AdvisorError(f"{hw.name} cannot be used {gpus} at a time with {rt.name}")
-        v = r.values
-        quality = [r.tables.quants[q].quality_rank for q in r.q]
-        order = sorted(range(len(r)), key=lambda i: (-quality[i], -v["decode_tok_s"][i]))
-
-        def row(i: int) -> dict:
-            return {"model": m.name, "quant": r.tables.quants[r.q[i]].name, "fits": bool(v["fits"][i]),
-                    "weights_gb": float(v["weights_bytes"][i] / 1e9), "decode_tok_s": float(v["decode_tok_s"][i]),
-                    "max_context": int(v["max_context"][i])}
-
-        if args.model:
-            rows += [row(i) for i in order]
-            continue
-        ok = [i for i in order if v["fits"][i]]
-        if ok:
-            best = row(ok[0])
-            rows.append({"model": m.name, "best_quant": best["quant"], "weights_gb": best["weights_gb"],
-                         "decode_tok_s": best["decode_tok_s"], "max_context": best["max_context"]})
-        else:
-            small = min(range(len(r)), key=lambda i: v["weights_bytes"][i])
-            need = (v["weights_gpu_bytes"][small] + v["workspace_gpu_bytes"][small]) / 1e9
-            rows.append({"model": m.name, "best_quant": None, "smallest_needs_gb": float(need)})
+    answer = will_it_run(cat, hw, rt, gpus, ctx, cat.model_named(args.model) if args.model else None)
+    rt = answer.runtime
+    if args.model:
+        rows = [{"model": x.model.name, "quant": x.quant.name, "fits": x.fits, "weights_gb": x.weights_gb,
+                 "decode_tok_s": x.decode_tok_s, "max_context": x.max_context} for x in answer.rows]
+    else:
+        rows = [{"model": x.model.name, "best_quant": x.quant.name, "weights_gb": x.weights_gb,
+                 "decode_tok_s": x.decode_tok_s, "max_context": x.max_context} if x.quant else
+                {"model": x.model.name, "best_quant": None, "smallest_needs_gb": x.needs_gb} for x in answer.rows]
     if args.json:
-
         print(json_text({"hardware": hw.name, "gpus": gpus, "runtime": rt.name, "context_tokens": ctx, "rows": rows}))
         return EXIT_OK
     where = f"{gpus} × {hw.name}" if gpus > 1 else hw.name

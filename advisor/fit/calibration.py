@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -33,9 +33,11 @@ import numpy as np
 import yaml
 
 from advisor.data.catalog import CATALOG_DIR, Catalog
-from advisor.model.devices import link_gb_s, peak_for, tier, usable_memory_gb
-from advisor.model.geometry import geometry, weight_bits
 from advisor.fit.measurements import Case
+from advisor.model.devices import tier
+from advisor.model.efficiency import IDEAL, Efficiency, efficiency_for
+from advisor.model.geometry import geometry
+from advisor.model.inputs import inputs_for, stack_inputs
 from advisor.model.roofline import evaluate
 from advisor.data.specs import Profile, Runtime
 from advisor.data.userdata import write_atomic
@@ -57,54 +59,34 @@ MIN_ROWS_FOR_DEVICE = 12
 
 # ---- evaluating cases with given efficiencies ----------------------------------------------------
 
-@dataclass(frozen=True)
-class Params:
-    """One group's fitted (or prior) parameters."""
-
-    inv_bw: float          # 1 / decode bandwidth fraction
-    tau_layer_us: float
-    allreduce_us: float
-    inv_c: float           # 1 / prefill compute fraction
-    inv_att: float         # 1 / attention compute fraction
-    tau_step_us: float     # not fitted: the runtime's documented per-step cost
-
-    @classmethod
-    def from_runtime(cls, rt: Runtime) -> "Params":
-        return cls(1 / rt.decode_bw_fraction, rt.layer_overhead_us, rt.allreduce_latency_us,
-                   1 / rt.prefill_compute_fraction, 1 / rt.attention_compute_fraction, rt.step_overhead_us)
+def _ideal_terms(r, x) -> dict[str, np.ndarray]:
+    """What multiplies each fitted parameter, from the kernel's physical quantities: ideal (100 %)
+    times, per-layer and per-pass counts, GPU-to-GPU message counts and transfer times."""
+    bw = np.asarray(x.bandwidth_gb_s, float) * 1e9
+    peak = np.asarray(x.peak_tflops, float) * 1e12
+    return {
+        "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / peak,
+        "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
+        "pf_lin_ideal_s": r.prefill_linear_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / peak,
+        "pf_mem_ideal_s": r.prefill_bytes / bw, "ubatches": r.micro_batches,
+        "pf_comm_lat_coeff": r.prefill_exchanges, "pf_comm_bw_s": r.prefill_transfer_s,
+    }
 
 
-def evaluate_cases(cases: Sequence[Case], params: Sequence[Params]) -> dict[str, np.ndarray]:
-    """Run the performance model on every case with its own parameters; arrays in case order."""
+def evaluate_cases(cases: Sequence[Case], effs: Sequence[Efficiency]) -> dict[str, np.ndarray]:
+    """Run the performance model on every case with its own efficiencies; arrays in case order:
+    the kernel's results plus the terms the fit solves with (`_ideal_terms`)."""
     n = len(cases)
     out: dict[str, np.ndarray] = {}
     by_model: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(cases):
         by_model[c.model.key].append(i)
     for idx in by_model.values():
-        cs = [cases[i] for i in idx]
-        ps = [params[i] for i in idx]
-        bits = [weight_bits(c.quant) for c in cs]
-        hw = [c.hardware for c in cs]
-        rt = [c.runtime for c in cs]
-        wl = [c.workload for c in cs]
-        a = lambda values: np.array(list(values), dtype=float)  # noqa: E731
-        r = evaluate(
-            geometry(cs[0].model), bw_gb_s=a(h.bandwidth_gb_s for h in hw), capacity_gb=a(map(usable_memory_gb, hw)),
-            peak_tflops=a(peak_for(c.hardware, c.runtime.compute_for(c.quant, c.hardware.vendor))[0] for c in cs),
-            link_gb_s_=a(map(link_gb_s, hw)), b_non_expert=a(b.non_expert for b in bits),
-            b_expert=a(b.expert for b in bits), b_embedding=a(b.embedding for b in bits), b_head=a(b.head for b in bits),
-            kv_bits=a(c.kv.bits for c in cs), memory_fraction=a(x.memory_fraction for x in rt),
-            memory_of_free=np.array([x.memory_fraction_of == "free" for x in rt]), reserve_gb=a(x.reserve_gb for x in rt),
-            overhead_gb=a(x.overhead_gb for x in rt), workspace_tokens=a(x.workspace_tokens for x in rt),
-            allreduce_us=a(p.allreduce_us for p in ps), tensor_parallel=np.array([x.parallelism == "tp" for x in rt]),
-            eta_bw=a(1 / p.inv_bw for p in ps), tau_layer_us=a(p.tau_layer_us for p in ps),
-            tau_step_us=a(p.tau_step_us for p in ps), eta_compute=a(1 / p.inv_c for p in ps),
-            eta_attention=a(1 / p.inv_att for p in ps), gpus=a(c.gpus for c in cs), batch=a(w.batch for w in wl),
-            prompt=a(w.prompt_tokens for w in wl), output=a(w.output_tokens for w in wl),
-            depth=a(w.depth_tokens for w in wl),
-        )
-        for key, v in r.items():
+        x = stack_inputs([inputs_for(cases[i].hardware, cases[i].runtime, cases[i].quant, cases[i].kv, effs[i],
+                                     cases[i].gpus, cases[i].runtime.parallelism, cases[i].workload) for i in idx])
+        r = evaluate(geometry(cases[idx[0]].model), x)
+        values = {name: getattr(r, name) for name in r.names()} | _ideal_terms(r, x)
+        for key, v in values.items():
             dest = out.setdefault(key, np.full(n, np.nan))
             dest[idx] = np.broadcast_to(v, (len(idx),))
     return out
@@ -122,14 +104,14 @@ def predicted_value(case: Case, r: dict[str, np.ndarray], i: int) -> float:
     return float(r["ttft_s"][i] * 1e3 + (case.workload.output_tokens - 1) / r["decode_tok_s"][i] * 1e3)
 
 
-def predictions(cases: Sequence[Case], params: Sequence[Params]) -> np.ndarray:
-    r = evaluate_cases(cases, params)
+def predictions(cases: Sequence[Case], effs: Sequence[Efficiency]) -> np.ndarray:
+    r = evaluate_cases(cases, effs)
     return np.array([predicted_value(c, r, i) for i, c in enumerate(cases)])
 
 
 def ceilings(cases: Sequence[Case]) -> np.ndarray:
     """The plain 100 %-of-roofline estimate of every case (what most calculators print)."""
-    r = evaluate_cases(cases, [Params(1.0, 0.0, 0.0, 1.0, 1.0, 0.0)] * len(cases))
+    r = evaluate_cases(cases, [IDEAL] * len(cases))
     out = []
     for i, c in enumerate(cases):
         if c.metric == "decode":
@@ -166,7 +148,7 @@ def _solve(A: np.ndarray, rhs: np.ndarray, prior: np.ndarray, sigma: np.ndarray,
     return x
 
 
-def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, prior: Params) -> Params:
+def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, prior: Efficiency) -> Efficiency:
     """Fit 1/η_bw, τ_layer and the all-reduce latency to the decode rows ``rows``.
 
     End-to-end latency rows count as decode rows: (latency − predicted TTFT) / (output − 1) is
@@ -186,18 +168,20 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
     layers = np.array([cases[i].model.layers for i in rows], dtype=float)
     mem = parts["dec_mem_ideal_s"][rows]
     lat_c = parts["dec_comm_lat_coeff"][rows]
-    known = parts["dec_comm_bw_s"][rows] + prior.tau_step_us * 1e-6
+    known = parts["dec_comm_bw_s"][rows] + prior.step_overhead_us * 1e-6
     A = np.column_stack([mem, layers * 1e-6, lat_c * 1e-6]) / t[:, None]
     rhs = 1.0 - known / t
     free = np.array([True, True, bool((lat_c > 0).any())])
-    x = _solve(A, rhs, np.array([prior.inv_bw, prior.tau_layer_us, prior.allreduce_us]),
+    # linear in 1/η_bw, τ_layer and the latency: solve for those
+    x = _solve(A, rhs, np.array([1 / prior.decode_bw_fraction, prior.layer_overhead_us, prior.allreduce_latency_us]),
                np.array([SIGMA["inv_bw"], SIGMA["tau_layer_us"], SIGMA["allreduce_us"]]),
                np.array([1.0, 0.0, 0.0]), free)
-    return replace(prior, inv_bw=float(x[0]), tau_layer_us=float(x[1]), allreduce_us=float(x[2]))
+    return prior.replace(decode_bw_fraction=1 / float(x[0]), layer_overhead_us=float(x[1]),
+                         allreduce_latency_us=float(x[2]))
 
 
-def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, p: Params,
-                 fit_step: bool = False) -> Params:
+def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, p: Efficiency,
+                 fit_step: bool = False) -> Efficiency:
     """Fit 1/η_c and 1/η_att to prefill and TTFT rows, decode-side parameters held; with
     ``fit_step`` (a group without decode rows, e.g. TTFT-only data) also the per-step cost."""
     if rows.size == 0:
@@ -206,20 +190,22 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
     layers = np.array([cases[i].model.layers for i in rows], dtype=float)
-    known = (parts["pf_mem_ideal_s"][rows] * p.inv_bw + ub * layers * p.tau_layer_us * 1e-6
-             + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_us * 1e-6)
+    known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
+             + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows], ub * 1e-6]) / t[:, None]
     rhs = 1.0 - known / t
     ok = np.isfinite(A).all(axis=1) & np.isfinite(rhs)
     if not ok.any():
         return p
-    x = _solve(A[ok], rhs[ok], np.array([p.inv_c, p.inv_att, p.tau_step_us]),
+    x = _solve(A[ok], rhs[ok], np.array([1 / p.prefill_compute_fraction, 1 / p.attention_compute_fraction,
+                                         p.step_overhead_us]),
                np.array([SIGMA["inv_c"], SIGMA["inv_att"], SIGMA["tau_step_us"]]),
                np.array([1.0, 1.0, 0.0]), np.array([True, True, fit_step]))
-    return replace(p, inv_c=float(x[0]), inv_att=float(x[1]), tau_step_us=float(x[2]))
+    return p.replace(prefill_compute_fraction=1 / float(x[0]), attention_compute_fraction=1 / float(x[1]),
+                     step_overhead_us=float(x[2]))
 
 
-def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Params) -> Params:
+def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency) -> Efficiency:
     """Fit one group's parameters (decode first, then prefill/TTFT) on the cases ``rows``."""
     if rows.size == 0:
         return prior
@@ -241,7 +227,7 @@ class Group:
     vendor: str
     family: str
     rows: np.ndarray         # indices into the case list
-    params: Params | None = None
+    params: Efficiency | None = None
     band_decode: tuple[float, float] = (0.7, 1.3)
     band_prefill: tuple[float, float] = (0.5, 1.6)
     cv_residuals: dict | None = None
@@ -298,16 +284,16 @@ def _parent(groups: list[Group], g: Group) -> Group | None:
 
 
 def _fit_all(cases: Sequence[Case], groups: list[Group], runtimes: dict[str, Runtime],
-             exclude: set[int] | None = None) -> dict[str, Params]:
+             exclude: set[int] | None = None) -> dict[str, Efficiency]:
     """Fit every group top-down, optionally without some rows; returns params by group key."""
     exclude = exclude or set()
-    fitted: dict[str, Params] = {}
+    fitted: dict[str, Efficiency] = {}
     for level in ("runtime", "vendor", "family", "hardware"):
         for g in groups:
             if g.level != level:
                 continue
             parent = _parent(groups, g)
-            prior = fitted.get(parent.key) if parent else Params.from_runtime(runtimes[g.runtime])
+            prior = fitted.get(parent.key) if parent else Efficiency.of_runtime(runtimes[g.runtime])
             rows = np.array([i for i in g.rows if i not in exclude], dtype=int)
             fitted[g.key] = fit_group(cases, rows, prior) if rows.size else prior
     return fitted
@@ -411,9 +397,10 @@ def calibrate(cat: Catalog, cases: Sequence[Case]) -> CalibrationResult:
             key=g.key, runtime=g.runtime, formats_of=cat.runtimes[g.runtime].format_family,
             vendor=g.vendor, family=g.family,
             tier=g.tier if g.level == "family" else "", hardware=g.hardware,
-            decode_bw_fraction=round(1 / p.inv_bw, 4), layer_overhead_us=round(p.tau_layer_us, 2),
-            step_overhead_us=round(p.tau_step_us, 1), prefill_compute_fraction=round(1 / p.inv_c, 4),
-            attention_compute_fraction=round(1 / p.inv_att, 4), allreduce_latency_us=round(p.allreduce_us, 1),
+            decode_bw_fraction=round(p.decode_bw_fraction, 4), layer_overhead_us=round(p.layer_overhead_us, 2),
+            step_overhead_us=round(p.step_overhead_us, 1), prefill_compute_fraction=round(p.prefill_compute_fraction, 4),
+            attention_compute_fraction=round(p.attention_compute_fraction, 4),
+            allreduce_latency_us=round(p.allreduce_latency_us, 1),
             decode_low=round(g.band_decode[0], 3), decode_high=round(g.band_decode[1], 3),
             prefill_low=round(g.band_prefill[0], 3), prefill_high=round(g.band_prefill[1], 3),
             decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
@@ -450,13 +437,9 @@ def write_profiles(result: CalibrationResult, data_path: Path, out: Path = PROFI
     return out
 
 
-def params_for(cat: Catalog, case: Case) -> Params:
-    """The parameters a prediction for ``case`` uses with the catalog's current profiles."""
-    from advisor.model.efficiency import efficiency_for
-
-    e = efficiency_for(cat.profiles, case.runtime, case.hardware)
-    return Params(1 / e.decode_bw_fraction, e.layer_overhead_us, e.allreduce_latency_us,
-                  1 / e.prefill_compute_fraction, 1 / e.attention_compute_fraction, e.step_overhead_us)
+def efficiency_of_case(cat: Catalog, case: Case) -> Efficiency:
+    """The efficiencies a prediction for ``case`` uses with the catalog's current profiles."""
+    return efficiency_for(cat.profiles, case.runtime, case.hardware)
 
 
 def iter_levels(groups: Iterable[Group]):
@@ -483,7 +466,7 @@ def held_out_errors(cat: Catalog, cases: Sequence[Case]) -> dict[str, list[float
             usable = [g for g in groups if g.runtime == c.runtime.key
                       and (g.level != "family" or any(cases[j].device != dev for j in g.rows))]
             g = _applicable(usable, c)
-            params.append(fitted[g.key] if g else Params.from_runtime(c.runtime))
+            params.append(fitted[g.key] if g else Efficiency.of_runtime(c.runtime))
         for i, p in zip(held, predictions([cases[i] for i in held], params)):
             if math.isfinite(p) and p > 0:
                 errors[cases[i].metric].append(p / cases[i].measured - 1)

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from advisor.data.catalog import CATALOG_DIR, Catalog
 from advisor.data.errors import AdvisorError, UnknownName
-from advisor.model.roofline import Workload, predict
+from advisor.model.config import Config
+from advisor.model.predict import predict
+from advisor.model.roofline import Workload
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 
 DEFAULT_DATA = CATALOG_DIR / "measured" / "calibration.csv"
@@ -265,7 +267,7 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
             continue
         kv = cat.kv_dtypes["f16"]
         try:
-            plan = predict(hw, model, quant, runtime, workload, kv, gpus, None, check_context=False)
+            plan = predict(None, Config(hw, model, quant, kv, runtime, gpus, "", workload), check_context=False)
         except AdvisorError as exc:
             unmapped.append(Unmapped(line, text, str(exc)))
             continue

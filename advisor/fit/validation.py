@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from advisor.fit.calibration import ceilings, params_for, predictions
+from advisor.fit.calibration import ceilings, efficiency_of_case, predictions
 from advisor.data.catalog import Catalog
 from advisor.model.efficiency import efficiency_for
 from advisor.fit.measurements import Case, Unmapped, load_cases
@@ -92,7 +92,7 @@ def check(cat: Catalog, cases: Sequence[Case]) -> list[Checked]:
     """Predict every case with the catalog's profiles and attach its band and ceiling."""
     if not cases:
         return []
-    pred = predictions(cases, [params_for(cat, c) for c in cases])
+    pred = predictions(cases, [efficiency_of_case(cat, c) for c in cases])
     ceil = ceilings(cases)
     out = []
     for c, p, cl in zip(cases, pred, ceil):

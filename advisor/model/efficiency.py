@@ -1,14 +1,17 @@
 """Which efficiencies a (runtime, hardware) pair runs at: the calibrated profile or the defaults.
 
 Efficiency is a property of (runtime, hardware family, dtype), not a universal constant
-(DESIGN.md §2). `advisor.fit.calibration` fits profiles per runtime and hardware group into
+(docs/ARCHITECTURE.md). `advisor.fit.calibration` fits profiles per runtime and hardware group into
 ``catalog/profiles.yaml``; this module picks the most specific one that applies, and falls back
 to the runtime's documented starting values, with a wide band, where nothing was measured.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
 
 from advisor.model.devices import tier
 from advisor.data.specs import Hardware, Profile, Runtime
@@ -18,26 +21,74 @@ UNCALIBRATED_DECODE_BAND = (0.6, 1.4)
 UNCALIBRATED_PREFILL_BAND = (0.4, 1.8)
 
 
+#: The fitted rates, in the order the calibration solves for them.
+RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "prefill_compute_fraction",
+               "attention_compute_fraction", "allreduce_latency_us")
+BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high")
+
+
 @dataclass(frozen=True)
 class Efficiency:
-    decode_bw_fraction: float
-    layer_overhead_us: float
-    step_overhead_us: float
-    prefill_compute_fraction: float
-    attention_compute_fraction: float
-    allreduce_latency_us: float
-    decode_low: float
-    decode_high: float
-    prefill_low: float
-    prefill_high: float
+    """The fractions of the roofs a runtime reaches on some hardware, its fixed costs, and the
+    band around its predictions. The one efficiency type: runtime defaults, calibrated profiles,
+    the calibration's trial values and the kernel's inputs are all `Efficiency`. Fields are
+    numbers, or numpy arrays with one element per configuration (`stack`, `take`)."""
+
+    decode_bw_fraction: Any            # of spec bandwidth, reached by decode weight and KV reads
+    layer_overhead_us: Any             # fixed cost per layer per forward pass
+    step_overhead_us: Any              # fixed cost per forward pass
+    prefill_compute_fraction: Any      # of dense peak, reached by the linear layers in prefill
+    attention_compute_fraction: Any    # of dense peak, reached by the attention products in prefill
+    allreduce_latency_us: Any          # per GPU-to-GPU message
+    decode_low: Any = 1.0              # band: multipliers on the predicted speed
+    decode_high: Any = 1.0
+    prefill_low: Any = 1.0
+    prefill_high: Any = 1.0
     #: what the figures come from: a profile key, or "defaults of <runtime>"
-    basis: str
+    basis: str = ""
     #: how specific the match is: hardware, family, vendor, sibling-*, runtime, or none (defaults)
-    level: str
+    level: str = "none"
 
     @property
     def calibrated(self) -> bool:
         return self.level != "none"
+
+    @classmethod
+    def of_runtime(cls, rt: Runtime) -> "Efficiency":
+        """The runtime's documented starting values, with the wide uncalibrated band."""
+        return cls(rt.decode_bw_fraction, rt.layer_overhead_us, rt.step_overhead_us, rt.prefill_compute_fraction,
+                   rt.attention_compute_fraction, rt.allreduce_latency_us,
+                   UNCALIBRATED_DECODE_BAND[0], UNCALIBRATED_DECODE_BAND[1],
+                   UNCALIBRATED_PREFILL_BAND[0], UNCALIBRATED_PREFILL_BAND[1],
+                   basis=f"defaults of {rt.name} (uncalibrated)", level="none")
+
+    @classmethod
+    def of_profile(cls, p: Profile, rt: Runtime, level: str, band_stretch: float = 1.0) -> "Efficiency":
+        return cls(p.decode_bw_fraction, p.layer_overhead_us, p.step_overhead_us, p.prefill_compute_fraction,
+                   p.attention_compute_fraction,
+                   p.allreduce_latency_us if p.allreduce_latency_us is not None else rt.allreduce_latency_us,
+                   p.decode_low ** band_stretch, p.decode_high ** band_stretch,
+                   p.prefill_low ** band_stretch, p.prefill_high ** band_stretch, basis=p.key, level=level)
+
+    def rates(self) -> tuple:
+        return tuple(getattr(self, f) for f in RATE_FIELDS)
+
+    def replace(self, **changes: Any) -> "Efficiency":
+        return replace(self, **changes)
+
+    @classmethod
+    def stack(cls, items: Sequence["Efficiency"]) -> "Efficiency":
+        """One `Efficiency` of arrays from many (labels dropped)."""
+        return cls(*(np.array([getattr(e, f) for e in items], dtype=float) for f in RATE_FIELDS + BAND_FIELDS),
+                   basis="", level="mixed")
+
+    def take(self, index) -> "Efficiency":
+        """The elements ``index`` of an `Efficiency` of arrays (numpy fancy indexing)."""
+        return replace(self, **{f: np.asarray(getattr(self, f))[index] for f in RATE_FIELDS + BAND_FIELDS})
+
+
+#: 100 % of both roofs and no fixed costs: the plain roofline most calculators print.
+IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, basis="ideal roofline", level="ideal")
 
 
 #: A sibling runtime's profile (another backend or build of the same engine) is stretched this much
@@ -84,25 +135,9 @@ def select_profile(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
 
 
 def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware) -> Efficiency:
+    """The efficiencies a prediction for ``runtime`` on ``hw`` uses (see `select_profile`)."""
     found = select_profile(profiles, runtime, hw)
     if found is None:
-        return Efficiency(
-            decode_bw_fraction=runtime.decode_bw_fraction, layer_overhead_us=runtime.layer_overhead_us,
-            step_overhead_us=runtime.step_overhead_us, prefill_compute_fraction=runtime.prefill_compute_fraction,
-            attention_compute_fraction=runtime.attention_compute_fraction,
-            allreduce_latency_us=runtime.allreduce_latency_us,
-            decode_low=UNCALIBRATED_DECODE_BAND[0], decode_high=UNCALIBRATED_DECODE_BAND[1],
-            prefill_low=UNCALIBRATED_PREFILL_BAND[0], prefill_high=UNCALIBRATED_PREFILL_BAND[1],
-            basis=f"defaults of {runtime.name} (uncalibrated)", level="none",
-        )
+        return Efficiency.of_runtime(runtime)
     p, level = found
-    k = SIBLING_BAND_STRETCH if level.startswith("sibling") else 1.0
-    return Efficiency(
-        decode_bw_fraction=p.decode_bw_fraction, layer_overhead_us=p.layer_overhead_us,
-        step_overhead_us=p.step_overhead_us, prefill_compute_fraction=p.prefill_compute_fraction,
-        attention_compute_fraction=p.attention_compute_fraction,
-        allreduce_latency_us=p.allreduce_latency_us if p.allreduce_latency_us is not None else runtime.allreduce_latency_us,
-        decode_low=p.decode_low ** k, decode_high=p.decode_high ** k,
-        prefill_low=p.prefill_low ** k, prefill_high=p.prefill_high ** k,
-        basis=p.key, level=level,
-    )
+    return Efficiency.of_profile(p, runtime, level, SIBLING_BAND_STRETCH if level.startswith("sibling") else 1.0)

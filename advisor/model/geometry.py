@@ -21,6 +21,7 @@ class Geometry:
     routed_expert_params: float  # all routed experts of all MoE layers
     expert_params_each: float    # one routed expert in one layer
     non_expert_params: float     # attention, dense FFN, shared experts, norms (the body minus routed experts)
+    attention_params: float      # of which: the attention projections (Q, K, V, O; MLA's down/up projections)
     moe_layers: int
     experts: int
     experts_per_token: int
@@ -91,8 +92,16 @@ def geometry(m: Model) -> Geometry:
     non_expert = max(body - routed, 0.2 * attention_params)
     linear = m.linear_layers or 0
     attention = m.attention_layers if m.attention_layers is not None else m.layers - linear
-    sliding = min(m.sliding_layers or 0, attention)
+    # Q and O are heads × head_dim wide, K and V kv_heads × head_dim. MLA: the latent
+    # down-projection, its up-projection to every head's K and V, and Q and O (query compression
+    # ignored). Never more than the body holds.
     v_dim = m.v_head_dim or m.head_dim
+    projections = attention * m.hidden * (m.heads * (m.head_dim + v_dim) + m.kv_heads * (m.head_dim + v_dim))
+    if m.attention == "mla":
+        projections = attention * (m.hidden * (m.kv_lora_rank + (m.qk_rope_head_dim or 0))
+                                   + m.kv_lora_rank * m.heads * (m.head_dim + v_dim)
+                                   + m.hidden * m.heads * (m.head_dim + v_dim))
+    sliding = min(m.sliding_layers or 0, attention)
     if m.attention == "mla":
         kv_elems = m.kv_lora_rank + (m.qk_rope_head_dim or 0)
         splits = False
@@ -101,7 +110,7 @@ def geometry(m: Model) -> Geometry:
         splits = True
     return Geometry(
         embedding_params=embedding, head_params=head, routed_expert_params=routed, expert_params_each=each,
-        non_expert_params=non_expert, moe_layers=moe_layers, experts=m.experts or 0,
+        non_expert_params=non_expert, attention_params=min(float(projections), non_expert), moe_layers=moe_layers, experts=m.experts or 0,
         experts_per_token=m.experts_per_token or 0, layers=m.layers, full_layers=attention - sliding,
         sliding_layers=sliding, linear_layers=linear, window=m.sliding_window or 0, heads=m.heads,
         kv_heads=m.kv_heads, qk_head_dim=m.head_dim, v_head_dim=v_dim, kv_elems_per_layer=kv_elems,

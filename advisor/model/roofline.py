@@ -16,17 +16,15 @@ pipeline/layer split (pp, llama.cpp's default) runs the GPUs one after another f
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from advisor.model.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
-from advisor.model.efficiency import Efficiency, efficiency_for
 from advisor.data.errors import AdvisorError
-from advisor.model.geometry import Geometry, WeightBits, bytes_read, geometry, weight_bits, weight_bytes
-from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.data.specs import Model
+from advisor.model.efficiency import Efficiency
+from advisor.model.geometry import Geometry, WeightBits, bytes_read, weight_bytes
 
 #: Longest context we accept anywhere, tokens (beyond any released model).
 MAX_CONTEXT_TOKENS = 100_000_000
@@ -39,6 +37,327 @@ WORKSPACE_FFN_BYTES = 4
 LOGIT_ROWS = 512
 #: Activations exchanged between GPUs are 16-bit.
 ACTIVATION_BYTES = 2
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the kernel needs per configuration besides the model's geometry.
+
+    Every field is a number or a numpy array; arrays broadcast against each other (one element
+    per configuration, or a column of configurations against a row of batch sizes). Built for
+    one configuration by `advisor.model.predict.inputs_for` and for many at once by
+    `advisor.model.sweep.Tables.gather`; both read the catalog through the same column functions.
+    """
+
+    bandwidth_gb_s: Any
+    capacity_gb: Any          # memory the device may use (Apple: the GPU wired limit), GB per GPU
+    peak_tflops: Any          # dense matrix peak at the compute dtype in force; nan = unknown
+    link_gb_s: Any            # GPU-to-GPU bandwidth per direction
+    bits: WeightBits          # bits per weight of each parameter group
+    kv_bits: Any
+    memory_fraction: Any      # of total (vLLM) or of what is free after the weights (TensorRT-LLM)
+    memory_of_free: Any
+    reserve_gb: Any
+    overhead_gb: Any
+    workspace_tokens: Any     # tokens per forward pass the activation workspace is sized for
+    tensor_parallel: Any      # True: tensor parallel; False: layer split (pipeline)
+    gpus: Any
+    eff: Efficiency
+    batch: Any
+    prompt: Any
+    output: Any
+    depth: Any
+
+    def replace(self, **changes: Any) -> "Inputs":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Result:
+    """The kernel's answer: arrays broadcast to the inputs' shape (or scalars). Per GPU unless
+    the name says otherwise; the decode step is the one at the middle of the output."""
+
+    # memory plan
+    weights_bytes: Any            # all GPUs together
+    weights_gpu_bytes: Any
+    kv_gpu_bytes: Any             # the batch at its longest context
+    kv_seq_bytes: Any             # one sequence at its longest context
+    workspace_gpu_bytes: Any
+    overhead_gpu_bytes: Any
+    usable_gpu_bytes: Any         # what the runtime may use: KV budget + weights + workspace + overhead
+    capacity_gpu_bytes: Any
+    kv_budget_gpu_bytes: Any
+    fits: Any
+    max_batch: Any
+    max_context: Any
+    # decode
+    decode_tok_s: Any = None
+    decode_low_tok_s: Any = None
+    decode_high_tok_s: Any = None
+    decode_ceiling_tok_s: Any = None
+    throughput_tok_s: Any = None
+    decode_memory_s: Any = None       # bytes / attained bandwidth of the middle step
+    decode_compute_s: Any = None      # FLOPs / attained compute of the middle step
+    decode_fixed_s: Any = None        # per-layer and per-step costs plus GPU-to-GPU communication
+    decode_bytes: Any = None          # bytes one middle step moves (per GPU; pipeline: all stages)
+    decode_flops: Any = None
+    decode_weight_bytes: Any = None   # of which: weights (body and head)
+    decode_head_bytes: Any = None     #   the output head alone
+    decode_kv_bytes: Any = None       #   KV cache (and linear-attention state)
+    decode_attention_flops: Any = None  # score and value products over the context
+    decode_head_flops: Any = None
+    decode_exchanges: Any = None      # GPU-to-GPU messages per step (each pays the link latency)
+    decode_transfer_s: Any = None     # their transfer time at the link's bandwidth
+    knee_batch: Any = None
+    # prefill
+    prefill_s: Any = None
+    prefill_tok_s: Any = None
+    prefill_low_tok_s: Any = None
+    prefill_high_tok_s: Any = None
+    prefill_ceiling_tok_s: Any = None
+    prefill_linear_flops: Any = None  # per GPU, like the decode figures
+    prefill_attention_flops: Any = None
+    prefill_bytes: Any = None         # weight bytes read over all micro-batches
+    micro_batches: Any = None
+    prefill_exchanges: Any = None
+    prefill_transfer_s: Any = None
+    prefill_compute_share: Any = None  # ideal compute time / ideal time: ≥ 0.5 = compute-bound
+    ttft_s: Any = None
+    ttft_low_s: Any = None
+    ttft_high_s: Any = None
+
+    def names(self) -> list[str]:
+        """The fields this result has values for (a memory-only result has no speeds)."""
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+
+def _split(x: Inputs, ft) -> tuple:
+    n = np.asarray(x.gpus, ft)
+    tpm = np.asarray(x.tensor_parallel, bool)
+    return n, tpm, np.where(tpm, n, 1.0), np.where(tpm, 1.0, n)
+
+
+class _Kv:
+    """KV (and linear-attention state) bytes per sequence per GPU as a function of context."""
+
+    def __init__(self, g: Geometry, x: Inputs, ft):
+        n, tpm, tp, _ = _split(x, ft)
+        self.kvb = np.asarray(x.kv_bits, ft) / 8.0
+        self.window = float(g.window) if g.window else np.inf
+        per_layer = float(g.kv_elems_per_layer)
+        # GQA heads split across tensor-parallel GPUs (replicated when fewer than GPUs); MLA's
+        # latent KV is replicated on every GPU; a layer split gives each GPU its layers' share
+        tp_share = np.ceil(g.kv_heads / tp) / g.kv_heads if g.kv_splits else np.ones_like(tp)
+        kv_share = np.where(tpm, tp_share, 1.0 / n)
+        self.full = g.full_layers * per_layer * kv_share
+        self.slide = g.sliding_layers * per_layer * kv_share
+        self.state = g.linear_layers * g.linear_state_bytes / n
+
+    def __call__(self, c):
+        return self.kvb * (self.full * c + self.slide * np.minimum(c, self.window)) + self.state
+
+
+def memory_plan(g: Geometry, x: Inputs, ft=np.float64) -> Result:
+    """Weights, KV at the longest context, workspace and overhead against usable memory."""
+    n = np.asarray(x.gpus, ft)
+    bits = WeightBits(*(np.asarray(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding, x.bits.head)))
+    weights_total = weight_bytes(g, bits)
+    weights_gpu = weights_total / n
+    kv = _Kv(g, x, ft)
+    B = np.asarray(x.batch, ft)
+    c_max = np.asarray(x.depth, ft) + np.asarray(x.prompt, ft) + np.asarray(x.output, ft)
+    seq_bytes = kv(c_max)
+    kv_need = B * seq_bytes
+    ffn_act = g.experts_per_token * g.moe_intermediate if g.experts else g.intermediate
+    ws_tok = np.asarray(x.workspace_tokens, ft)
+    workspace = ws_tok * (WORKSPACE_HIDDEN_BYTES * g.hidden + WORKSPACE_FFN_BYTES * ffn_act) \
+        + np.minimum(ws_tok, LOGIT_ROWS) * 4.0 * g.vocab
+    capacity = np.asarray(x.capacity_gb, ft) * 1e9
+    reserve = np.asarray(x.reserve_gb, ft) * 1e9
+    overhead = np.asarray(x.overhead_gb, ft) * 1e9
+    frac = np.asarray(x.memory_fraction, ft)
+    free_after_weights = capacity - reserve - overhead - weights_gpu - workspace
+    kv_budget = np.where(np.asarray(x.memory_of_free, bool), frac * free_after_weights,
+                         capacity * frac - reserve - overhead - weights_gpu - workspace)
+    usable = kv_budget + weights_gpu + workspace + overhead
+    fits = (kv_budget >= kv_need) & (kv_budget >= 0)
+    W = kv.window
+    # the branches np.where discards may divide by ~0 and overflow float32: silence them
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        max_batch = np.where(kv_budget > 0, np.floor(kv_budget / np.maximum(seq_bytes, 1e-30)), 0.0)
+        # longest context at B=1: kv(c) <= budget, piecewise linear in c
+        rem = (kv_budget - kv.state) / kv.kvb
+        both = kv.full + kv.slide
+        below_window = rem / np.maximum(both, 1e-30)
+        above_window = np.where(kv.full > 0, W + (rem - both * W) / np.maximum(kv.full, 1e-30), np.inf)
+        ctx = np.where(rem >= both * W, above_window, below_window)
+    max_context = np.clip(np.floor(np.nan_to_num(ctx, posinf=g.native_context)), 0, g.native_context)
+    max_context = np.where(kv_budget > 0, max_context, 0.0)
+    max_batch = np.minimum(max_batch, MAX_BATCH)
+    return Result(
+        weights_bytes=weights_total, weights_gpu_bytes=weights_gpu, kv_gpu_bytes=kv_need, kv_seq_bytes=seq_bytes,
+        workspace_gpu_bytes=workspace + 0 * n, overhead_gpu_bytes=overhead + 0 * n, usable_gpu_bytes=usable,
+        capacity_gpu_bytes=capacity + 0 * n, kv_budget_gpu_bytes=kv_budget, fits=fits, max_batch=max_batch,
+        max_context=max_context)
+
+
+def _fixed_costs(g: Geometry, x: Inputs, ft):
+    """Per-pass fixed cost (layers · τ_layer + τ_step), s."""
+    return g.layers * np.asarray(x.eff.layer_overhead_us, ft) * 1e-6 + np.asarray(x.eff.step_overhead_us, ft) * 1e-6
+
+
+def _exchanges(g: Geometry, tp, pp):
+    """GPU-to-GPU messages per forward pass: two all-reduces per layer under tensor parallel,
+    one hand-over between consecutive stages under a layer split."""
+    return (np.where(tp > 1, 2.0 * g.layers, 0.0) + np.where(pp > 1, pp - 1, 0.0)).astype(tp.dtype)
+
+
+def _transfer_s(g: Geometry, tokens, tp, pp, link):
+    """Time on the link for the activations of ``tokens`` tokens in one forward pass."""
+    msg = tokens * g.hidden * ACTIVATION_BYTES
+    return np.where(tp > 1, 2.0 * g.layers * (2.0 * (tp - 1) / tp * msg / link), 0.0) \
+        + np.where(pp > 1, (pp - 1) * (msg / link), 0.0)
+
+
+def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
+    """Time per output token (averaged over the output by Simpson's rule), its roofline
+    coordinates at the middle step, its 100 % ceiling and the knee batch."""
+    n, tpm, tp, pp = _split(x, ft)
+    B = np.asarray(x.batch, ft)
+    bw = np.asarray(x.bandwidth_gb_s, ft) * 1e9
+    peak = np.asarray(x.peak_tflops, ft) * 1e12
+    link = np.asarray(x.link_gb_s, ft) * 1e9
+    bits = WeightBits(*(np.asarray(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding, x.bits.head)))
+    kv = _Kv(g, x, ft)
+    W = kv.window
+    out_params = g.output_params
+    attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)   # FLOPs per token per layer per context token
+
+    def attn_flops(c):
+        return attn_coeff * (g.full_layers * c + g.sliding_layers * np.minimum(c, W))
+
+    w_read = bytes_read(g, bits, g.expert_fraction(B))
+    dec_flops_lin = B * 2.0 * (g.flops_params_per_token + out_params)
+    eta_bw = np.asarray(x.eff.decode_bw_fraction, ft)
+    eta_c = np.asarray(x.eff.prefill_compute_fraction, ft)
+    fixed = _fixed_costs(g, x, ft)
+    lat = np.asarray(x.eff.allreduce_latency_us, ft) * 1e-6
+    exchanges = _exchanges(g, tp, pp)
+    transfer = _transfer_s(g, B, tp, pp, link)
+    comm = exchanges * lat + transfer
+
+    def step_parts(c):
+        kv_bytes = B * kv(c) * pp
+        return w_read / tp + kv_bytes, (dec_flops_lin + B * attn_flops(c)) / tp, kv_bytes
+
+    d = np.asarray(x.depth, ft)
+    c0 = d + np.asarray(x.prompt, ft)
+    c1 = c0 + np.asarray(x.output, ft)
+    cm = 0.5 * (c0 + c1)
+    # one evaluation of bytes and FLOPs at each Simpson node serves both the expected time and the ceiling
+    nodes = [step_parts(c) for c in (c0, cm, c1)]
+    eff_bw, eff_c = bw * eta_bw, peak * eta_c
+
+    def simpson(values):
+        return (values[0] + 4.0 * values[1] + values[2]) / 6.0
+
+    # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
+    t_step = simpson([np.fmax(b_ / eff_bw, f_ / eff_c) for b_, f_, _ in nodes]) + fixed + comm
+    t_step_ceil = simpson([np.fmax(b_ / bw, f_ / peak) for b_, f_, _ in nodes])
+    t_step_first = np.fmax(nodes[0][0] / eff_bw, nodes[0][1] / eff_c) + fixed + comm
+    mid_bytes, mid_flops, mid_kv = nodes[1]
+    decode_tok_s = 1.0 / t_step
+    ceiling = 1.0 / t_step_ceil
+    # The knee: the batch where the decode compute roof meets the memory roof for the weights
+    # alone (ideal roofs, all experts read): B* = weight bytes · peak / (BW · FLOPs per token).
+    # KV reads grow with B too and push the real knee higher, or remove it at long context.
+    f1 = 2.0 * (g.flops_params_per_token + out_params) / tp
+    knee = bytes_read(g, bits, 1.0) / tp * peak / (bw * f1)
+    low = decode_tok_s * np.asarray(x.eff.decode_low, ft)
+    high = np.fmin(decode_tok_s * np.asarray(x.eff.decode_high, ft), ceiling)  # never above the roofline
+    return {
+        "decode_tok_s": decode_tok_s, "decode_low_tok_s": low, "decode_high_tok_s": high,
+        "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
+        "decode_memory_s": mid_bytes / eff_bw, "decode_compute_s": mid_flops / eff_c,
+        "decode_fixed_s": fixed + comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
+        "decode_weight_bytes": w_read / tp + 0 * mid_bytes, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
+        "decode_kv_bytes": mid_kv, "decode_attention_flops": B * attn_flops(cm) / tp,
+        "decode_head_flops": B * 2.0 * out_params / tp, "decode_exchanges": exchanges, "decode_transfer_s": transfer,
+        "knee_batch": knee, "_first_step_s": t_step_first,
+    }
+
+
+def prefill(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
+    """Time to process B prompts of s tokens after d cached ones, in micro-batches of the
+    runtime's workspace: linear and attention FLOPs, weight reads per micro-batch, fixed costs."""
+    n, tpm, tp, pp = _split(x, ft)
+    B = np.asarray(x.batch, ft)
+    s = np.asarray(x.prompt, ft)
+    d = np.asarray(x.depth, ft)
+    bw = np.asarray(x.bandwidth_gb_s, ft) * 1e9
+    peak = np.asarray(x.peak_tflops, ft) * 1e12
+    link = np.asarray(x.link_gb_s, ft) * 1e9
+    bits = WeightBits(*(np.asarray(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding, x.bits.head)))
+    W = float(g.window) if g.window else np.inf
+    attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)
+    ws_tok = np.asarray(x.workspace_tokens, ft)
+    T = B * s
+    ub = np.maximum(np.ceil(T / ws_tok), 1.0)
+    tok_per_ub = np.minimum(T, ws_tok)
+    w_bytes = bytes_read(g, bits, g.expert_fraction(tok_per_ub), with_output=False)
+    lin = 2.0 * g.flops_params_per_token * T + 2.0 * g.output_params * B  # logits of the last token only
+    # causal attention: each prompt token attends to the cache and half the prompt on average
+    att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
+    eta_c = np.asarray(x.eff.prefill_compute_fraction, ft)
+    eta_att = np.asarray(x.eff.attention_compute_fraction, ft)
+    eta_bw = np.asarray(x.eff.decode_bw_fraction, ft)
+    fixed = _fixed_costs(g, x, ft)
+    lat = np.asarray(x.eff.allreduce_latency_us, ft) * 1e-6
+    exchanges = ub * _exchanges(g, tp, pp)
+    transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
+    lin_gpu, att_gpu, bytes_gpu = lin / tp, att / tp, ub * w_bytes / tp
+    t = (lin_gpu / (peak * eta_c) + att_gpu / (peak * eta_att)
+         + bytes_gpu / (bw * eta_bw) + ub * fixed + exchanges * lat + transfer)
+    t_ceil = np.maximum((lin + att) / tp / peak, w_bytes / tp / bw)
+    has_prompt = T > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tok_s = np.where(has_prompt, T / t, np.nan)
+        ceiling = np.where(has_prompt, T / t_ceil, np.nan)
+        share = np.where(has_prompt, (lin + att) / tp / peak / np.maximum(t_ceil, 1e-30), np.nan)
+    low = tok_s * np.asarray(x.eff.prefill_low, ft)
+    high = np.fmin(tok_s * np.asarray(x.eff.prefill_high, ft), ceiling)
+    return {
+        "prefill_s": np.where(has_prompt, t, 0.0), "prefill_tok_s": tok_s, "prefill_low_tok_s": low,
+        "prefill_high_tok_s": high, "prefill_ceiling_tok_s": ceiling, "prefill_linear_flops": lin_gpu,
+        "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
+        "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
+    }
+
+
+def evaluate(g: Geometry, x: Inputs, memory_only: bool = False, dtype=np.float64) -> Result:
+    """The model's arithmetic on broadcastable arrays; see the module docstring.
+
+    ``memory_only``: stop after the memory plan (a recommender checks capacity at the longest
+    context separately from speed at the typical one). ``dtype``: float64 for single predictions;
+    sweeps over hundreds of thousands of configurations use float32 (7 significant digits), which
+    halves the memory traffic.
+    """
+    plan = memory_plan(g, x, dtype)
+    if memory_only:
+        return plan
+    dec = decode_step(g, x, dtype)
+    pre = prefill(g, x, dtype)
+    first_step = dec.pop("_first_step_s")
+    has_prompt = np.asarray(x.batch, dtype) * np.asarray(x.prompt, dtype) > 0
+    # The first token comes out of the prefill pass; with no prompt it takes one decode step.
+    # Its band follows the pass that produced it.
+    ttft = np.where(has_prompt, pre["prefill_s"], first_step)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ttft_low = np.where(has_prompt, ttft * pre["prefill_tok_s"] / pre["prefill_high_tok_s"],
+                            ttft * dec["decode_tok_s"] / dec["decode_high_tok_s"])
+        ttft_high = np.where(has_prompt, ttft / np.asarray(x.eff.prefill_low, dtype),
+                             ttft / np.asarray(x.eff.decode_low, dtype))
+    return replace(plan, **dec, **pre, ttft_s=ttft, ttft_low_s=ttft_low, ttft_high_s=ttft_high)
 
 
 @dataclass(frozen=True)
@@ -77,374 +396,3 @@ class Workload:
             raise AdvisorError(
                 f"context of {ctx:,} tokens (depth {self.depth_tokens:,} + prompt {self.prompt_tokens:,} + "
                 f"output {self.output_tokens:,}) exceeds {model.name}'s native context of {model.native_context:,}")
-
-
-def evaluate(g: Geometry, *, bw_gb_s, capacity_gb, peak_tflops, link_gb_s_, b_non_expert, b_expert,
-             b_embedding, b_head, kv_bits, memory_fraction, memory_of_free, reserve_gb, overhead_gb,
-             workspace_tokens, allreduce_us, tensor_parallel, eta_bw, tau_layer_us, tau_step_us, eta_compute,
-             eta_attention, gpus, batch, prompt, output, depth, memory_only: bool = False,
-             dtype=np.float64) -> dict[str, np.ndarray]:
-    """The model's arithmetic on broadcastable arrays; see the module docstring. Returns arrays.
-
-    ``memory_only``: stop after the memory plan (a recommender checks capacity at the longest
-    context separately from speed at the typical one). ``dtype``: float64 for single predictions;
-    sweeps over hundreds of thousands of configurations use float32 (7 significant digits), which
-    halves the memory traffic.
-    """
-    ft = dtype
-    n = np.asarray(gpus, ft)
-    tpm = np.asarray(tensor_parallel, bool)
-    tp = np.where(tpm, n, 1.0)
-    pp = np.where(tpm, 1.0, n)
-    B = np.asarray(batch, ft)
-    s = np.asarray(prompt, ft)
-    o = np.asarray(output, ft)
-    d = np.asarray(depth, ft)
-    bw = np.asarray(bw_gb_s, ft) * 1e9
-    peak = np.asarray(peak_tflops, ft) * 1e12
-    link = np.asarray(link_gb_s_, ft) * 1e9
-    kvb = np.asarray(kv_bits, ft) / 8.0
-    W = float(g.window) if g.window else np.inf
-
-    # ---- weights -------------------------------------------------------------------------------
-    bits = WeightBits(*(np.asarray(x, ft) for x in (b_non_expert, b_expert, b_embedding, b_head)))
-    weights_total = weight_bytes(g, bits)
-    weights_gpu = weights_total / n
-
-    # ---- KV cache per sequence per GPU -----------------------------------------------------------
-    per_layer = float(g.kv_elems_per_layer)
-    if g.kv_splits:
-        tp_share = np.ceil(g.kv_heads / tp) / g.kv_heads
-    else:
-        tp_share = np.ones_like(tp)  # MLA's latent KV is replicated on every GPU
-    kv_share = np.where(tpm, tp_share, 1.0 / n)
-    full_elems = g.full_layers * per_layer * kv_share
-    slide_elems = g.sliding_layers * per_layer * kv_share
-    state_gpu = g.linear_layers * g.linear_state_bytes / n
-
-    def kv_seq(c):
-        return kvb * (full_elems * c + slide_elems * np.minimum(c, W)) + state_gpu
-
-    c_max = d + s + o
-    kv_need = B * kv_seq(c_max)
-
-    # ---- memory plan (per GPU) ---------------------------------------------------------------------
-    ffn_act = g.experts_per_token * g.moe_intermediate if g.experts else g.intermediate
-    ws_tok = np.asarray(workspace_tokens, ft)
-    workspace = ws_tok * (WORKSPACE_HIDDEN_BYTES * g.hidden + WORKSPACE_FFN_BYTES * ffn_act) \
-        + np.minimum(ws_tok, LOGIT_ROWS) * 4.0 * g.vocab
-    capacity = np.asarray(capacity_gb, ft) * 1e9
-    reserve = np.asarray(reserve_gb, ft) * 1e9
-    overhead = np.asarray(overhead_gb, ft) * 1e9
-    frac = np.asarray(memory_fraction, ft)
-    free_after_weights = capacity - reserve - overhead - weights_gpu - workspace
-    kv_budget = np.where(np.asarray(memory_of_free, bool), frac * free_after_weights,
-                         capacity * frac - reserve - overhead - weights_gpu - workspace)
-    usable = kv_budget + weights_gpu + workspace + overhead
-    fits = (kv_budget >= kv_need) & (kv_budget >= 0)
-    seq_bytes = kv_seq(c_max)
-    # the branches np.where discards may divide by ~0 and overflow float32: silence them
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        max_batch = np.where(kv_budget > 0, np.floor(kv_budget / np.maximum(seq_bytes, 1e-30)), 0.0)
-        # longest context at B=1: kv_seq(c) <= budget, piecewise linear in c
-        rem = (kv_budget - state_gpu) / kvb
-        both = full_elems + slide_elems
-        below_window = rem / np.maximum(both, 1e-30)
-        above_window = np.where(full_elems > 0, W + (rem - both * W) / np.maximum(full_elems, 1e-30), np.inf)
-        ctx = np.where(rem >= both * W, above_window, below_window)
-    max_context = np.clip(np.floor(np.nan_to_num(ctx, posinf=g.native_context)), 0, g.native_context)
-    max_context = np.where(kv_budget > 0, max_context, 0.0)
-    max_batch = np.minimum(max_batch, MAX_BATCH)
-    memory = {
-        "weights_bytes": weights_total, "weights_gpu_bytes": weights_gpu, "kv_gpu_bytes": kv_need,
-        "kv_seq_bytes": seq_bytes, "workspace_gpu_bytes": workspace + 0 * n, "overhead_gpu_bytes": overhead + 0 * n,
-        "usable_gpu_bytes": usable, "capacity_gpu_bytes": capacity + 0 * n, "kv_budget_gpu_bytes": kv_budget,
-        "fits": fits, "max_batch": max_batch, "max_context": max_context,
-    }
-    if memory_only:
-        return memory
-
-    # ---- decode ----------------------------------------------------------------------------------
-    out_params = g.output_params
-    attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)   # FLOPs per token per layer per context token
-
-    def attn_flops(c):
-        return attn_coeff * (g.full_layers * c + g.sliding_layers * np.minimum(c, W))
-
-    w_read = bytes_read(g, bits, g.expert_fraction(B))
-    dec_flops_lin = B * 2.0 * (g.flops_params_per_token + out_params)
-    eta_bw_ = np.asarray(eta_bw, ft)
-    eta_c = np.asarray(eta_compute, ft)
-    fixed = g.layers * np.asarray(tau_layer_us, ft) * 1e-6 + np.asarray(tau_step_us, ft) * 1e-6
-    lat = np.asarray(allreduce_us, ft) * 1e-6
-    msg = B * g.hidden * ACTIVATION_BYTES
-    comm = np.where(tp > 1, 2.0 * g.layers * (lat + 2.0 * (tp - 1) / tp * msg / link), 0.0) \
-        + np.where(pp > 1, (pp - 1) * (lat + msg / link), 0.0)
-
-    def step_parts(c):
-        bytes_ = w_read / tp + B * kv_seq(c) * pp
-        flops = (dec_flops_lin + B * attn_flops(c)) / tp
-        return bytes_, flops
-
-    c0 = d + s
-    c1 = c0 + o
-    cm = 0.5 * (c0 + c1)
-    # one evaluation of bytes and FLOPs at each Simpson node serves both the expected time and the ceiling
-    nodes = [step_parts(c) for c in (c0, cm, c1)]
-    eff_bw, eff_c = bw * eta_bw_, peak * eta_c
-
-    def simpson(values):
-        return (values[0] + 4.0 * values[1] + values[2]) / 6.0
-
-    # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
-    t_step = simpson([np.fmax(b_ / eff_bw, f_ / eff_c) for b_, f_ in nodes]) + fixed + comm
-    t_step_ceil = simpson([np.fmax(b_ / bw, f_ / peak) for b_, f_ in nodes])
-    t_step_first = np.fmax(nodes[0][0] / eff_bw, nodes[0][1] / eff_c) + fixed + comm
-    mid_bytes, mid_flops = nodes[1]
-    t_mem_mid = mid_bytes / eff_bw
-    t_comp_mid = mid_flops / eff_c
-    decode_tok_s = 1.0 / t_step
-    decode_ceiling = 1.0 / t_step_ceil
-
-    # The knee: the batch where the decode compute roof meets the memory roof for the weights
-    # alone (ideal roofs, all experts read): B* = weight bytes · peak / (BW · FLOPs per token).
-    # KV reads grow with B too and push the real knee higher, or remove it at long context.
-    f1 = 2.0 * (g.flops_params_per_token + out_params) / tp
-    w_all = bytes_read(g, bits, 1.0) / tp
-    knee = w_all * peak / (bw * f1)
-
-    # ---- prefill ---------------------------------------------------------------------------------
-    T = B * s
-    ub = np.maximum(np.ceil(T / ws_tok), 1.0)
-    tok_per_ub = np.minimum(T, ws_tok)
-    pf_w_bytes = bytes_read(g, bits, g.expert_fraction(tok_per_ub), with_output=False)
-    pf_lin = 2.0 * g.flops_params_per_token * T + 2.0 * out_params * B  # logits of the last token only
-    pf_att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
-    eta_att = np.asarray(eta_attention, ft)
-    pf_comm = np.where(tp > 1, ub * 2.0 * g.layers * (lat + 2.0 * (tp - 1) / tp * tok_per_ub * g.hidden * ACTIVATION_BYTES / link), 0.0) \
-        + np.where(pp > 1, ub * (pp - 1) * (lat + tok_per_ub * g.hidden * ACTIVATION_BYTES / link), 0.0)
-    t_prefill = (pf_lin / tp / (peak * eta_c) + pf_att / tp / (peak * eta_att)
-                 + ub * pf_w_bytes / tp / (bw * eta_bw_) + ub * fixed + pf_comm)
-    t_prefill_ceil = np.maximum((pf_lin + pf_att) / tp / peak, pf_w_bytes / tp / bw)
-    has_prompt = T > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        prefill_tok_s = np.where(has_prompt, T / t_prefill, np.nan)
-        prefill_ceiling = np.where(has_prompt, T / t_prefill_ceil, np.nan)
-    t_prefill = np.where(has_prompt, t_prefill, 0.0)
-    # The first token comes out of the prefill pass; with no prompt it takes one decode step.
-    ttft = np.where(has_prompt, t_prefill, t_step_first)
-    compute_share = np.where(has_prompt, (pf_lin + pf_att) / tp / peak / np.maximum(t_prefill_ceil, 1e-30), np.nan)
-
-    # Pieces the calibration fits against: ideal (100 %) times, and what multiplies each fitted
-    # overhead (per-layer cost, all-reduce latency), per decode step and per prefill.
-    lat_coeff = np.where(tp > 1, 2.0 * g.layers, 0.0) + np.where(pp > 1, pp - 1, 0.0)
-    parts = {
-        "dec_mem_ideal_s": mid_bytes / bw, "dec_comp_ideal_s": mid_flops / peak,
-        "dec_comm_lat_coeff": lat_coeff, "dec_comm_bw_s": comm - lat * lat_coeff,
-        "pf_lin_ideal_s": pf_lin / tp / peak, "pf_att_ideal_s": pf_att / tp / peak,
-        "pf_mem_ideal_s": ub * pf_w_bytes / tp / bw, "ubatches": ub,
-        "pf_comm_lat_coeff": ub * lat_coeff, "pf_comm_bw_s": pf_comm - lat * ub * lat_coeff,
-    }
-    return parts | memory | {
-        "decode_tok_s": decode_tok_s, "decode_ceiling_tok_s": decode_ceiling, "throughput_tok_s": B * decode_tok_s,
-        "decode_memory_s": t_mem_mid, "decode_compute_s": t_comp_mid, "decode_fixed_s": fixed + comm + 0 * n,
-        "decode_bytes": mid_bytes, "decode_flops": mid_flops, "knee_batch": knee,
-        "prefill_s": t_prefill, "prefill_tok_s": prefill_tok_s, "prefill_ceiling_tok_s": prefill_ceiling,
-        "prefill_flops": pf_lin + pf_att, "prefill_bytes": ub * pf_w_bytes, "prefill_compute_share": compute_share,
-        "ttft_s": ttft,
-    }
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """Everything predicted for one configuration. Sizes in GB (1e9 bytes) totalled over GPUs
-    unless the name says per GPU; speeds in tokens/s; times in ms."""
-
-    hardware: str
-    model: str
-    quant: str
-    kv_dtype: str
-    runtime: str
-    gpus: int
-    parallelism: str
-    batch: int
-    prompt_tokens: int
-    output_tokens: int
-    depth_tokens: int
-    # memory plan
-    weights_gb: float
-    kv_gb: float
-    workspace_gb: float
-    overhead_gb: float
-    total_gb: float
-    usable_gb: float
-    per_gpu_total_gb: float
-    per_gpu_usable_gb: float
-    fits: bool
-    shortfall_gb: float
-    max_batch: int
-    max_context: int
-    kv_bytes_per_token: float
-    # prefill
-    ttft_ms: float
-    ttft_low_ms: float
-    ttft_high_ms: float
-    prefill_tok_s: float
-    prefill_low_tok_s: float
-    prefill_high_tok_s: float
-    prefill_ceiling_tok_s: float
-    prefill_bound: str
-    # decode
-    decode_tok_s: float
-    decode_low_tok_s: float
-    decode_high_tok_s: float
-    decode_ceiling_tok_s: float
-    throughput_tok_s: float
-    bound: str
-    knee_batch: float
-    # roofline coordinates of the decode step (per GPU): bytes, FLOPs, intensity
-    decode_bytes_per_step: float
-    decode_flops_per_step: float
-    bandwidth_gb_s: float
-    peak_tflops: float
-    compute_dtype: str
-    efficiency_basis: str
-    calibrated: bool
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def arithmetic_intensity(self) -> float:
-        """Decode FLOPs per byte moved (the x coordinate on a roofline chart)."""
-        return self.decode_flops_per_step / self.decode_bytes_per_step if self.decode_bytes_per_step else math.nan
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["notes"] = list(self.notes)
-        out["arithmetic_intensity"] = self.arithmetic_intensity
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
-
-
-def check_compatible(hw: Hardware, quant: Quant, kv: KvDtype, runtime: Runtime, gpus: int,
-                     model: Model | None = None) -> None:
-    """Raise `AdvisorError` when the runtime cannot run this combination at all."""
-    if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:
-        raise AdvisorError(f"{quant.name} quantizes only the experts of MoE models; {model.name} is dense")
-    if runtime.vendors and hw.vendor not in runtime.vendors:
-        raise AdvisorError(f"{runtime.name} does not run on {hw.vendor} hardware ({hw.name}); "
-                           f"it supports {', '.join(runtime.vendors)}")
-    if quant.runtimes and runtime.format_family not in quant.runtimes:
-        raise AdvisorError(f"{runtime.name} cannot load {quant.name} weights; runtimes that can: {', '.join(quant.runtimes)}")
-    if kv.runtimes and runtime.format_family not in kv.runtimes:
-        raise AdvisorError(f"{runtime.name} has no {kv.name} KV cache; runtimes that do: {', '.join(kv.runtimes)}")
-    if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
-        raise AdvisorError(f"gpus must be a whole number of at least 1, got {gpus!r}")
-    limit = max_gpus(hw)
-    if gpus > limit:
-        raise AdvisorError(f"{hw.name} is used {limit} at a time at most here (asked for {gpus})")
-
-
-def default_runtime_key(hw: Hardware) -> str:
-    """The runtime people most often use on this hardware."""
-    if hw.kind in ("datacenter",) and hw.vendor in ("NVIDIA", "AMD"):
-        return "vllm"
-    return "llama.cpp"
-
-
-def default_quant_key(runtime: Runtime) -> str:
-    return "q4_k_m" if "gguf" in runtime.quant_kinds else "bf16"
-
-
-def predict(hw: Hardware, model: Model, quant: Quant, runtime: Runtime, workload: Workload,
-            kv: KvDtype, gpus: int = 1, profiles: dict | None = None, parallelism: str | None = None,
-            check_context: bool = True) -> Prediction:
-    """Predict one configuration. Raises `AdvisorError` for impossible input, never for "does not fit"."""
-    workload.check(model if check_context else None)
-    check_compatible(hw, quant, kv, runtime, gpus, model)
-    par = parallelism or runtime.parallelism
-    if par not in ("tp", "pp"):
-        raise AdvisorError(f"parallelism must be tp or pp, got {par!r}")
-    g = geometry(model)
-    eff = efficiency_for(profiles, runtime, hw)
-    compute = runtime.compute_for(quant, hw.vendor)
-    peak, used_dtype = peak_for(hw, compute)  # nan when the catalog has no figure: prefill unknown
-    bits = weight_bits(quant)
-    r = evaluate(
-        g, bw_gb_s=hw.bandwidth_gb_s, capacity_gb=usable_memory_gb(hw), peak_tflops=peak, link_gb_s_=link_gb_s(hw),
-        b_non_expert=bits.non_expert, b_expert=bits.expert, b_embedding=bits.embedding, b_head=bits.head,
-        kv_bits=kv.bits, memory_fraction=runtime.memory_fraction, memory_of_free=runtime.memory_fraction_of == "free",
-        reserve_gb=runtime.reserve_gb, overhead_gb=runtime.overhead_gb, workspace_tokens=runtime.workspace_tokens,
-        allreduce_us=eff.allreduce_latency_us, tensor_parallel=(par == "tp"), eta_bw=eff.decode_bw_fraction,
-        tau_layer_us=eff.layer_overhead_us, tau_step_us=eff.step_overhead_us, eta_compute=eff.prefill_compute_fraction,
-        eta_attention=eff.attention_compute_fraction, gpus=gpus, batch=workload.batch, prompt=workload.prompt_tokens,
-        output=workload.output_tokens, depth=workload.depth_tokens,
-    )
-    return _to_prediction(r, hw, model, quant, kv, runtime, workload, gpus, par, eff, peak, used_dtype, compute, g)
-
-
-def _to_prediction(r: dict, hw: Hardware, model: Model, quant: Quant, kv: KvDtype, runtime: Runtime,
-                   w: Workload, gpus: int, par: str, eff: Efficiency, peak: float, used_dtype: str,
-                   wanted_dtype: str, g: Geometry) -> Prediction:
-    v = {k: float(np.asarray(a).reshape(-1)[0]) for k, a in r.items()}
-    gb = 1e9
-    weights = v["weights_bytes"] / gb
-    kv_total = v["kv_gpu_bytes"] * gpus / gb
-    ws = v["workspace_gpu_bytes"] * gpus / gb
-    over = v["overhead_gpu_bytes"] * gpus / gb
-    per_gpu_total = (v["weights_gpu_bytes"] + v["kv_gpu_bytes"] + v["workspace_gpu_bytes"] + v["overhead_gpu_bytes"]) / gb
-    per_gpu_usable = v["usable_gpu_bytes"] / gb
-    fits = bool(v["fits"])
-    shortfall = max(0.0, per_gpu_total - per_gpu_usable) * gpus if not fits else 0.0
-    dec, pre = v["decode_tok_s"], v["prefill_tok_s"]
-    ceiling_d, ceiling_p = v["decode_ceiling_tok_s"], v["prefill_ceiling_tok_s"]
-    notes: list[str] = []
-    if not fits:
-        if v["kv_budget_gpu_bytes"] < 0:
-            notes.append(f"weights do not fit: needs {per_gpu_total:.1f} GB per GPU, {per_gpu_usable:.1f} GB usable "
-                         f"(short by {shortfall:.1f} GB over {gpus} GPU{'s' if gpus > 1 else ''})")
-        else:
-            notes.append(f"KV cache does not fit: {w.batch} × {w.context_tokens:,} tokens needs "
-                         f"{v['kv_gpu_bytes'] / gb:.1f} GB per GPU, {v['kv_budget_gpu_bytes'] / gb:.1f} GB left after weights")
-    if not math.isfinite(peak):
-        notes.append(f"the catalog has no compute peak for {hw.name}: prefill and TTFT cannot be predicted, "
-                     "decode assumes the memory roof binds")
-    elif used_dtype != wanted_dtype and hw.kind not in ("apple", "cpu"):
-        notes.append(f"{hw.name} has no {wanted_dtype} matrix peak in the catalog: using {used_dtype}")
-    if not eff.calibrated:
-        notes.append(f"efficiencies are {eff.basis}: wide band")
-    elif eff.level.startswith("sibling"):
-        notes.append(f"no measurements of {runtime.name} on {hw.vendor} hardware: using '{eff.basis}', measured "
-                     "with another build or backend of the same engine (band widened)")
-    elif eff.level in ("vendor", "runtime"):
-        notes.append(f"no measurements for {hw.family} on {runtime.name}: profile '{eff.basis}' extrapolated")
-    if hw.kind == "apple" and not hw.gpu_wired_limit_gb:
-        notes.append("usable memory = default macOS GPU wired limit (2/3 of RAM up to 32 GB, 3/4 above)")
-    kv_per_token = g.kv_bytes_per_token(kv.bits)
-
-    def low_high(x, lo, hi, ceiling):
-        return x * lo, min(x * hi, ceiling) if math.isfinite(ceiling) else x * hi
-
-    d_lo, d_hi = low_high(dec, eff.decode_low, eff.decode_high, ceiling_d)
-    p_lo, p_hi = low_high(pre, eff.prefill_low, eff.prefill_high, ceiling_p) if math.isfinite(pre) else (math.nan, math.nan)
-    ttft_ms = v["ttft_s"] * 1e3
-    if w.prompt_tokens > 0:
-        ttft_lo, ttft_hi = ttft_ms * pre / p_hi, ttft_ms * pre / p_lo
-    else:
-        ttft_lo, ttft_hi = ttft_ms * dec / d_hi, ttft_ms * dec / d_lo
-    return Prediction(
-        hardware=hw.name, model=model.name, quant=quant.name, kv_dtype=kv.name, runtime=runtime.name, gpus=gpus,
-        parallelism="tensor parallel" if par == "tp" else ("layer split (pipeline)" if gpus > 1 else "single device"),
-        batch=w.batch, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens, depth_tokens=w.depth_tokens,
-        weights_gb=weights, kv_gb=kv_total, workspace_gb=ws, overhead_gb=over,
-        total_gb=weights + kv_total + ws + over, usable_gb=per_gpu_usable * gpus,
-        per_gpu_total_gb=per_gpu_total, per_gpu_usable_gb=per_gpu_usable, fits=fits, shortfall_gb=shortfall,
-        max_batch=int(v["max_batch"]), max_context=int(v["max_context"]), kv_bytes_per_token=kv_per_token,
-        ttft_ms=ttft_ms, ttft_low_ms=ttft_lo, ttft_high_ms=ttft_hi,
-        prefill_tok_s=pre, prefill_low_tok_s=p_lo, prefill_high_tok_s=p_hi, prefill_ceiling_tok_s=ceiling_p,
-        prefill_bound=("compute" if v["prefill_compute_share"] >= 0.5 else "memory") if math.isfinite(pre) else "none",
-        decode_tok_s=dec, decode_low_tok_s=d_lo, decode_high_tok_s=d_hi, decode_ceiling_tok_s=ceiling_d,
-        throughput_tok_s=v["throughput_tok_s"],
-        bound="compute" if v["decode_compute_s"] > v["decode_memory_s"] else "memory",
-        knee_batch=v["knee_batch"], decode_bytes_per_step=v["decode_bytes"], decode_flops_per_step=v["decode_flops"],
-        bandwidth_gb_s=hw.bandwidth_gb_s, peak_tflops=peak, compute_dtype=used_dtype,
-        efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes),
-    )

@@ -285,13 +285,16 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     a["fits"] = mv["fits"].astype(bool)
     a["ttft"] = v["ttft_s"] * 1e3
     a["tok"] = v["decode_tok_s"]
-    a["ttft_safe"] = a["ttft"] / v["prefill_low"]
-    a["tok_safe"] = a["tok"] * v["decode_low"]
+    a["ttft_safe"] = v["ttft_high_s"] * 1e3
+    a["tok_safe"] = v["decode_low_tok_s"]
     a["judge_ttft"] = a["ttft_safe"] if req.safe else a["ttft"]
     a["judge_tok"] = a["tok_safe"] if req.safe else a["tok"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        a["peak_share"] = (v["pf_lin_ideal_s"] + v["pf_att_ideal_s"]) / v["prefill_s"]
-        a["bw_share"] = v["dec_mem_ideal_s"] * a["tok"]
+        # attained fractions of the roofs, for the verdicts
+        peak = t.peak[speed.hw, speed.rt, speed.q] * 1e12
+        bw = t.hw_cols["bandwidth_gb_s"][speed.hw] * 1e9
+        a["peak_share"] = (v["prefill_linear_flops"] + v["prefill_attention_flops"]) / peak / v["prefill_s"]
+        a["bw_share"] = v["decode_bytes"] / bw * a["tok"]
     n = len(speed)
     ratios = [np.minimum(a["usable"] / np.maximum(a["needed"], 1e-9), 1.0)]
     a["ttft_ok"] = np.ones(n, bool)

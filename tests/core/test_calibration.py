@@ -6,11 +6,12 @@ import math
 
 import pytest
 
-from advisor.fit.calibration import Params, calibrate, predictions
+from advisor.fit.calibration import calibrate, predictions
 from advisor.data.catalog import Catalog
 from advisor.cli.main import main
 from advisor.data.errors import AdvisorError
 from advisor.fit.measurements import Case, load_cases
+from advisor.model.efficiency import Efficiency
 from advisor.model.roofline import Workload
 from advisor.fit.validation import validate
 
@@ -20,7 +21,7 @@ def _bare(cat):
                    runtimes=cat.runtimes, profiles={})
 
 
-def _synthetic_cases(cat, truth: Params):
+def _synthetic_cases(cat, truth: Efficiency):
     """Decode and prefill 'measurements' made by the model itself with known parameters."""
     rt = cat.runtimes["llama.cpp"]
     kv = cat.kv_dtypes["f16"]
@@ -39,14 +40,15 @@ def _synthetic_cases(cat, truth: Params):
     return [dataclasses.replace(c, measured=float(v)) for c, v in zip(cases, values)]
 
 
-TRUTH = dict(inv_bw=1 / 0.82, tau_layer_us=35.0, allreduce_us=30.0, inv_c=1 / 0.27, inv_att=1 / 0.45)
+TRUTH = dict(decode_bw_fraction=0.82, layer_overhead_us=35.0, allreduce_latency_us=30.0, prefill_compute_fraction=0.27,
+             attention_compute_fraction=0.45)
 
 
 def _fit_top(cat, prior_weight, monkeypatch):
     import advisor.fit.calibration as cal
 
     monkeypatch.setattr(cal, "PRIOR_WEIGHT", prior_weight)
-    truth = Params(**TRUTH, tau_step_us=cat.runtimes["llama.cpp"].step_overhead_us)
+    truth = Efficiency(**TRUTH, step_overhead_us=cat.runtimes["llama.cpp"].step_overhead_us)
     result = calibrate(_bare(cat), _synthetic_cases(_bare(cat), truth))
     return next(g for g in result.groups if g.level == "runtime")
 
@@ -54,10 +56,10 @@ def _fit_top(cat, prior_weight, monkeypatch):
 def test_the_fit_recovers_known_parameters_exactly_without_a_prior(cat, monkeypatch):
     top = _fit_top(cat, 0.0, monkeypatch)
     p = top.params
-    assert 1 / p.inv_bw == pytest.approx(0.82, rel=1e-3)
-    assert p.tau_layer_us == pytest.approx(35.0, rel=1e-3)
-    assert 1 / p.inv_c == pytest.approx(0.27, rel=1e-3)
-    assert 1 / p.inv_att == pytest.approx(0.45, rel=1e-3)
+    assert p.decode_bw_fraction == pytest.approx(0.82, rel=1e-3)
+    assert p.layer_overhead_us == pytest.approx(35.0, rel=1e-3)
+    assert p.prefill_compute_fraction == pytest.approx(0.27, rel=1e-3)
+    assert p.attention_compute_fraction == pytest.approx(0.45, rel=1e-3)
     # noiseless data: the cross-validated bands are the narrowest allowed
     assert top.band_decode == pytest.approx((0.95, 1.05), abs=0.01)
 
@@ -66,9 +68,9 @@ def test_the_prior_only_nudges_a_well_measured_fit(cat, monkeypatch):
     from advisor.fit.calibration import PRIOR_WEIGHT
 
     p = _fit_top(cat, PRIOR_WEIGHT, monkeypatch).params
-    assert 1 / p.inv_bw == pytest.approx(0.82, rel=0.05)
-    assert p.tau_layer_us == pytest.approx(35.0, rel=0.15)
-    assert 1 / p.inv_c == pytest.approx(0.27, rel=0.05)
+    assert p.decode_bw_fraction == pytest.approx(0.82, rel=0.05)
+    assert p.layer_overhead_us == pytest.approx(35.0, rel=0.15)
+    assert p.prefill_compute_fraction == pytest.approx(0.27, rel=0.05)
 
 
 def test_shipped_profiles_meet_the_stated_accuracy(cat):

@@ -6,7 +6,8 @@ import pytest
 
 from advisor.data.errors import AdvisorError
 from advisor.model.geometry import geometry, kv_bytes_per_token, weight_bits, weight_bytes
-from advisor.model.roofline import Workload, predict
+from advisor.model.predict import predict_entries as predict
+from advisor.model.roofline import Workload
 
 
 def run(cat, hw, model, quant, runtime="vllm", kv="f16", gpus=1, batch=1, prompt=512, output=128, depth=0):

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.data.catalog import load_catalog
-from advisor.model.roofline import Workload, predict
+from advisor.model.predict import predict_entries as predict
+from advisor.model.roofline import Workload
 
 CAT = load_catalog(user=None)
 HW = sorted(k for k, h in CAT.hardware.items() if h.vendor != "CPU")

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from advisor.model.roofline import Workload, predict
+from advisor.model.predict import predict_entries as predict
+from advisor.model.roofline import Workload
 from advisor.model.sweep import sweep
 
 

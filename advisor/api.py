@@ -1,0 +1,40 @@
+"""The core's public face for the desktop app and the report: names in, typed answers out.
+
+Everything a caller outside the command line needs goes through here, so that the app never
+reaches into the physics modules and those can change without breaking it:
+
+- `load_catalog()`: the shipped catalog with the user's overlay (a fresh object each call);
+- `configure(...)` → `Config`: names resolved forgivingly, defaults filled in one place;
+- `predict(cat, config)` → `Prediction` (the fields of ``advisor predict --json``);
+- `curve(cat, config, vary, values)` → `Curve`: one vectorised call along batch, prompt, depth
+  or output, with bands and ceilings (the app's charts, the report's figures);
+- `roofline(cat, config)` → `Roofline`: the device's roofs and the operating points of prefill,
+  decode and each operator class;
+- `suggest(cat, prefix, section)`, `runtimes_for`, `formats_for`, `kv_dtypes_for`,
+  `with_defaults`, `will_it_run`, `recommend`.
+"""
+
+from __future__ import annotations
+
+from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for  # noqa: F401
+from advisor.model.config import Config, Defaults, configure, with_defaults  # noqa: F401
+from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline  # noqa: F401
+from advisor.data.catalog import Catalog, LoadIssue, default_catalog, load_catalog as _load  # noqa: F401
+from advisor.data.errors import AdvisorError, UnknownName  # noqa: F401
+from advisor.model.roofline import Workload  # noqa: F401
+from advisor.plan.recommend import Candidate, Recommendation, Requirements, recommend  # noqa: F401
+from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run  # noqa: F401
+from advisor.text.explain import Explanation, explain  # noqa: F401
+
+
+def load_catalog(user: bool = True) -> Catalog:
+    """The shipped catalog plus (with ``user``) the user's overlay; bad entries are in ``.issues``."""
+    from advisor.data.catalog import CATALOG_DIR
+    from advisor.data.userdata import user_data_dir
+
+    return _load(CATALOG_DIR, user_data_dir() if user else None)
+
+
+def suggest(cat: Catalog, prefix: str, section: str = "models", limit: int = 20) -> list[tuple[str, str]]:
+    """(key, display name) of entries whose names start with or contain ``prefix``, best first."""
+    return cat.index(section).suggest(prefix, limit)

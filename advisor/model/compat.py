@@ -1,0 +1,114 @@
+"""Which runtime can run what: the one place the compatibility rules live.
+
+A combination is refused for a reason the user can read: the runtime does not run on this
+vendor's hardware, cannot load this weight format or KV dtype, the format quantizes only the
+experts of MoE models, or more GPUs are asked for than the hardware is used with. An empty list
+in the catalog means "no restriction" everywhere (a runtime with no ``vendors`` runs on all).
+
+`predict` raises the first refusal as an error; the sweep builds its boolean grids from the same
+functions; the app greys out refused choices and shows the reason on hover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.model.devices import max_gpus
+
+if TYPE_CHECKING:
+    from advisor.data.catalog import Catalog
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One entry of a picker: can it be chosen, and if not, why not."""
+
+    key: str
+    name: str
+    ok: bool
+    reason: str = ""
+
+
+def runtime_refusal(hw: Hardware, runtime: Runtime) -> str | None:
+    if runtime.vendors and hw.vendor not in runtime.vendors:
+        return (f"{runtime.name} does not run on {hw.vendor} hardware ({hw.name}); "
+                f"it supports {', '.join(runtime.vendors)}")
+    return None
+
+
+def quant_refusal(runtime: Runtime, quant: Quant, model: Model | None = None) -> str | None:
+    if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:
+        return f"{quant.name} quantizes only the experts of MoE models; {model.name} is dense"
+    if quant.runtimes and runtime.format_family not in quant.runtimes:
+        return f"{runtime.name} cannot load {quant.name} weights; runtimes that can: {', '.join(quant.runtimes)}"
+    return None
+
+
+def kv_refusal(runtime: Runtime, kv: KvDtype) -> str | None:
+    if kv.runtimes and runtime.format_family not in kv.runtimes:
+        return f"{runtime.name} has no {kv.name} KV cache; runtimes that do: {', '.join(kv.runtimes)}"
+    return None
+
+
+def gpus_refusal(hw: Hardware, gpus) -> str | None:
+    if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
+        return f"gpus must be a whole number of at least 1, got {gpus!r}"
+    limit = max_gpus(hw)
+    if gpus > limit:
+        return f"{hw.name} is used {limit} at a time at most here (asked for {gpus})"
+    return None
+
+
+def refusal(hw: Hardware, model: Model | None, quant: Quant, kv: KvDtype, runtime: Runtime, gpus) -> str | None:
+    """The first reason this combination cannot run at all, or None."""
+    if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:
+        return quant_refusal(runtime, quant, model)
+    return (runtime_refusal(hw, runtime) or quant_refusal(runtime, quant) or kv_refusal(runtime, kv)
+            or gpus_refusal(hw, gpus))
+
+
+def runtimes_for(cat: "Catalog", hw: Hardware, include_historic: bool = True) -> list[Choice]:
+    """Every runtime, marked with whether it runs on ``hw`` (historic builds last, if included)."""
+    out = []
+    for r in sorted(cat.runtimes.values(), key=lambda r: (r.historic, r.name)):
+        if r.historic and not include_historic:
+            continue
+        why = runtime_refusal(hw, r)
+        out.append(Choice(r.key, r.name, why is None, why or ("an old build, kept for comparison" if r.historic else "")))
+    return out
+
+
+def formats_for(cat: "Catalog", runtime: Runtime, model: Model | None = None) -> list[Choice]:
+    """Every weight format, best quality first, marked with whether ``runtime`` can run it for ``model``."""
+    out = []
+    for q in sorted(cat.quants.values(), key=lambda q: (-q.quality_rank, q.bits_per_weight, q.name)):
+        why = quant_refusal(runtime, q, model)
+        out.append(Choice(q.key, q.name, why is None, why or ""))
+    return out
+
+
+def kv_dtypes_for(cat: "Catalog", runtime: Runtime) -> list[Choice]:
+    """Every KV-cache dtype, widest first, marked with whether ``runtime`` has it."""
+    out = []
+    for k in sorted(cat.kv_dtypes.values(), key=lambda k: (-k.bits, k.name)):
+        why = kv_refusal(runtime, k)
+        out.append(Choice(k.key, k.name, why is None, why or ""))
+    return out
+
+
+def grids(hardware, runtimes, quants, kv_dtypes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean tables (hardware × runtime, runtime × quant, runtime × KV) for the vectorised sweep."""
+    ok_hw_rt = np.array([[runtime_refusal(h, r) is None for r in runtimes] for h in hardware], dtype=bool)
+    ok_rt_q = np.array([[quant_refusal(r, x) is None for x in quants] for r in runtimes], dtype=bool)
+    ok_rt_kv = np.array([[kv_refusal(r, x) is None for x in kv_dtypes] for r in runtimes], dtype=bool)
+    return ok_hw_rt.reshape(len(hardware), len(runtimes)), ok_rt_q.reshape(len(runtimes), len(quants)), \
+        ok_rt_kv.reshape(len(runtimes), len(kv_dtypes))
+
+
+def expert_only(quants) -> np.ndarray:
+    """Per quant: True for formats that quantize only the routed experts (not for dense models)."""
+    return np.array([q.non_expert_bits_per_weight is not None for q in quants], dtype=bool)

@@ -1,0 +1,137 @@
+"""From catalog entries to the kernel's `Inputs`: for one configuration, or gathered for many.
+
+Each catalog section contributes its columns through one function here (`hardware_columns`,
+`runtime_columns`, `weight_bits`, the peak for a runtime × format × vendor), so that a single
+prediction (`inputs_for`) and the vectorised sweep and calibration (`Tables.gather`) cannot
+disagree about what a figure means. Adding a physical input: add a field to `Inputs`, fill it in
+the column function of the section it comes from, and use it in the kernel.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
+from advisor.model import compat
+from advisor.model.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
+from advisor.model.efficiency import BAND_FIELDS, RATE_FIELDS, Efficiency, efficiency_for
+from advisor.model.geometry import WeightBits, weight_bits
+from advisor.model.roofline import Inputs, Workload
+
+if TYPE_CHECKING:
+    from advisor.data.catalog import Catalog
+
+HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s")
+RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens")
+
+
+def hardware_columns(h: Hardware) -> dict:
+    return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h)}
+
+
+def runtime_columns(r: Runtime) -> dict:
+    return {"memory_fraction": r.memory_fraction, "memory_of_free": r.memory_fraction_of == "free",
+            "reserve_gb": r.reserve_gb, "overhead_gb": r.overhead_gb, "workspace_tokens": float(r.workspace_tokens)}
+
+
+def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
+    """(peak TFLOP/s, dtype used, dtype wanted) for runtime ``r`` running format ``q`` on ``h``."""
+    wanted = r.compute_for(q, h.vendor)
+    peak, used = peak_for(h, wanted)
+    return peak, used, wanted
+
+
+def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: Efficiency, gpus: int,
+               split: str, workload: Workload) -> Inputs:
+    """The kernel's inputs for one configuration (scalars)."""
+    return Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=compute_peak(hw, runtime, quant)[0],
+                  bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
+                  batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
+                  depth=workload.depth_tokens)
+
+
+class Tables:
+    """The catalog as numpy arrays, one row per entry, built once per catalog object."""
+
+    def __init__(self, cat: "Catalog"):
+        self.hardware = list(cat.hardware.values())
+        self.runtimes = list(cat.runtimes.values())
+        self.quants = list(cat.quants.values())
+        self.kv_dtypes = list(cat.kv_dtypes.values())
+        hw, rt, q, kv = self.hardware, self.runtimes, self.quants, self.kv_dtypes
+        self.hw_index = {h.key: i for i, h in enumerate(hw)}
+        self.rt_index = {r.key: i for i, r in enumerate(rt)}
+        self.q_index = {x.key: i for i, x in enumerate(q)}
+        self.kv_index = {x.key: i for i, x in enumerate(kv)}
+
+        cols = [hardware_columns(h) for h in hw]
+        self.hw_cols = {c: np.array([row[c] for row in cols], dtype=float) for c in HARDWARE_COLUMNS}
+        self.max_gpus = np.array([max_gpus(h) for h in hw])
+        cols = [runtime_columns(r) for r in rt]
+        self.rt_cols = {c: np.array([row[c] for row in cols]) for c in RUNTIME_COLUMNS}
+        self.tensor_parallel = np.array([r.parallelism == "tp" for r in rt])
+        bits = [weight_bits(x) for x in q]
+        self.bits = WeightBits(*(np.array([getattr(b, f) for b in bits]) for f in WeightBits.__dataclass_fields__))
+        self.kv_bits = np.array([x.bits for x in kv], dtype=float)
+
+        # peak per (hardware, runtime, quant): the runtime may run a format at another dtype. The
+        # dtype depends on (runtime, quant, vendor) only, so look up per-hardware peaks by dtype.
+        dtypes = list(COMPUTE_DTYPES)
+        peak_by_dtype = np.array([[peak_for(h, d_)[0] for d_ in dtypes] for h in hw]).reshape(len(hw), len(dtypes))
+        vendors = sorted({h.vendor for h in hw})
+        dtype_idx = {v_: np.array([[dtypes.index(r.compute_for(x, v_)) for x in q] for r in rt], dtype=int)
+                     .reshape(len(rt), len(q)) for v_ in vendors}
+        self.peak = np.empty((len(hw), len(rt), len(q)))
+        for i, h in enumerate(hw):
+            self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
+        effs = [[efficiency_for(cat.profiles, r, h) for r in rt] for h in hw]
+        self.eff = Efficiency(*(np.array([[getattr(e, f) for e in row] for row in effs], dtype=float)
+                                .reshape(len(hw), len(rt)) for f in RATE_FIELDS + BAND_FIELDS), level="table")
+        self.eff_level = np.array([[e.level for e in row] for row in effs])
+
+        self.ok_hw_rt, self.ok_rt_q, self.ok_rt_kv = compat.grids(hw, rt, q, kv)
+        self.expert_only = compat.expert_only(q)
+
+    def gather(self, h, r, q, k, g, *, batch, prompt, output, depth, eff: Efficiency | None = None,
+               tensor_parallel=None) -> Inputs:
+        """Inputs for configurations given as index arrays into the tables (they broadcast with
+        the workload arrays). ``eff``: efficiencies to use instead of the catalog's profiles
+        (the calibration's trial values); ``tensor_parallel``: instead of each runtime's default."""
+        return Inputs(
+            **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
+            peak_tflops=self.peak[h, r, q], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
+                                                                               self.bits.embedding, self.bits.head))),
+            kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
+            gpus=g, eff=self.eff.take((h, r)) if eff is None else eff,
+            batch=batch, prompt=prompt, output=output, depth=depth)
+
+    def indices(self, section: str, keys: Sequence[str] | None) -> np.ndarray:
+        index = {"hardware": self.hw_index, "runtimes": self.rt_index, "quants": self.q_index,
+                 "kv_dtypes": self.kv_index}[section]
+        if keys is None:
+            return np.arange(len(index))
+        return np.array([index[x] for x in keys], dtype=int)
+
+
+_tables: "weakref.WeakKeyDictionary[Catalog, Tables]" = weakref.WeakKeyDictionary()
+
+
+def tables_for(cat: "Catalog") -> Tables:
+    t = _tables.get(cat)
+    if t is None:
+        t = Tables(cat)
+        _tables[cat] = t
+    return t
+
+
+def stack_inputs(items: Sequence[Inputs]) -> Inputs:
+    """One `Inputs` of arrays from many single-configuration ones (built by `inputs_for`)."""
+    first = items[0]
+    arrays = {f: np.array([getattr(x, f) for x in items])
+              for f in first.__dataclass_fields__ if f not in ("bits", "eff")}
+    bits = WeightBits(*(np.array([getattr(x.bits, f) for x in items], dtype=float)
+                        for f in WeightBits.__dataclass_fields__))
+    return Inputs(**arrays, bits=bits, eff=Efficiency.stack([x.eff for x in items]))

@@ -1,0 +1,104 @@
+""""Why?" for each figure of a prediction: the formula with this workload's numbers in it, and
+the efficiency profile it used. Plain text, shared by the desktop app and the report."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from advisor.model.efficiency import efficiency_for
+from advisor.model.geometry import geometry
+from advisor.text.format import duration_ms, num
+from advisor.text.notes import efficiency_note
+
+if TYPE_CHECKING:
+    from advisor.data.catalog import Catalog
+    from advisor.model.config import Config
+    from advisor.model.predict import Prediction
+
+
+@dataclass(frozen=True)
+class Explanation:
+    title: str
+    formula: str
+    text: str
+
+
+def _profile_line(cat: "Catalog", cfg: "Config") -> tuple[str, object]:
+    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
+    note = efficiency_note(eff, cfg.runtime, cfg.hardware)
+    line = f"Efficiency profile: {eff.basis}" + (f" — {note}" if note else " (measured on this hardware group)")
+    return line, eff
+
+
+def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explanation]:
+    """One `Explanation` per figure: ttft, decode, throughput, memory, max_batch, max_context, bound."""
+    profile, eff = _profile_line(cat, cfg)
+    g = geometry(cfg.model)
+    w = cfg.workload
+    tp = cfg.gpus if cfg.split == "tp" else 1
+    out: dict[str, Explanation] = {}
+    band_d = f"band ×{float(eff.decode_low):.2f}–×{float(eff.decode_high):.2f}"
+    band_p = f"band ×{float(eff.prefill_low):.2f}–×{float(eff.prefill_high):.2f}"
+
+    step_ms = 1e3 / p.decode_tok_s if p.decode_tok_s else math.nan
+    mem_ms = p.decode_bytes_per_step / (p.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)) * 1e3
+    comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * float(eff.prefill_compute_fraction)) * 1e3
+               if math.isfinite(p.peak_tflops) else math.nan)
+    fixed_ms = (g.layers * float(eff.layer_overhead_us) + float(eff.step_overhead_us)) / 1e3
+    out["decode"] = Explanation(
+        "Decode tok/s per user",
+        "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer + τ_step + GPU exchanges",
+        f"One step of {w.batch} sequence(s) at the middle of the output moves {num(p.decode_bytes_per_step / 1e9)} GB "
+        f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
+        f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
+        f"{float(eff.decode_bw_fraction):.2f} the bytes take {num(mem_ms)} ms; at {num(p.peak_tflops)} TFLOP/s "
+        f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f} the FLOPs take {num(comp_ms)} ms; fixed "
+        f"costs {g.layers} × {num(float(eff.layer_overhead_us))} µs + {num(float(eff.step_overhead_us))} µs = "
+        f"{num(fixed_ms)} ms. Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
+        f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
+        f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
+    out["throughput"] = Explanation(
+        "Aggregate decode tok/s", "throughput = batch × per-user tok/s",
+        f"{w.batch} × {num(p.decode_tok_s)} = {num(p.throughput_tok_s)} tok/s. The weights are read once per step "
+        f"for the whole batch, so throughput grows with the batch until the compute roof binds near batch "
+        f"≈ {num(p.knee_batch)} (the knee) or the KV cache runs out at {p.max_batch:,} sequences.\n{profile}")
+    if w.prompt_tokens > 0 and math.isfinite(p.prefill_tok_s):
+        lin = 2 * g.flops_params_per_token * w.batch * w.prompt_tokens
+        out["ttft"] = Explanation(
+            "Time to first token",
+            "TTFT = linear FLOPs / (peak × η_c) + attention FLOPs / (peak × η_att) + weight reads per micro-batch + fixed costs",
+            f"{w.batch} prompt(s) of {w.prompt_tokens:,} tokens after {w.depth_tokens:,} cached: "
+            f"{num(lin / 1e12)} TFLOP in the linear layers (2 × {num(g.flops_params_per_token / 1e9)} B active "
+            f"parameters × {w.batch * w.prompt_tokens:,} tokens) plus the causal attention, on "
+            f"{num(p.peak_tflops)} TFLOP/s {p.compute_dtype} at η_c {float(eff.prefill_compute_fraction):.2f} and "
+            f"η_att {float(eff.attention_compute_fraction):.2f}: {duration_ms(p.ttft_ms)} "
+            f"({band_p}: {duration_ms(p.ttft_low_ms)}–{duration_ms(p.ttft_high_ms)}), {num(p.prefill_tok_s)} prompt "
+            f"tok/s, {p.prefill_bound}-bound. The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
+    else:
+        out["ttft"] = Explanation("Time to first token", "TTFT = one decode step (no prompt)",
+                                  f"With no prompt the first token takes one decode step: {duration_ms(p.ttft_ms)}.\n{profile}")
+    out["memory"] = Explanation(
+        "Memory plan", "weights + KV cache + workspace + runtime overhead ≤ usable memory",
+        f"Weights {num(p.weights_gb)} GB ({cfg.quant.name}, {num(cfg.model.params_total_b)} B parameters) + KV "
+        f"{num(p.kv_gb)} GB ({w.batch} × {w.context_tokens:,} tokens × {num(p.kv_bytes_per_token / 1024)} KiB per "
+        f"token at {cfg.kv_dtype.name}) + workspace {num(p.workspace_gb)} GB + overhead {num(p.overhead_gb)} GB = "
+        f"{num(p.total_gb)} GB against {num(p.usable_gb)} GB usable on {cfg.gpus} GPU(s) "
+        f"({cfg.runtime.name} claims {cfg.runtime.memory_fraction:.0%} of memory"
+        f"{' after the weights' if cfg.runtime.memory_fraction_of == 'free' else ''}). "
+        + ("It fits." if p.fits else f"Short by {num(p.shortfall_gb)} GB."))
+    out["max_batch"] = Explanation(
+        "Max batch", "max batch = floor(KV budget / KV bytes per sequence)",
+        f"What is left after weights, workspace and overhead holds {p.max_batch:,} sequences of "
+        f"{w.context_tokens:,} tokens at {num(p.kv_bytes_per_token / 1024)} KiB per token ({cfg.kv_dtype.name}).")
+    out["max_context"] = Explanation(
+        "Max context", "max context = KV budget / KV bytes per token (one sequence), capped at the native context",
+        f"One sequence can reach {p.max_context:,} tokens; {cfg.model.name} is trained for "
+        f"{cfg.model.native_context:,}.")
+    out["bound"] = Explanation(
+        "Which roof binds", "decode is memory-bound below the knee batch, compute-bound above it",
+        f"Decode here is {p.bound}-bound: arithmetic intensity {num(p.arithmetic_intensity)} FLOP/byte against the "
+        f"device's ridge at {num(p.peak_tflops * 1e12 / (p.bandwidth_gb_s * 1e9))} FLOP/byte. Weights alone turn "
+        f"compute-bound beyond batch ≈ {num(p.knee_batch)}. Prefill is {p.prefill_bound}-bound.")
+    return out

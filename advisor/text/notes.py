@@ -1,0 +1,43 @@
+"""The warnings a prediction carries, in English: does not fit, missing figures, borrowed or
+extrapolated efficiency profiles. The CLI prints them, the app shows them, the report lists them."""
+
+from __future__ import annotations
+
+import math
+
+
+def efficiency_note(eff, runtime, hw) -> str | None:
+    """Where the efficiencies come from when that should temper trust in the numbers."""
+    if not eff.calibrated:
+        return f"efficiencies are {eff.basis}: wide band"
+    if eff.level.startswith("sibling"):
+        return (f"no measurements of {runtime.name} on {hw.vendor} hardware: using '{eff.basis}', measured "
+                "with another build or backend of the same engine (band widened)")
+    if eff.level in ("vendor", "runtime"):
+        return f"no measurements for {hw.family} on {runtime.name}: profile '{eff.basis}' extrapolated"
+    return None
+
+
+def prediction_notes(cfg, eff, *, fits: bool, weights_fit: bool, per_gpu_total_gb: float, per_gpu_usable_gb: float,
+                     shortfall_gb: float, kv_gpu_gb: float, kv_budget_gpu_gb: float, peak: float, used_dtype: str,
+                     wanted_dtype: str) -> list[str]:
+    hw, w, gpus = cfg.hardware, cfg.workload, cfg.gpus
+    notes: list[str] = []
+    if not fits:
+        if not weights_fit:
+            notes.append(f"weights do not fit: needs {per_gpu_total_gb:.1f} GB per GPU, {per_gpu_usable_gb:.1f} GB usable "
+                         f"(short by {shortfall_gb:.1f} GB over {gpus} GPU{'s' if gpus > 1 else ''})")
+        else:
+            notes.append(f"KV cache does not fit: {w.batch} × {w.context_tokens:,} tokens needs "
+                         f"{kv_gpu_gb:.1f} GB per GPU, {kv_budget_gpu_gb:.1f} GB left after weights")
+    if not math.isfinite(peak):
+        notes.append(f"the catalog has no compute peak for {hw.name}: prefill and TTFT cannot be predicted, "
+                     "decode assumes the memory roof binds")
+    elif used_dtype != wanted_dtype and hw.kind not in ("apple", "cpu"):
+        notes.append(f"{hw.name} has no {wanted_dtype} matrix peak in the catalog: using {used_dtype}")
+    why = efficiency_note(eff, cfg.runtime, hw)
+    if why:
+        notes.append(why)
+    if hw.kind == "apple" and not hw.gpu_wired_limit_gb:
+        notes.append("usable memory = default macOS GPU wired limit (2/3 of RAM up to 32 GB, 3/4 above)")
+    return notes
