@@ -213,10 +213,10 @@ def _exchanges(g: Geometry, tp, pp):
 
 
 def _transfer_s(g: Geometry, tokens, tp, pp, link):
-    """Time on the link for the activations of ``tokens`` tokens in one forward pass."""
-    msg = tokens * g.hidden * ACTIVATION_BYTES
-    return np.where(tp > 1, 2.0 * g.layers * (2.0 * (tp - 1) / tp * msg / link), 0.0) \
-        + np.where(pp > 1, (pp - 1) * (msg / link), 0.0)
+    """Time on the link for the activations of ``tokens`` tokens in one forward pass: a ring
+    all-reduce moves 2·(tp−1)/tp of the message twice per layer; a stage hand-over moves it once."""
+    per_byte = (np.where(tp > 1, 2.0 * g.layers * 2.0 * (tp - 1) / tp, 0.0) + np.where(pp > 1, pp - 1, 0.0)) / link
+    return per_byte.astype(link.dtype) * (tokens * (g.hidden * ACTIVATION_BYTES))
 
 
 def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
@@ -246,26 +246,36 @@ def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
     transfer = _transfer_s(g, B, tp, pp, link)
     comm = exchanges * lat + transfer
 
-    def step_parts(c):
-        kv_bytes = B * kv(c) * pp
-        return w_read / tp + kv_bytes, (dec_flops_lin + B * attn_flops(c)) / tp, kv_bytes
-
     d = np.asarray(x.depth, ft)
     c0 = d + np.asarray(x.prompt, ft)
     c1 = c0 + np.asarray(x.output, ft)
     cm = 0.5 * (c0 + c1)
-    # one evaluation of bytes and FLOPs at each Simpson node serves both the expected time and the ceiling
-    nodes = [step_parts(c) for c in (c0, cm, c1)]
     eff_bw, eff_c = bw * eta_bw, peak * eta_c
+    w_tp = w_read / tp
+
+    # Step time at context c = max(bytes / attained bandwidth, FLOPs / attained compute), with
+    # bytes = weights / tp + B · KV(c) · pp and FLOPs = (linear + B · attention(c)) / tp. Factored
+    # so that the per-configuration terms are computed once and only a few operations run over
+    # every configuration × batch (a sweep is memory-bound on those).
+    def node_times(c, inv_bw, inv_c):
+        kv_term = kv(c) * pp * inv_bw
+        mem = w_tp * inv_bw + B * kv_term
+        comp = (dec_flops_lin + B * attn_flops(c)) * (inv_c / tp)
+        return mem, comp
 
     def simpson(values):
         return (values[0] + 4.0 * values[1] + values[2]) / 6.0
 
     # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
-    t_step = simpson([np.fmax(b_ / eff_bw, f_ / eff_c) for b_, f_, _ in nodes]) + fixed + comm
-    t_step_ceil = simpson([np.fmax(b_ / bw, f_ / peak) for b_, f_, _ in nodes])
-    t_step_first = np.fmax(nodes[0][0] / eff_bw, nodes[0][1] / eff_c) + fixed + comm
-    mid_bytes, mid_flops, mid_kv = nodes[1]
+    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c) for c in (c0, cm, c1)]
+    ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak)) for c in (c0, cm, c1)]
+    fixed_comm = fixed + comm
+    t_step = simpson([np.fmax(m, f) for m, f in attained]) + fixed_comm
+    t_step_ceil = simpson(ideal)
+    t_step_first = np.fmax(*attained[0]) + fixed_comm
+    mid_kv = B * (kv(cm) * pp)
+    mid_bytes = w_tp + mid_kv
+    mid_flops = (dec_flops_lin + B * attn_flops(cm)) / tp
     decode_tok_s = 1.0 / t_step
     ceiling = 1.0 / t_step_ceil
     # The knee: the batch where the decode compute roof meets the memory roof for the weights
@@ -278,9 +288,9 @@ def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
     return {
         "decode_tok_s": decode_tok_s, "decode_low_tok_s": low, "decode_high_tok_s": high,
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
-        "decode_memory_s": mid_bytes / eff_bw, "decode_compute_s": mid_flops / eff_c,
-        "decode_fixed_s": fixed + comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
-        "decode_weight_bytes": w_read / tp + 0 * mid_bytes, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
+        "decode_memory_s": attained[1][0], "decode_compute_s": attained[1][1],
+        "decode_fixed_s": fixed_comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
+        "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
         "decode_kv_bytes": mid_kv, "decode_attention_flops": B * attn_flops(cm) / tp,
         "decode_head_flops": B * 2.0 * out_params / tp, "decode_exchanges": exchanges, "decode_transfer_s": transfer,
         "knee_batch": knee, "_first_step_s": t_step_first,
@@ -315,15 +325,18 @@ def prefill(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
     lat = np.asarray(x.eff.allreduce_latency_us, ft) * 1e-6
     exchanges = ub * _exchanges(g, tp, pp)
     transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
-    lin_gpu, att_gpu, bytes_gpu = lin / tp, att / tp, ub * w_bytes / tp
-    t = (lin_gpu / (peak * eta_c) + att_gpu / (peak * eta_att)
-         + bytes_gpu / (bw * eta_bw) + ub * fixed + exchanges * lat + transfer)
-    t_ceil = np.maximum((lin + att) / tp / peak, w_bytes / tp / bw)
+    # per-configuration coefficients first, so that few operations run over configurations × batches
+    w_gpu = w_bytes / tp
+    lin_gpu, att_gpu, bytes_gpu = lin / tp, att / tp, ub * w_gpu
+    per_pass = w_gpu / (bw * eta_bw) + fixed
+    t = (lin * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
+         + ub * per_pass + exchanges * lat + transfer)
+    t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_gpu / bw)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         tok_s = np.where(has_prompt, T / t, np.nan)
         ceiling = np.where(has_prompt, T / t_ceil, np.nan)
-        share = np.where(has_prompt, (lin + att) / tp / peak / np.maximum(t_ceil, 1e-30), np.nan)
+        share = np.where(has_prompt, (lin + att) * (1.0 / (tp * peak)) / np.maximum(t_ceil, 1e-30), np.nan)
     low = tok_s * np.asarray(x.eff.prefill_low, ft)
     high = np.fmin(tok_s * np.asarray(x.eff.prefill_high, ft), ceiling)
     return {
