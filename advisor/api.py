@@ -25,6 +25,7 @@ from advisor.model.roofline import Workload  # noqa: F401
 from advisor.plan.recommend import Candidate, Recommendation, Requirements, recommend  # noqa: F401
 from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run  # noqa: F401
 from advisor.text.explain import Explanation, explain  # noqa: F401
+from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text  # noqa: F401
 
 
 def load_catalog(user: bool = True) -> Catalog:

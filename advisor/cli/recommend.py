@@ -7,6 +7,7 @@ import argparse
 from advisor.data.catalog import Catalog, default_catalog
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
+from advisor.text.verdicts import candidate_record, reason_text
 
 EXIT_OK, EXIT_UNMET = 0, 1
 
@@ -99,7 +100,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                "prompt_tokens": req.prompt_tokens, "output_tokens": req.output_tokens, "ttft_ms_target": req.ttft_ms,
                "tok_s_target": req.tok_s, "safe": req.safe, "cost_basis": rec.cost_basis,
                "configurations": len(rec), "passing": rec.n_passing, "sweep_ms": round(rec.elapsed_ms, 1),
-               "candidates": [c.to_dict() for c in cands]}
+               "candidates": [candidate_record(c) for c in cands]}
         print(json_text(doc))
         return EXIT_OK if rec.n_passing else EXIT_UNMET
     targets = []
@@ -123,7 +124,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         misses = _distinct(rec.closest_misses(200), 8)
         print(table(["configuration", "runtime", "weights", "KV", "TTFT", "tok/s/user", "mem/GPU GB", "why not"],
                     [[c.label, c.runtime.name, c.quant.name, c.kv_dtype.name, duration_ms(c.ttft_ms), num(c.tok_s),
-                      f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}", "; ".join(c.failures[:2])]
+                      f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}", "; ".join(reason_text(r) for r in c.failures[:2])]
                      for c in misses]))
         return EXIT_UNMET
     best = _distinct(rec.passing, top_n)

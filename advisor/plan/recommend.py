@@ -18,7 +18,7 @@ from advisor.data.errors import AdvisorError
 from advisor.model.roofline import MAX_BATCH, Workload
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.sweep import sweep
-from advisor.text.format import duration_ms, num
+from advisor.plan.reasons import Reason
 
 GPU_COUNTS = (1, 2, 4, 8)
 DEFAULT_KV = ("f16", "fp8", "q8_0")
@@ -108,48 +108,32 @@ class Candidate:
     throughput_tok_s: float
     memory_needed_gb: float       # per GPU, at the full context and concurrency
     memory_usable_gb: float       # per GPU
-    max_users: int                # at the full context
+    max_batch: int                # sequences at the full context
     max_context: int              # at one user
     prefill_compute_share: float
-    decode_bound: str
+    bound: str                    # which roof binds decode
     cost_usd: float | None
     cost_usd_hour: float | None
     price_note: str
     ok: bool = False
-    reason: str = ""
     headroom: float = 0.0
     pareto: bool = False
     launch: str = ""
-    failures: list[str] = field(default_factory=list)
+    failures: list[Reason] = field(default_factory=list)
 
     @property
     def label(self) -> str:
         gpus = f"{self.gpus} × " if self.gpus > 1 else ""
         return f"{gpus}{self.hardware.name}"
 
-    def to_dict(self) -> dict:
-        def f(x):
-            return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-        return {
-            "hardware": self.hardware.name, "hardware_key": self.hardware.key, "gpus": self.gpus,
-            "runtime": self.runtime.key, "quant": self.quant.name, "quant_key": self.quant.key,
-            "kv_dtype": self.kv_dtype.key, "users": self.users, "ok": self.ok, "verdict": self.reason,
-            "ttft_ms": f(self.ttft_ms), "ttft_safe_ms": f(self.ttft_safe_ms), "tok_s_per_user": f(self.tok_s),
-            "tok_s_per_user_safe": f(self.tok_s_safe), "throughput_tok_s": f(self.throughput_tok_s),
-            "memory_needed_gb_per_gpu": f(self.memory_needed_gb), "memory_usable_gb_per_gpu": f(self.memory_usable_gb),
-            "max_users_at_context": self.max_users, "max_context_at_one_user": self.max_context,
-            "cost_usd": f(self.cost_usd), "cost_usd_hour": f(self.cost_usd_hour), "price_note": self.price_note,
-            "quality_rank": self.quant.quality_rank, "ppl_delta": self.quant.ppl_delta,
-            "headroom": f(self.headroom), "pareto": self.pareto, "launch": self.launch or None,
-        }
 
 
-def _quality_reason(q: Quant, req: Requirements) -> str | None:
+def _quality_reason(q: Quant, req: Requirements) -> Reason | None:
     if req.max_ppl_delta is not None and q.ppl_delta is not None and q.ppl_delta > req.max_ppl_delta:
-        return f"{q.name} rejected: +{q.ppl_delta:.2f} ppl exceeds the +{req.max_ppl_delta:g} limit"
+        return Reason("quality", req.max_ppl_delta, q.ppl_delta, "+ppl", {"quant": q.name})
     if q.quality_rank < req.min_quality_rank:
-        ppl = f" (+{q.ppl_delta:.2f} ppl)" if q.ppl_delta is not None else ""
-        return f"{q.name}{ppl} rejected: below the quality floor {req.quality_floor}".rstrip()
+        return Reason("quality", req.min_quality_rank, q.quality_rank, "quality rank",
+                      {"quant": q.name, "ppl_delta": q.ppl_delta, "floor": req.quality_floor})
     return None
 
 
@@ -219,29 +203,28 @@ def _build(rec: Recommendation, i: int) -> Candidate:
                   float(a["usable"][i]), int(rec._memory.values["max_batch"][i]), int(v["max_context"][i]),
                   float(v["prefill_compute_share"][i]),
                   "compute" if v["decode_compute_s"][i] > v["decode_memory_s"][i] else "memory", usd, hour, note)
-    fail = []
+    fail: list[Reason] = []
     quality = _quality_reason(q, req)
     if quality:
         fail.append(quality)
     if not a["fits"][i]:
-        mb = int(rec._memory.values["max_batch"][i])
-        fail.append(f"needs {num(a['needed'][i])} GB per GPU, has {num(a['usable'][i])}"
-                    + (f" (room for {mb} of {rec.users} users at {req.context:,} tokens)" if 0 < mb < rec.users else ""))
+        fail.append(Reason("memory", float(a["needed"][i]), float(a["usable"][i]), "GB per GPU",
+                           {"room_for": c.max_batch, "users": rec.users, "context": req.context}))
     if req.ttft_ms and not a["ttft_ok"][i]:
         share = c.prefill_compute_share
-        why = ("prefill compute-bound" if share >= 0.5 else "prefill memory-bound") if math.isfinite(share) else "prefill"
-        fail.append(f"TTFT {duration_ms(a['judge_ttft'][i])} > {duration_ms(req.ttft_ms)} target: {why} at "
-                    f"{num(a['peak_share'][i] * 100, 2)} % of peak")
+        fail.append(Reason("ttft", req.ttft_ms, float(a["judge_ttft"][i]), "ms",
+                           {"compute_share": share if math.isfinite(share) else None,
+                            "peak_fraction": float(a["peak_share"][i])}))
     if req.tok_s and not a["tok_ok"][i]:
-        fail.append(f"{num(a['judge_tok'][i])} tok/s per user < {num(req.tok_s)} target: decode {c.decode_bound}-bound "
-                    f"at {num(a['bw_share'][i] * 100, 2)} % of {num(hw.bandwidth_gb_s)} GB/s")
+        fail.append(Reason("tok_s", req.tok_s, float(a["judge_tok"][i]), "tok/s per user",
+                           {"bound": c.bound, "bandwidth_fraction": float(a["bw_share"][i]),
+                            "bandwidth_gb_s": hw.bandwidth_gb_s}))
     if req.budget_usd is not None and not a["budget_ok"][i]:
-        fail.append(f"${usd:,.0f} is over the ${req.budget_usd:,.0f} budget" if usd else "no purchase price in the catalog")
+        fail.append(Reason("budget_usd", req.budget_usd, usd, "USD"))
     if req.budget_usd_hour is not None and not a["budget_hour_ok"][i]:
-        fail.append(f"${hour:.2f}/h is over the ${req.budget_usd_hour:.2f}/h budget" if hour else "no hourly price in the catalog")
+        fail.append(Reason("budget_usd_hour", req.budget_usd_hour, hour, "USD/h"))
     c.failures = fail
     c.ok = bool(a["ok"][i])
-    c.reason = "meets every requirement" if c.ok else (fail[0] if fail else "does not meet the requirements")
     c.headroom = float(a["headroom"][i])
     c.pareto = bool(a["pareto"][i])
     if c.ok:

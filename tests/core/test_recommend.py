@@ -5,6 +5,7 @@ import json
 import pytest
 
 from advisor.cli.main import main
+from advisor.text.verdicts import candidate_verdict
 from advisor.plan.recommend import Requirements, recommend
 
 
@@ -88,7 +89,7 @@ def test_quality_floor_rejects_with_the_perplexity_cost(cat):
                        min_quality_rank=cat.quants["q4_k_m"].quality_rank, quality_floor="Q4_K_M")
     rec = recommend(cat, req)
     q3 = next(c for c in rec.all() if c.quant.key == "q3_k_m")
-    assert not q3.ok and "Q3_K_M (+0.66 ppl) rejected: below the quality floor Q4_K_M" in q3.reason
+    assert not q3.ok and "Q3_K_M (+0.66 ppl) rejected: below the quality floor Q4_K_M" in candidate_verdict(q3)
     assert all(c.quant.quality_rank >= cat.quants["q4_k_m"].quality_rank for c in rec.passing)
 
 

@@ -1,0 +1,60 @@
+"""Recommendation verdicts in English: one sentence per unmet requirement (`advisor.plan.reasons`)."""
+
+from __future__ import annotations
+
+from advisor.plan.reasons import Reason
+from advisor.text.format import duration_ms, num
+
+
+def reason_text(r: Reason) -> str:
+    d = r.detail
+    if r.constraint == "quality":
+        if r.unit == "+ppl":
+            return f"{d['quant']} rejected: +{r.achieved:.2f} ppl exceeds the +{r.required:g} limit"
+        ppl = f" (+{d['ppl_delta']:.2f} ppl)" if d.get("ppl_delta") is not None else ""
+        return f"{d['quant']}{ppl} rejected: below the quality floor {d['floor']}".rstrip()
+    if r.constraint == "memory":
+        room = d.get("room_for", 0)
+        users = d.get("users", 0)
+        extra = f" (room for {room} of {users} users at {d['context']:,} tokens)" if 0 < room < users else ""
+        return f"needs {num(r.required)} GB per GPU, has {num(r.achieved)}{extra}"
+    if r.constraint == "ttft":
+        share = d.get("compute_share")
+        why = "prefill" if share is None else ("prefill compute-bound" if share >= 0.5 else "prefill memory-bound")
+        return (f"TTFT {duration_ms(r.achieved)} > {duration_ms(r.required)} target: {why} at "
+                f"{num(d['peak_fraction'] * 100, 2)} % of peak")
+    if r.constraint == "tok_s":
+        return (f"{num(r.achieved)} tok/s per user < {num(r.required)} target: decode {d['bound']}-bound "
+                f"at {num(d['bandwidth_fraction'] * 100, 2)} % of {num(d['bandwidth_gb_s'])} GB/s")
+    if r.constraint == "budget_usd":
+        return f"${r.achieved:,.0f} is over the ${r.required:,.0f} budget" if r.achieved else "no purchase price in the catalog"
+    if r.constraint == "budget_usd_hour":
+        return f"${r.achieved:.2f}/h is over the ${r.required:.2f}/h budget" if r.achieved else "no hourly price in the catalog"
+    return f"{r.constraint}: needs {num(r.required)} {r.unit}, has {num(r.achieved)}"
+
+
+def verdict(ok: bool, reasons: list[Reason]) -> str:
+    if ok:
+        return "meets every requirement"
+    return reason_text(reasons[0]) if reasons else "does not meet the requirements"
+
+
+def candidate_verdict(c) -> str:
+    """The one-line verdict of an `advisor.plan.recommend.Candidate`."""
+    return verdict(c.ok, c.failures)
+
+
+def candidate_record(c) -> dict:
+    """A candidate as the documented JSON record of ``advisor recommend --json`` (and the app's CSV)."""
+    return {
+        "hardware": c.hardware.name, "hardware_key": c.hardware.key, "gpus": c.gpus,
+        "runtime": c.runtime.key, "quant": c.quant.name, "quant_key": c.quant.key,
+        "kv_dtype": c.kv_dtype.key, "users": c.users, "ok": c.ok, "verdict": candidate_verdict(c),
+        "ttft_ms": c.ttft_ms, "ttft_safe_ms": c.ttft_safe_ms, "tok_s_per_user": c.tok_s,
+        "tok_s_per_user_safe": c.tok_s_safe, "throughput_tok_s": c.throughput_tok_s,
+        "memory_needed_gb_per_gpu": c.memory_needed_gb, "memory_usable_gb_per_gpu": c.memory_usable_gb,
+        "max_users_at_context": c.max_batch, "max_context_at_one_user": c.max_context,
+        "cost_usd": c.cost_usd, "cost_usd_hour": c.cost_usd_hour, "price_note": c.price_note,
+        "quality_rank": c.quant.quality_rank, "ppl_delta": c.quant.ppl_delta,
+        "headroom": c.headroom, "pareto": c.pareto, "launch": c.launch or None,
+    }
