@@ -1,0 +1,170 @@
+"""Entry point of the desktop app: ``advisor-gui`` (and ``advisor`` with no arguments).
+
+    advisor-gui                          open the window
+    advisor-gui --smoke                  start, load the whole catalog, render every view once, exit 0
+    advisor-gui --screenshot FILE.png [--view NAME]   grab the window headless and exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+
+VIEW_NAMES = ("roofline", "curves", "recommend", "compare", "will-it-run", "probe")
+NO_DISPLAY = ("advisor-gui: no display found (DISPLAY and WAYLAND_DISPLAY are unset); "
+              "use the command line instead: advisor --help")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="advisor-gui", description="LLM hardware-sizing advisor — desktop app")
+    p.add_argument("--smoke", action="store_true", help="render every view once and exit (0 = all good)")
+    p.add_argument("--screenshot", metavar="FILE.png", help="save a picture of the window and exit")
+    p.add_argument("--view", metavar="NAME", choices=VIEW_NAMES, help="tab to show first: " + ", ".join(VIEW_NAMES))
+    p.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this file")
+    p.add_argument("--size", default="1400x900", help="window size for --screenshot (default 1400x900)")
+    return p
+
+
+def no_display() -> bool:
+    return (sys.platform.startswith("linux") and not os.environ.get("DISPLAY")
+            and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"))
+
+
+def apply_theme(app) -> None:
+    """Fusion style, dark palette when the system asks for it; plots follow the palette."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QColor, QPalette
+
+    app.setStyle("Fusion")
+    dark = False
+    try:
+        dark = app.styleHints().colorScheme() == Qt.ColorScheme.Dark
+    except AttributeError:  # Qt < 6.5
+        pass
+    if dark:
+        pal = QPalette()
+        for role, colour in ((QPalette.ColorRole.Window, "#2b2d30"), (QPalette.ColorRole.WindowText, "#dfe1e5"),
+                             (QPalette.ColorRole.Base, "#1e1f22"), (QPalette.ColorRole.AlternateBase, "#26282b"),
+                             (QPalette.ColorRole.Text, "#dfe1e5"), (QPalette.ColorRole.Button, "#3c3f41"),
+                             (QPalette.ColorRole.ButtonText, "#dfe1e5"), (QPalette.ColorRole.Highlight, "#2f65ca"),
+                             (QPalette.ColorRole.HighlightedText, "#ffffff"), (QPalette.ColorRole.ToolTipBase, "#3c3f41"),
+                             (QPalette.ColorRole.ToolTipText, "#dfe1e5"), (QPalette.ColorRole.PlaceholderText, "#8c8c8c")):
+            pal.setColor(role, QColor(colour))
+        pal.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text, QColor("#6f737a"))
+        pal.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.ButtonText, QColor("#6f737a"))
+        app.setPalette(pal)
+    from ui.widgets import plot_colors
+
+    c = plot_colors()
+    pg.setConfigOptions(antialias=True, background=c["bg"], foreground=c["fg"])
+
+
+def create_app(argv: list[str]):
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+        app = QApplication(["advisor-gui"] + argv)
+    app.setOrganizationName("advisor")
+    app.setApplicationName("advisor")
+    app.setApplicationDisplayName("advisor")
+    import advisor
+
+    app.setApplicationVersion(advisor.__version__)
+    apply_theme(app)
+    return app
+
+
+def _settle(app, window, seconds: float = 15.0) -> None:
+    """Process events until the background jobs are done (or ``seconds`` pass)."""
+    end = time.monotonic() + seconds
+    app.processEvents()
+    while time.monotonic() < end:
+        app.processEvents()
+        if window.workers.busy == 0 and not window.recommend._timer.isActive() \
+                and not window.will_it_run._timer.isActive():
+            break
+        time.sleep(0.01)
+    app.processEvents()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    if no_display():
+        print(NO_DISPLAY, file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    t0 = time.perf_counter()
+    app = create_app([])
+    from ui import errors
+    from ui.main_window import MainWindow
+    from ui.settings import Settings
+
+    errors.install()
+    headless_run = args.smoke or args.screenshot
+    settings_path = args.settings
+    if headless_run and not settings_path:  # never read or touch the user's own settings
+        settings_path = os.path.join(tempfile.mkdtemp(prefix="advisor-gui-"), "settings.ini")
+    settings = Settings(settings_path) if settings_path else Settings()
+    try:
+        window = MainWindow(settings=settings)
+    except Exception as exc:  # noqa: BLE001 - a broken catalog must not give a traceback
+        from advisor import api
+
+        if isinstance(exc, api.AdvisorError):
+            print(f"advisor-gui: {exc}", file=sys.stderr)
+            return 1
+        raise
+    if args.view:
+        window.show_view(args.view)
+    if args.screenshot:
+        w, _, h = args.size.partition("x")
+        window.resize(int(w), int(h))
+    window.show()
+    if args.smoke:
+        return _smoke(app, window, t0)
+    if args.screenshot:
+        _settle(app, window)
+        ok = window.grab().save(args.screenshot)
+        window.settings.sync()
+        if not ok:
+            print(f"advisor-gui: could not write {args.screenshot}", file=sys.stderr)
+            return 1
+        print(f"advisor-gui: saved {args.screenshot} ({window.current_view_name()} tab)")
+        return 0
+    return app.exec()
+
+
+def _smoke(app, window, t0: float) -> int:
+    from ui import errors
+
+    app.processEvents()
+    first = time.perf_counter() - t0
+    rendered = ["inputs", "results"]
+    for i in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(i)
+        _settle(app, window)
+        rendered.append(window.current_view_name())
+    window.results.show_why("ttft")
+    app.processEvents()
+    cat = window.session.cat
+    p = window.session.prediction
+    bad = len(errors.shown)
+    print(f"advisor-gui smoke: rendered {len(rendered)} views ({', '.join(rendered)}); catalog {len(cat.hardware)} "
+          f"devices, {len(cat.models)} models, {len(cat.issues)} issues; {p.model} on {p.hardware}: "
+          f"{p.decode_tok_s:.1f} tok/s; first paint {first * 1000:.0f} ms; {bad} errors")
+    window.close()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

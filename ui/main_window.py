@@ -1,0 +1,423 @@
+"""The main window: inputs on the left; results at a glance above a row of tabs (roofline, curves,
+recommendations, compare, will it run, probe). Menus, shortcuts, status bar, files, exports, settings.
+
+Later capabilities (serving under load, what-ifs, model import, the PDF report) add a tab with
+`MainWindow.add_panel` and their state to `Session.extras`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QFileDialog, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout,
+                               QWidget)
+
+import advisor
+from advisor import api
+from advisor.text.format import num
+from ui import sizing_file
+from ui.session import Session, describe
+from ui.settings import Settings
+from ui.views.compare import CompareView
+from ui.views.curves import CurvesView
+from ui.views.inputs import InputsPanel
+from ui.views.probe import ProbeView
+from ui.views.recommend import RecommendView
+from ui.views.results import ResultsView
+from ui.views.roofline import RooflineView
+from ui.views.table import to_csv, visible_rows
+from ui.views.will_it_run import WillItRunView
+from ui.workers import Workers
+
+log = logging.getLogger(__name__)
+
+TABS = (("roofline", "&Roofline"), ("curves", "C&urves"), ("recommend", "Reco&mmendations"),
+        ("compare", "Com&pare"), ("will_it_run", "W&ill it run"), ("probe", "Probe this &machine"))
+DATA_SOURCES = ("vendor datasheets and whitepapers (each hardware entry cites its own)",
+                "model config.json files on Hugging Face (each model entry cites its own)",
+                "llama.cpp, vLLM, SGLang and TensorRT-LLM sources for formats and runtime defaults",
+                "public measured results (llama.cpp scoreboards, vendor tables) for the efficiency fit",
+                "dated list and cloud prices (each with its source)")
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, session: Session | None = None, settings: Settings | None = None,
+                 restore: bool = True, parent=None):
+        super().__init__(parent)
+        self.settings = settings or Settings()
+        self.session = session or Session()
+        self.workers = Workers(self)
+        self.file_path: Path | None = None
+        self.saved_state = None
+        self.setWindowTitle("advisor")
+        self.setMinimumSize(1000, 640)
+        s = self.session
+
+        self.inputs = InputsPanel(s)
+        self.results = ResultsView(s)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.views: dict[str, QWidget] = {}
+        self.roofline = RooflineView(s)
+        self.curves = CurvesView(s)
+        self.recommend = RecommendView(s, self.workers)
+        self.compare = CompareView(s)
+        self.will_it_run = WillItRunView(s, self.workers)
+        self.probe = ProbeView(s, self.workers)
+        for name, title in TABS:
+            self.add_panel(name, title, getattr(self, name))
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.results)
+        right.addWidget(self.tabs)
+        right.setStretchFactor(1, 1)
+        right.setChildrenCollapsible(False)
+        self.right_splitter = right
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.inputs)
+        split.addWidget(right)
+        split.setStretchFactor(1, 1)
+        split.setSizes([390, 1010])
+        split.setChildrenCollapsible(False)
+        self.splitter = split
+        self.setCentralWidget(split)
+
+        self.catalog_label = QLabel()
+        self.statusBar().addPermanentWidget(self.catalog_label)
+        self.busy_label = QLabel()
+        self.statusBar().addPermanentWidget(self.busy_label)
+        self._build_menus()
+        self._update_catalog_label()
+
+        s.sig_error.connect(self.show_error)
+        s.sig_message.connect(lambda m: self.statusBar().showMessage(m, 6000))
+        s.sig_undo_changed.connect(self._update_actions)
+        s.sig_inputs_changed.connect(self._update_title)
+        s.sig_catalog_changed.connect(self._update_catalog_label)
+        self.workers.sig_busy_changed.connect(lambda n: self.busy_label.setText(f"working… ({n})" if n else ""))
+        self.tabs.currentChanged.connect(lambda _i: self._update_actions())
+        if restore:
+            self.restore_settings()
+        self._update_actions()
+        self._update_title()
+        for n in self.settings.notices:
+            self.show_error(n)
+
+    # ------------------------------------------------------------------ layout
+    def add_panel(self, name: str, title: str, widget: QWidget) -> None:
+        """Add a tab (the way later capabilities plug in)."""
+        self.views[name] = widget
+        self.tabs.addTab(widget, title)
+
+    def show_view(self, name: str) -> bool:
+        w = self.views.get(name.replace("-", "_"))
+        if w is None:
+            return False
+        self.tabs.setCurrentWidget(w)
+        return True
+
+    def current_view_name(self) -> str:
+        w = self.tabs.currentWidget()
+        return next((k for k, v in self.views.items() if v is w), "")
+
+    # ------------------------------------------------------------------ menus
+    def _action(self, menu, text, slot, shortcut=None, tip="") -> QAction:
+        a = QAction(text, self)
+        if shortcut is not None:
+            a.setShortcut(QKeySequence(shortcut))
+        if tip:
+            a.setStatusTip(tip)
+            a.setToolTip(tip)
+        a.triggered.connect(slot)
+        menu.addAction(a)
+        return a
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        f = mb.addMenu("&File")
+        self._action(f, "&New sizing", self.file_new, QKeySequence.StandardKey.New, "Start from the default inputs")
+        self._action(f, "&Open sizing…", self.file_open, QKeySequence.StandardKey.Open, "Open a saved sizing file")
+        self._action(f, "&Save sizing", self.file_save, QKeySequence.StandardKey.Save)
+        self._action(f, "Save sizing &as…", self.file_save_as, QKeySequence.StandardKey.SaveAs)
+        f.addSeparator()
+        self.act_csv = self._action(f, "Export table as &CSV…", self.export_csv, "Ctrl+E",
+                                    "The table of the current tab (or the figures of this sizing)")
+        self.act_chart = self._action(f, "Export c&hart as PNG/SVG…", self.export_chart, "Ctrl+Shift+E",
+                                      "The chart of the current tab")
+        self.act_report = self._action(f, "Export &report (PDF)…", lambda: None)
+        self.act_report.setEnabled(False)
+        self.act_report.setText("Export report (PDF) — comes in a later version")
+        f.addSeparator()
+        self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        e = mb.addMenu("&Edit")
+        self.act_undo = self._action(e, "&Undo", self.session.undo, QKeySequence.StandardKey.Undo,
+                                     "Undo the last input change")
+        self.act_redo = self._action(e, "&Redo", self.session.redo, QKeySequence.StandardKey.Redo)
+        e.addSeparator()
+        self.act_copy = self._action(e, "&Copy", self.copy, QKeySequence.StandardKey.Copy,
+                                     "Copy the selected rows, or this sizing's figures")
+        self._action(e, "&Pin to Compare", lambda: self.session.pin(), "Ctrl+P",
+                     "Add the current configuration to the Compare tab")
+        e.addSeparator()
+        self._action(e, "Find &model…", lambda: self._focus(self.inputs.model_picker.search), "Ctrl+F")
+        self._action(e, "Find &hardware…", lambda: self._focus(self.inputs.hw_picker.search), "Ctrl+Shift+F")
+        self._action(e, "Edit p&rompt length", lambda: self._focus(self.inputs.spin_prompt), "Ctrl+Shift+P")
+        self._action(e, "Edit &users (batch)", lambda: self._focus(self.inputs.spin_batch), "Ctrl+Shift+B")
+        v = mb.addMenu("&View")
+        for i, (name, title) in enumerate(TABS):
+            self._action(v, title.replace("&", ""), lambda _=False, n=name: self.show_view(n), f"Ctrl+{i + 1}")
+        v.addSeparator()
+        self._action(v, "Hide the explanation", self.results.hide_why, "Esc")
+        h = mb.addMenu("&Help")
+        self._action(h, "&About advisor", self.about)
+
+    def _focus(self, w) -> None:
+        w.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        if hasattr(w, "selectAll"):
+            w.selectAll()
+
+    def _update_actions(self) -> None:
+        self.act_undo.setEnabled(self.session.can_undo())
+        self.act_redo.setEnabled(self.session.can_redo())
+        self.act_chart.setEnabled(self._chart_target() is not None)
+
+    def _update_title(self) -> None:
+        name = self.file_path.name if self.file_path else "untitled sizing"
+        modified = self.saved_state is not None and self.session.state != self.saved_state
+        self.setWindowTitle(f"{name}{' *' if modified else ''} — advisor")
+
+    def _update_catalog_label(self) -> None:
+        cat = self.session.cat
+        issues = cat.issues
+        text = f"catalog: {len(cat.hardware)} devices, {len(cat.models)} models"
+        if issues:
+            text += f" · {len(issues)} entr{'y' if len(issues) == 1 else 'ies'} skipped"
+            self.catalog_label.setStyleSheet("color: #d23c3c;")
+            self.catalog_label.setToolTip("Entries that failed validation (the rest loaded):\n"
+                                          + "\n".join(str(i) for i in issues[:40]))
+        else:
+            self.catalog_label.setStyleSheet("")
+            self.catalog_label.setToolTip("Shipped catalog plus your own additions")
+        self.catalog_label.setText(text)
+
+    # ------------------------------------------------------------------ messages
+    def show_error(self, message: str) -> None:
+        log.info("notice: %s", message)
+        self.statusBar().showMessage(f"⚠ {message}", 10000)
+
+    # ------------------------------------------------------------------ files
+    def file_new(self) -> None:
+        self.session.new()
+        self.file_path = None
+        self.saved_state = None
+        self._update_title()
+
+    def _dir(self) -> str:
+        return self.settings.get("files/last_dir") or str(Path.home())
+
+    def file_open(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open sizing", self._dir(), sizing_file.FILE_FILTER)
+        if path:
+            self.open_file(path)
+
+    def open_file(self, path) -> bool:
+        """Load a sizing file; a bad one leaves the inputs as they were and says why in the status bar."""
+        try:
+            inputs, targets = sizing_file.read(path)
+        except sizing_file.SizingFileError as exc:
+            self.show_error(str(exc))
+            return False
+        if not self.session.load_keys(inputs, targets):
+            self.show_error(f"{Path(path).name}: {self.session.last_error}")
+            return False
+        self.file_path = Path(path)
+        self.saved_state = self.session.state
+        self.settings.set("files/last_dir", str(Path(path).parent))
+        self._update_title()
+        self.statusBar().showMessage(f"Opened {path}", 5000)
+        return True
+
+    def file_save(self) -> None:
+        if self.file_path is None:
+            self.file_save_as()
+        else:
+            self.save_file(self.file_path)
+
+    def file_save_as(self) -> None:
+        default = str(Path(self._dir()) / f"{self.session.cfg.model.key}-on-{self.session.cfg.hardware.key}.yaml")
+        path, _ = QFileDialog.getSaveFileName(self, "Save sizing", default, sizing_file.FILE_FILTER)
+        if path:
+            self.save_file(path)
+
+    def save_file(self, path) -> bool:
+        try:
+            sizing_file.write(path, self.session.to_file_dict())
+        except OSError as exc:
+            self.show_error(f"could not save {path}: {exc}")
+            return False
+        self.file_path = Path(path)
+        self.saved_state = self.session.state
+        self.settings.set("files/last_dir", str(Path(path).parent))
+        self._update_title()
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return True
+
+    # ------------------------------------------------------------------ export / copy
+    def current_table_rows(self) -> list[list[str]]:
+        w = self.tabs.currentWidget()
+        if hasattr(w, "table") and hasattr(w.table.model(), "sourceModel"):
+            return visible_rows(w.table)
+        if hasattr(w, "table_rows"):
+            return w.table_rows()
+        p = self.session.prediction
+        return [["field", "value"]] + [[k, "" if v is None else str(v)] for k, v in p.to_dict().items()]
+
+    def export_csv(self, path=None) -> bool:
+        if not path:
+            path, _ = QFileDialog.getSaveFileName(self, "Export CSV", str(Path(self._dir()) /
+                                                  f"advisor-{self.current_view_name() or 'figures'}.csv"),
+                                                  "CSV files (*.csv)")
+            if not path:
+                return False
+        try:
+            sizing_file.write_text_atomic(Path(path), to_csv(self.current_table_rows()))
+        except OSError as exc:
+            self.show_error(f"could not write {path}: {exc}")
+            return False
+        self.statusBar().showMessage(f"Exported {path}", 5000)
+        return True
+
+    def _chart_target(self):
+        w = self.tabs.currentWidget()
+        if w is self.roofline:
+            return self.roofline.plot_item
+        if w is self.curves:
+            return self.curves.glw.scene()
+        if w is self.compare:
+            return self.compare.glw.scene()
+        return None
+
+    def export_chart(self, path=None) -> bool:
+        import pyqtgraph.exporters as ex
+
+        target = self._chart_target()
+        if target is None:
+            self.show_error("this tab has no chart; choose Roofline, Curves or Compare")
+            return False
+        if not path:
+            path, _ = QFileDialog.getSaveFileName(self, "Export chart", str(Path(self._dir()) /
+                                                  f"advisor-{self.current_view_name()}.png"),
+                                                  "PNG image (*.png);;SVG drawing (*.svg)")
+            if not path:
+                return False
+        try:
+            if str(path).lower().endswith(".svg"):
+                ex.SVGExporter(target).export(str(path))
+            else:
+                e = ex.ImageExporter(target)
+                e.parameters()["width"] = 1800
+                e.export(str(path))
+        except Exception as exc:  # noqa: BLE001 - exporter failures are reported, not fatal
+            self.show_error(f"could not export the chart: {exc}")
+            return False
+        self.statusBar().showMessage(f"Exported {path}", 5000)
+        return True
+
+    def summary_text(self) -> str:
+        p = self.session.prediction
+        return (f"{describe(self.session.cfg)}\n"
+                f"fits: {'yes' if p.fits else 'no, short by ' + num(p.shortfall_gb) + ' GB'} · "
+                f"TTFT {num(p.ttft_ms)} ms · decode {num(p.decode_tok_s)} tok/s per user, "
+                f"{num(p.throughput_tok_s)} aggregate · max batch {p.max_batch:,} · max context {p.max_context:,} · "
+                f"{p.bound}-bound")
+
+    def copy(self) -> None:
+        w = self.tabs.currentWidget()
+        text = w.copy_text() if hasattr(w, "copy_text") else ""
+        if not text:
+            text = self.summary_text()
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage("Copied", 3000)
+
+    def about(self) -> None:
+        QMessageBox.about(self, "About advisor", self.about_text())
+
+    def about_text(self) -> str:
+        cat = self.session.cat
+        dates = [h.price.cloud_date or h.price.msrp_date for h in cat.hardware.values() if h.price]
+        dates = [d for d in dates if d]
+        cat_date = max(dates) if dates else "unknown"
+        try:
+            import catalog
+
+            folder = Path(catalog.__file__).parent
+            mtime = max(p.stat().st_mtime for p in folder.rglob("*.yaml"))
+            import datetime as dt
+
+            files_date = dt.datetime.fromtimestamp(mtime, dt.timezone.utc).strftime("%Y-%m-%d")
+        except Exception:  # noqa: BLE001
+            files_date = "unknown"
+        sources = "".join(f"<li>{s}</li>" for s in DATA_SOURCES)
+        return (f"<h3>advisor {advisor.__version__}</h3>"
+                f"<p>What hardware, at which quantization, runs this model this fast — an LLM hardware-sizing "
+                f"advisor.</p><p>Catalog: {len(cat.hardware)} devices, {len(cat.models)} models, "
+                f"{len(cat.quants)} weight formats, {len(cat.runtimes)} runtimes; files dated {files_date}, "
+                f"newest price {cat_date}.</p><p>Data sources:</p><ul>{sources}</ul>"
+                f"<p>Command line: <code>advisor --help</code></p>")
+
+    # ------------------------------------------------------------------ settings
+    def restore_settings(self) -> None:
+        st = self.settings
+        geo = st.get("window/geometry")
+        if not geo.isEmpty():
+            self.restoreGeometry(geo)
+            self._clamp_to_screen()
+        state = st.get("window/state")
+        if not state.isEmpty():
+            self.restoreState(state)
+        sizes = st.get("window/splitter")
+        if len(sizes) == 2 and all(x > 50 for x in sizes):
+            self.splitter.setSizes(sizes)
+        sizes = st.get("window/right_splitter")
+        if len(sizes) == 2 and all(x > 30 for x in sizes):
+            self.right_splitter.setSizes(sizes)
+        tab = st.get("window/tab")
+        if 0 <= tab < self.tabs.count():
+            self.tabs.setCurrentIndex(tab)
+        inputs = st.get("session/inputs")
+        if inputs:
+            if self.session.load_keys(inputs.get("inputs", {}), inputs.get("targets")):
+                self.session.clear_history()
+            else:
+                st.notices.append(f"the last inputs could not be restored ({self.session.last_error}); "
+                                  "starting from the defaults")
+
+    def _clamp_to_screen(self) -> None:
+        screen = QGuiApplication.screenAt(self.frameGeometry().center())
+        if screen is None:
+            prim = QGuiApplication.primaryScreen()
+            if prim is not None:
+                self.move(prim.availableGeometry().topLeft())
+
+    def save_settings(self) -> None:
+        st = self.settings
+        st.set("window/geometry", self.saveGeometry())
+        st.set("window/state", self.saveState())
+        st.set("window/splitter", self.splitter.sizes())
+        st.set("window/right_splitter", self.right_splitter.sizes())
+        st.set("window/tab", self.tabs.currentIndex())
+        st.set("session/inputs", {"inputs": self.session.cfg.keys(), "targets": self.session.targets.to_dict()})
+        st.sync()
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        try:
+            self.save_settings()
+        except Exception as exc:  # noqa: BLE001 - closing must always work
+            log.warning("could not save settings: %s", exc)
+        self.workers.wait(3000)
+        super().closeEvent(event)

@@ -1,0 +1,341 @@
+"""The one object that holds the app's inputs and latest results; views subscribe and only render.
+
+Every input change goes through `Session.set_inputs`: the new `api.Config` is checked and predicted
+at once (one `predict` + one `roofline`, each well under a millisecond), the previous inputs go on the
+undo stack, and `sig_results_changed` tells the views. An impossible change (a runtime that cannot run
+the weight format, a prompt longer than the model's context) is refused with `sig_error`, and
+`sig_inputs_changed` tells the input widgets to show the inputs that are still in force.
+
+Later panels (serving under load, technique what-ifs, imported models) add their own state here
+through `extras` and their own signals, rather than reaching into other views.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from advisor import api
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HARDWARE = "rtx 4090"
+DEFAULT_MODEL = "llama 3.1 8b"
+#: the most configurations the Compare tab shows side by side
+MAX_COMPARE = 4
+#: input changes of the same kind closer together than this are one undo step (a slider drag)
+UNDO_MERGE_S = 0.8
+WORKLOAD_KEYS = ("batch", "prompt", "output", "depth")
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the user wants; 0 = no target."""
+
+    ttft_ms: float = 0.0
+    tok_s: float = 0.0
+
+    def to_dict(self) -> dict[str, float]:
+        return {"ttft_ms": self.ttft_ms, "tok_s": self.tok_s}
+
+
+@dataclass(frozen=True)
+class State:
+    cfg: "api.Config"
+    targets: Targets = field(default_factory=Targets)
+
+
+class Session(QObject):
+    """Inputs (`cfg`, `targets`), the latest `prediction` and `roofline`, undo/redo, compare list."""
+
+    sig_inputs_changed = Signal()
+    """The inputs in force changed (or a refused change must be undone in the widgets)."""
+    sig_results_changed = Signal()
+    """`prediction` and `roofline` are new."""
+    sig_catalog_changed = Signal()
+    """The catalog was reloaded (a probed "this machine" was added)."""
+    sig_error = Signal(str)
+    """A one-line message: a refused input, a bad file, a failed job."""
+    sig_message = Signal(str)
+    """A one-line notice for the status bar."""
+    sig_undo_changed = Signal()
+    sig_compare_changed = Signal()
+
+    def __init__(self, cat: "api.Catalog | None" = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.cat = cat if cat is not None else api.load_catalog()
+        cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
+        self.state = State(cfg)
+        self.prediction: api.Prediction | None = None
+        self.roofline: api.Roofline | None = None
+        self.generation = 0
+        self._explanations: dict[str, Any] | None = None
+        self._undo: list[State] = []
+        self._redo: list[State] = []
+        self._last_merge: tuple[str, float] = ("", 0.0)
+        self.compare: list[api.Config] = []
+        self.extras: dict[str, Any] = {}
+        self.last_error = ""
+        self._compute()
+
+    # ------------------------------------------------------------------ inputs
+    @property
+    def cfg(self) -> "api.Config":
+        return self.state.cfg
+
+    @property
+    def targets(self) -> Targets:
+        return self.state.targets
+
+    def _first_hardware(self) -> str:
+        return DEFAULT_HARDWARE if _resolves(self.cat.hardware_named, DEFAULT_HARDWARE) else next(iter(self.cat.hardware))
+
+    def _first_model(self) -> str:
+        return DEFAULT_MODEL if _resolves(self.cat.model_named, DEFAULT_MODEL) else next(iter(self.cat.models))
+
+    def _spec(self, section: str, value: Any) -> Any:
+        """A spec object from a spec, a catalog key or a forgiving name."""
+        if value is None or not isinstance(value, str):
+            return value
+        table = getattr(self.cat, section)
+        if value in table:
+            return table[value]
+        return self.cat.resolve(section, value)
+
+    def _ok(self, choices: list, key: str) -> bool:
+        return any(c.key == key and c.ok for c in choices)
+
+    def build(self, base: "api.Config", changes: dict[str, Any]) -> "api.Config":
+        """``base`` with ``changes`` applied, keeping the runtime, format and KV dtype where they still
+        run and switching to `api.with_defaults` where they do not. Raises `api.AdvisorError`."""
+        changes = dict(changes)
+        hw = self._spec("hardware", changes.pop("hardware", None)) or base.hardware
+        model = self._spec("models", changes.pop("model", None)) or base.model
+        rt = self._spec("runtimes", changes.pop("runtime", None))
+        quant = self._spec("quants", changes.pop("quant", None))
+        kv = self._spec("kv_dtypes", changes.pop("kv_dtype", None))
+        if rt is None:
+            rt = base.runtime
+            if hw is not base.hardware:
+                rt = api.with_defaults(self.cat, hw, model).runtime
+        if not self._ok(api.runtimes_for(self.cat, hw), rt.key):
+            rt = api.with_defaults(self.cat, hw, model).runtime
+        d = api.with_defaults(self.cat, hw, model, rt)
+        if quant is None:
+            quant = base.quant if self._ok(api.formats_for(self.cat, rt, model), base.quant.key) else d.quant
+        if kv is None:
+            kv = base.kv_dtype if self._ok(api.kv_dtypes_for(self.cat, rt), base.kv_dtype.key) else d.kv_dtype
+        cfg = base.replace(hardware=hw, model=model, runtime=rt, quant=quant, kv_dtype=kv, **changes)
+        cfg.check()
+        return cfg
+
+    def set_inputs(self, merge: str = "", **changes: Any) -> bool:
+        """Apply input changes (hardware/model/quant/kv_dtype/runtime as spec, key or name; gpus,
+        parallelism, batch, prompt, output, depth; ttft_target_ms, tok_s_target). Returns False and
+        emits `sig_error` when the change is impossible. ``merge`` names a kind of change that, repeated
+        quickly (a slider drag), makes one undo step."""
+        targets = self.targets
+        if "ttft_target_ms" in changes:
+            targets = replace(targets, ttft_ms=max(0.0, float(changes.pop("ttft_target_ms") or 0)))
+        if "tok_s_target" in changes:
+            targets = replace(targets, tok_s=max(0.0, float(changes.pop("tok_s_target") or 0)))
+        try:
+            cfg = self.build(self.cfg, changes) if changes else self.cfg
+        except api.AdvisorError as exc:
+            return self._refuse(str(exc))
+        return self._apply(State(cfg, targets), merge)
+
+    def load_keys(self, keys: dict[str, Any], targets: dict[str, Any] | None = None) -> bool:
+        """Inputs from a saved sizing (catalog keys or names, and numbers); False + `sig_error` if bad."""
+        try:
+            cfg = self.configure_keys(keys)
+            t = Targets(float((targets or {}).get("ttft_ms") or 0), float((targets or {}).get("tok_s") or 0))
+        except api.AdvisorError as exc:
+            return self._refuse(str(exc))
+        except (TypeError, ValueError) as exc:
+            return self._refuse(f"bad target value: {exc}")
+        return self._apply(State(cfg, t), "")
+
+    def configure_keys(self, keys: dict[str, Any]) -> "api.Config":
+        names = {k: keys.get(k) for k in ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "batch",
+                                          "prompt", "output", "depth", "parallelism")}
+        if not names["hardware"] or not names["model"]:
+            raise api.AdvisorError("a sizing needs at least a hardware and a model")
+        cfg = api.configure(self.cat, **{k: (str(v) if isinstance(v, str) else v) for k, v in names.items()})
+        cfg.check()
+        return cfg
+
+    def load_candidate(self, c: "api.Candidate") -> bool:
+        """Make a recommendation row the current inputs."""
+        return self.set_inputs(hardware=c.hardware, runtime=c.runtime, quant=c.quant, kv_dtype=c.kv_dtype,
+                               gpus=int(c.gpus), batch=max(1, int(c.users or self.cfg.workload.batch)))
+
+    def new(self) -> None:
+        """File → New: the default sizing (undoable)."""
+        cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
+        self._apply(State(cfg, Targets()), "")
+
+    def _refuse(self, message: str) -> bool:
+        self.last_error = message
+        self.sig_error.emit(message)
+        self.sig_inputs_changed.emit()
+        return False
+
+    def _apply(self, state: State, merge: str) -> bool:
+        if state == self.state:
+            return True
+        now = time.monotonic()
+        last_kind, last_t = self._last_merge
+        if not (merge and merge == last_kind and now - last_t < UNDO_MERGE_S and self._undo):
+            self._undo.append(self.state)
+            del self._undo[:-200]
+        self._last_merge = (merge, now)
+        self._redo.clear()
+        old = self.state
+        self.state = state
+        if not self._compute():
+            self.state = old
+            self._undo.pop()
+            self._compute()
+            self.sig_inputs_changed.emit()
+            return False
+        self.last_error = ""
+        self.sig_inputs_changed.emit()
+        self.sig_undo_changed.emit()
+        self.sig_results_changed.emit()
+        return True
+
+    # ------------------------------------------------------------------ undo
+    def can_undo(self) -> bool:
+        return bool(self._undo)
+
+    def can_redo(self) -> bool:
+        return bool(self._redo)
+
+    def undo(self) -> None:
+        if self._undo:
+            self._redo.append(self.state)
+            self._swap(self._undo.pop())
+
+    def redo(self) -> None:
+        if self._redo:
+            self._undo.append(self.state)
+            self._swap(self._redo.pop())
+
+    def clear_history(self) -> None:
+        """Forget undo/redo (after restoring the last session or opening a file into a fresh window)."""
+        self._undo.clear()
+        self._redo.clear()
+        self.sig_undo_changed.emit()
+
+    def _swap(self, state: State) -> None:
+        self.state = state
+        self._last_merge = ("", 0.0)
+        self._compute()
+        self.sig_inputs_changed.emit()
+        self.sig_undo_changed.emit()
+        self.sig_results_changed.emit()
+
+    # ------------------------------------------------------------------ results
+    def _compute(self) -> bool:
+        try:
+            pred = api.predict(self.cat, self.cfg)
+            roof = api.roofline(self.cat, self.cfg)
+        except api.AdvisorError as exc:
+            self.last_error = str(exc)
+            self.sig_error.emit(str(exc))
+            return False
+        self.prediction, self.roofline = pred, roof
+        self._explanations = None
+        self.generation += 1
+        return True
+
+    def explanations(self) -> dict[str, Any]:
+        """api.explain for the current prediction (computed on first use)."""
+        if self._explanations is None:
+            try:
+                self._explanations = api.explain(self.cat, self.cfg, self.prediction)
+            except Exception as exc:  # noqa: BLE001 - a missing explanation must not break the app
+                log.warning("explain failed: %s", exc)
+                self._explanations = {}
+        return self._explanations
+
+    def curve(self, vary: str, values: np.ndarray, cfg: "api.Config | None" = None) -> "api.Curve | None":
+        """api.curve for the current (or given) configuration; None when the core refuses."""
+        try:
+            return api.curve(self.cat, cfg or self.cfg, vary, np.asarray(values, dtype=np.int64))
+        except api.AdvisorError as exc:
+            log.info("curve %s refused: %s", vary, exc)
+            return None
+
+    def meets_targets(self) -> dict[str, bool | None]:
+        p, t = self.prediction, self.targets
+        out: dict[str, bool | None] = {"ttft": None, "tok_s": None}
+        if p is None:
+            return out
+        if t.ttft_ms > 0 and math.isfinite(p.ttft_ms):
+            out["ttft"] = p.ttft_ms <= t.ttft_ms
+        if t.tok_s > 0 and math.isfinite(p.decode_tok_s):
+            out["tok_s"] = p.decode_tok_s >= t.tok_s
+        return out
+
+    # ------------------------------------------------------------------ catalog
+    def reload_catalog(self) -> None:
+        """Re-read the catalog (after "this machine" was saved) and keep the inputs where possible."""
+        keys, targets = self.cfg.keys(), self.targets
+        self.cat = api.load_catalog()
+        try:
+            cfg = self.configure_keys(keys)
+        except api.AdvisorError:
+            cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
+        self.compare = []
+        self.state = State(cfg, targets)
+        self._undo.clear()
+        self._redo.clear()
+        self._compute()
+        self.sig_catalog_changed.emit()
+        self.sig_inputs_changed.emit()
+        self.sig_undo_changed.emit()
+        self.sig_compare_changed.emit()
+        self.sig_results_changed.emit()
+
+    # ------------------------------------------------------------------ compare
+    def pin(self, cfg: "api.Config | None" = None) -> bool:
+        cfg = cfg or self.cfg
+        if cfg in self.compare:
+            return False
+        if len(self.compare) >= MAX_COMPARE:
+            self.sig_error.emit(f"Compare holds {MAX_COMPARE} configurations at most; remove one first")
+            return False
+        self.compare.append(cfg)
+        self.sig_compare_changed.emit()
+        return True
+
+    def unpin(self, index: int) -> None:
+        if 0 <= index < len(self.compare):
+            del self.compare[index]
+            self.sig_compare_changed.emit()
+
+    # ------------------------------------------------------------------ files
+    def to_file_dict(self) -> dict[str, Any]:
+        return {"advisor_sizing": 1, "inputs": self.cfg.keys(), "targets": self.targets.to_dict()}
+
+
+def _resolves(fn, name: str) -> bool:
+    try:
+        fn(name)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def describe(cfg: "api.Config") -> str:
+    """A short label for a configuration: model on N× hardware, format, runtime."""
+    n = f"{cfg.gpus}× " if cfg.gpus > 1 else ""
+    return f"{cfg.model.name} · {n}{cfg.hardware.name} · {cfg.quant.name} · {cfg.runtime.name}"

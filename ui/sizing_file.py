@@ -1,0 +1,98 @@
+"""Saved sizings: a small JSON or YAML file of the inputs (catalog keys + numbers) and the targets.
+
+```yaml
+advisor_sizing: 1
+inputs: {hardware: rtx-4090, model: llama-3.1-8b, quant: q4_k_m, kv_dtype: f16, runtime: llama.cpp,
+         gpus: 1, parallelism: '', batch: 1, prompt: 512, output: 128, depth: 0}
+targets: {ttft_ms: 0, tok_s: 0}
+```
+Written atomically (a temporary file in the same folder, then `os.replace`), so a crash never leaves
+half a file. Reading raises `SizingFileError` with a one-line message for anything malformed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FORMAT_VERSION = 1
+INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
+              "output", "depth")
+FILE_FILTER = "Sizing files (*.yaml *.yml *.json);;All files (*)"
+
+
+class SizingFileError(Exception):
+    """A sizing file that cannot be read; the message names the file and the problem."""
+
+
+def write(path: str | os.PathLike, data: dict[str, Any]) -> Path:
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+    else:
+        text = "# advisor sizing — open with advisor-gui (File → Open)\n" + yaml.safe_dump(data, sort_keys=False)
+    write_text_atomic(path, text)
+    return path
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float]]:
+    """(inputs, targets) from a sizing file; `SizingFileError` for a missing, unreadable or malformed one."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SizingFileError(f"{path.name}: cannot read it ({exc.__class__.__name__}: {exc})") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise SizingFileError(f"{path.name}: not a valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'} "
+                              f"file ({first})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("inputs"), dict):
+        raise SizingFileError(f"{path.name}: not an advisor sizing (no 'inputs' section)")
+    version = data.get("advisor_sizing", FORMAT_VERSION)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise SizingFileError(f"{path.name}: written by a newer advisor (format {version!r})")
+    inputs = data["inputs"]
+    unknown = sorted(set(inputs) - set(INPUT_KEYS))
+    if unknown:
+        raise SizingFileError(f"{path.name}: unknown input(s) {', '.join(map(str, unknown))}")
+    for k in ("hardware", "model"):
+        if not isinstance(inputs.get(k), str) or not inputs[k].strip():
+            raise SizingFileError(f"{path.name}: inputs.{k} is missing")
+    for k in ("gpus", "batch", "prompt", "output", "depth"):
+        v = inputs.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise SizingFileError(f"{path.name}: inputs.{k} must be a whole number, got {v!r}")
+    targets_raw = data.get("targets") or {}
+    if not isinstance(targets_raw, dict):
+        raise SizingFileError(f"{path.name}: 'targets' must be a mapping")
+    targets: dict[str, float] = {}
+    for k in ("ttft_ms", "tok_s"):
+        v = targets_raw.get(k, 0) or 0
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise SizingFileError(f"{path.name}: targets.{k} must be a number ≥ 0, got {v!r}")
+        targets[k] = float(v)
+    return dict(inputs), targets

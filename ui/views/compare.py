@@ -1,0 +1,157 @@
+"""Compare two to four configurations side by side: a table of figures and overlaid curves
+(decode speed vs batch, TTFT vs prompt). The pinned configurations live in `Session.compare`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt
+
+from advisor import api
+from advisor.text.format import duration_ms, num
+from ui.session import MAX_COMPARE, describe
+from ui.views.curves import log_points
+from ui.widgets import plot_colors
+
+ROWS = (  # label, getter(prediction) -> text
+    ("Hardware", lambda p, c: f"{c.gpus}× {p.hardware}" if c.gpus > 1 else p.hardware),
+    ("Model", lambda p, c: p.model),
+    ("Weights / KV", lambda p, c: f"{p.quant} / {p.kv_dtype}"),
+    ("Runtime", lambda p, c: p.runtime),
+    ("Workload", lambda p, c: f"{p.batch} × {p.prompt_tokens:,} in / {p.output_tokens:,} out"),
+    ("Fits", lambda p, c: "yes" if p.fits else f"no (short {num(p.shortfall_gb)} GB)"),
+    ("Memory", lambda p, c: f"{num(p.total_gb)} of {num(p.usable_gb)} GB"),
+    ("TTFT", lambda p, c: duration_ms(p.ttft_ms)),
+    ("Decode / user", lambda p, c: f"{num(p.decode_tok_s)} tok/s"),
+    ("Aggregate", lambda p, c: f"{num(p.throughput_tok_s)} tok/s"),
+    ("Max batch", lambda p, c: num(int(p.max_batch))),
+    ("Max context", lambda p, c: num(int(p.max_context))),
+    ("Bound", lambda p, c: p.bound),
+)
+SERIES = ("a", "b", "c", "e")
+
+
+class CompareView(QWidget):
+    def __init__(self, session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        col = plot_colors()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        bar = QHBoxLayout()
+        self.btn_pin = QPushButton("&Add current configuration")
+        self.btn_pin.setToolTip(f"Pin the current inputs for comparison (up to {MAX_COMPARE})")
+        self.btn_remove = QPushButton("Remove selected")
+        self.btn_load = QPushButton("Load selected")
+        self.hint = QLabel(f"Pin two to {MAX_COMPARE} configurations; select a column to remove or load it.")
+        bar.addWidget(self.btn_pin)
+        bar.addWidget(self.btn_remove)
+        bar.addWidget(self.btn_load)
+        bar.addWidget(self.hint, 1)
+        lay.addLayout(bar)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.table = QTableWidget(len(ROWS), 0)
+        self.table.setObjectName("compare_table")
+        self.table.setVerticalHeaderLabels([r[0] for r in ROWS])
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectColumns)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        split.addWidget(self.table)
+        self.glw = pg.GraphicsLayoutWidget()
+        self.p_batch = self.glw.addPlot(row=0, col=0, title="Decode per user vs batch")
+        self.p_prompt = self.glw.addPlot(row=1, col=0, title="TTFT vs prompt")
+        for p, xl, yl in ((self.p_batch, "batch", "tok/s"), (self.p_prompt, "prompt (tokens)", "ms")):
+            p.setLogMode(True, True)
+            p.showGrid(x=True, y=True, alpha=0.25)
+            p.setLabel("bottom", xl)
+            p.setLabel("left", yl)
+            p.getAxis("bottom").enableAutoSIPrefix(False)
+            p.getAxis("left").enableAutoSIPrefix(False)
+            p.setMenuEnabled(False)
+            p.addLegend(offset=(-5, 5), labelTextSize="7pt")
+        self.lines_batch = [self.p_batch.plot([], [], pen=pg.mkPen(col[k], width=2), name=f"#{i + 1}")
+                            for i, k in enumerate(SERIES)]
+        self.lines_prompt = [self.p_prompt.plot([], [], pen=pg.mkPen(col[k], width=2), name=f"#{i + 1}")
+                             for i, k in enumerate(SERIES)]
+        split.addWidget(self.glw)
+        split.setSizes([500, 500])
+        lay.addWidget(split, 1)
+        self.btn_pin.clicked.connect(lambda: session.pin())
+        self.btn_remove.clicked.connect(self._remove)
+        self.btn_load.clicked.connect(self._load)
+        session.sig_compare_changed.connect(self.render)
+        self.predictions: list[api.Prediction] = []
+        self.render()
+
+    def _selected_col(self) -> int:
+        cols = {i.column() for i in self.table.selectedIndexes()}
+        return min(cols) if cols else self.table.currentColumn()
+
+    def _remove(self) -> None:
+        i = self._selected_col()
+        if i >= 0:
+            self.session.unpin(i)
+
+    def _load(self) -> None:
+        i = self._selected_col()
+        if 0 <= i < len(self.session.compare):
+            c = self.session.compare[i]
+            keys = c.keys()
+            self.session.load_keys(keys, self.session.targets.to_dict())
+
+    def render(self) -> None:
+        s = self.session
+        cfgs = list(s.compare)
+        self.table.setColumnCount(len(cfgs))
+        self.table.setHorizontalHeaderLabels([f"#{i + 1}" for i in range(len(cfgs))])
+        self.predictions = []
+        for j, cfg in enumerate(cfgs):
+            try:
+                p = api.predict(s.cat, cfg)
+            except api.AdvisorError as exc:
+                s.sig_error.emit(f"Compare #{j + 1}: {exc}")
+                continue
+            self.predictions.append(p)
+            for i, (_, get) in enumerate(ROWS):
+                item = QTableWidgetItem(get(p, cfg))
+                item.setToolTip(describe(cfg))
+                self.table.setItem(i, j, item)
+        for i in range(MAX_COMPARE):
+            lb, lp = self.lines_batch[i], self.lines_prompt[i]
+            if i < len(cfgs):
+                cfg = cfgs[i]
+                cb = s.curve("batch", log_points(1, 1024), cfg)
+                ctx = int(cfg.model.native_context)
+                cp = s.curve("prompt", log_points(16, max(32, ctx - cfg.workload.output_tokens
+                                                          - cfg.workload.depth_tokens)), cfg)
+                if cb is not None:
+                    lb.setData(cb.x, np.where(cb.fits, cb.decode_tok_s, np.nan), connect="finite")
+                if cp is not None:
+                    lp.setData(cp.x, cp.ttft_ms)
+                lb.setVisible(True)
+                lp.setVisible(True)
+            else:
+                lb.setData([], [])
+                lp.setData([], [])
+                lb.setVisible(False)
+                lp.setVisible(False)
+        self.hint.setText(f"{len(cfgs)} of {MAX_COMPARE} pinned" + (" — pin one more to compare" if len(cfgs) == 1
+                                                                    else ""))
+
+    def copy_text(self) -> str:
+        rows = ["\t".join([""] + [f"#{j + 1}" for j in range(self.table.columnCount())])]
+        for i in range(self.table.rowCount()):
+            cells = [self.table.item(i, j).text() if self.table.item(i, j) else "" for j in range(self.table.columnCount())]
+            rows.append("\t".join([ROWS[i][0]] + cells))
+        return "\n".join(rows)
+
+    def table_rows(self) -> list[list[str]]:
+        return [line.split("\t") for line in self.copy_text().split("\n")]
+
+
+def _finite(x) -> bool:
+    return x is not None and math.isfinite(x)

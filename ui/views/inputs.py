@@ -1,0 +1,299 @@
+"""The inputs panel: model, hardware, runtime, formats, workload and targets. Every change goes
+straight to `Session.set_inputs` (no Calculate button); `sig_inputs_changed` brings the widgets back
+in line with the inputs in force (after undo, a refused change, a loaded file)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QStringListModel, Qt
+from PySide6.QtWidgets import (QComboBox, QCompleter, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QLineEdit, QScrollArea, QSpinBox, QVBoxLayout, QWidget)
+
+from advisor import api
+from advisor.text.format import num
+from ui.widgets import LogSlider, fill_choices, memory_gib
+
+ALL = "All"
+PARALLELISM = (("", "runtime default"), ("tp", "tensor parallel (tp)"), ("pp", "layer split (pp)"))
+
+
+class Picker(QWidget):
+    """Type-ahead search (api.suggest over the name resolver) + filters + a combo of the entries."""
+
+    def __init__(self, session, section: str, filters: tuple[tuple[str, str], ...], placeholder: str, parent=None):
+        super().__init__(parent)
+        self.session, self.section, self.filter_fields = session, section, filters
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText(placeholder)
+        self.search.setClearButtonEnabled(True)
+        self.search.setToolTip("Type any part of a name (forgiving: 'rtx 4090', 'llama 3.1 8b'); Enter picks the best match")
+        self._names = QStringListModel(self)
+        self.completer = QCompleter(self._names, self)
+        self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.completer.setCompletionMode(QCompleter.CompletionMode.UnfilteredPopupCompletion)
+        self.search.setCompleter(self.completer)
+        self.search.textEdited.connect(self._on_text_edited)
+        self.search.returnPressed.connect(self._on_return)
+        self.completer.activated.connect(self._on_completion)
+        lay.addWidget(self.search)
+        row = QHBoxLayout()
+        self.filters: dict[str, QComboBox] = {}
+        for field, label in filters:
+            c = QComboBox()
+            c.setToolTip(f"Show only entries of this {label.lower()}")
+            c.currentIndexChanged.connect(self._fill_combo)
+            self.filters[field] = c
+            row.addWidget(c, 1)
+        lay.addLayout(row)
+        self.combo = QComboBox()
+        self.combo.setMaxVisibleItems(25)
+        self.combo.activated.connect(self._on_combo)
+        lay.addWidget(self.combo)
+        self._suggestions: dict[str, str] = {}
+        self.reload()
+
+    def entries(self):
+        return getattr(self.session.cat, self.section)
+
+    def reload(self) -> None:
+        """Refill the filters from the catalog (after a reload)."""
+        for field, c in self.filters.items():
+            values = sorted({str(getattr(e, field)) for e in self.entries().values()})
+            cur = c.currentText()
+            c.blockSignals(True)
+            c.clear()
+            c.addItem(ALL)
+            c.addItems(values)
+            if cur in values:
+                c.setCurrentText(cur)
+            c.blockSignals(False)
+        self._fill_combo()
+
+    def current_key(self) -> str:
+        return self.session.cfg.hardware.key if self.section == "hardware" else self.session.cfg.model.key
+
+    def _fill_combo(self) -> None:
+        want = {f: c.currentText() for f, c in self.filters.items() if c.currentText() not in ("", ALL)}
+        current = self.current_key()
+        items = [e for e in self.entries().values()
+                 if all(str(getattr(e, f)) == v for f, v in want.items()) or e.key == current]
+        items.sort(key=lambda e: (not e.key.startswith("this-machine"), e.name.lower()))
+        self.combo.blockSignals(True)
+        self.combo.clear()
+        for e in items:
+            self.combo.addItem(e.name, e.key)
+        i = self.combo.findData(current)
+        self.combo.setCurrentIndex(max(i, 0))
+        self.combo.blockSignals(False)
+
+    def sync(self) -> None:
+        i = self.combo.findData(self.current_key())
+        if i < 0:
+            self._fill_combo()
+            i = self.combo.findData(self.current_key())
+        self.combo.blockSignals(True)
+        self.combo.setCurrentIndex(max(i, 0))
+        self.combo.blockSignals(False)
+
+    def _on_text_edited(self, text: str) -> None:
+        rows = api.suggest(self.session.cat, text, self.section, limit=15) if text.strip() else []
+        self._suggestions = {name: key for key, name in rows}
+        self._names.setStringList([name for _, name in rows])
+
+    def _choose(self, key_or_name: str) -> None:
+        field = "hardware" if self.section == "hardware" else "model"
+        if self.session.set_inputs(**{field: key_or_name}):
+            self.search.clear()
+
+    def _on_completion(self, name: str) -> None:
+        self._choose(self._suggestions.get(name, name))
+
+    def _on_return(self) -> None:
+        text = self.search.text().strip()
+        if text:
+            self._choose(self._suggestions.get(text, text))
+
+    def _on_combo(self, index: int) -> None:
+        key = self.combo.itemData(index)
+        if key:
+            self._choose(key)
+
+
+class InputsPanel(QScrollArea):
+    """The left-hand column. Widgets are named (``spin_prompt`` …) so tests and shortcuts can find them."""
+
+    def __init__(self, session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        inner = QWidget()
+        col = QVBoxLayout(inner)
+        col.setContentsMargins(6, 6, 6, 6)
+
+        # model
+        g = QGroupBox("&Model")
+        lay = QVBoxLayout(g)
+        self.model_picker = Picker(session, "models", (("family", "Family"), ("is_moe", "Dense/MoE")),
+                                   "Search models…")
+        self.model_picker.filters["is_moe"].setToolTip("False = dense, True = mixture of experts")
+        lay.addWidget(self.model_picker)
+        self.model_facts = QLabel()
+        self.model_facts.setWordWrap(True)
+        self.model_facts.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.model_facts)
+        col.addWidget(g)
+
+        # hardware
+        g = QGroupBox("&Hardware")
+        lay = QVBoxLayout(g)
+        self.hw_picker = Picker(session, "hardware", (("vendor", "Vendor"), ("kind", "Kind")), "Search hardware…")
+        lay.addWidget(self.hw_picker)
+        form = QFormLayout()
+        self.spin_gpus = QSpinBox()
+        self.spin_gpus.setRange(1, 64)
+        self.spin_gpus.setToolTip("How many of these devices serve the model together")
+        self.combo_par = QComboBox()
+        for key, label in PARALLELISM:
+            self.combo_par.addItem(label, key)
+        self.combo_par.setToolTip("How the model is split over several GPUs: tensor parallel (every layer on every "
+                                  "GPU, all-reduce per layer) or layer split (pipeline)")
+        row = QHBoxLayout()
+        row.addWidget(self.spin_gpus)
+        row.addWidget(self.combo_par, 1)
+        form.addRow("GPUs", row)
+        lay.addLayout(form)
+        self.hw_facts = QLabel()
+        self.hw_facts.setWordWrap(True)
+        self.hw_facts.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.hw_facts)
+        col.addWidget(g)
+
+        # software
+        g = QGroupBox("Runtime and &formats")
+        form = QFormLayout(g)
+        self.combo_runtime = QComboBox()
+        self.combo_runtime.setToolTip("The inference engine; greyed-out ones do not run on this hardware")
+        self.combo_quant = QComboBox()
+        self.combo_quant.setToolTip("Weight format; greyed-out ones cannot be loaded by this runtime (hover for why)")
+        self.combo_kv = QComboBox()
+        self.combo_kv.setToolTip("KV-cache dtype; greyed-out ones are not offered by this runtime (hover for why)")
+        form.addRow("Runtime", self.combo_runtime)
+        form.addRow("Weights", self.combo_quant)
+        form.addRow("KV cache", self.combo_kv)
+        col.addWidget(g)
+
+        # workload
+        g = QGroupBox("&Workload")
+        form = QFormLayout(g)
+        self.prompt = LogSlider(1, 131072, 512, " tok", "Prompt length: tokens read before the first output token")
+        self.output = LogSlider(1, 32768, 128, " tok", "Output length: tokens generated per request")
+        self.depth = LogSlider(0, 131072, 0, " tok",
+                               "Conversation depth: tokens already in the KV cache before this prompt")
+        self.batch = LogSlider(1, 1024, 1, "", "Batch = concurrent users decoding at the same time")
+        self.spin_prompt, self.spin_output, self.spin_depth, self.spin_batch = (
+            self.prompt.spin, self.output.spin, self.depth.spin, self.batch.spin)
+        form.addRow("Prompt", self.prompt)
+        form.addRow("Output", self.output)
+        form.addRow("Depth", self.depth)
+        form.addRow("Users (batch)", self.batch)
+        col.addWidget(g)
+
+        # targets
+        g = QGroupBox("&Targets")
+        form = QFormLayout(g)
+        self.spin_ttft_target = QDoubleSpinBox()
+        self.spin_ttft_target.setRange(0, 600_000)
+        self.spin_ttft_target.setDecimals(0)
+        self.spin_ttft_target.setSuffix(" ms")
+        self.spin_ttft_target.setSpecialValueText("none")
+        self.spin_ttft_target.setKeyboardTracking(False)
+        self.spin_ttft_target.setToolTip("Longest acceptable time to first token (0 = no target)")
+        self.spin_toks_target = QDoubleSpinBox()
+        self.spin_toks_target.setRange(0, 100_000)
+        self.spin_toks_target.setDecimals(1)
+        self.spin_toks_target.setSuffix(" tok/s")
+        self.spin_toks_target.setSpecialValueText("none")
+        self.spin_toks_target.setKeyboardTracking(False)
+        self.spin_toks_target.setToolTip("Slowest acceptable decode speed per user (0 = no target)")
+        form.addRow("TTFT ≤", self.spin_ttft_target)
+        form.addRow("Speed per user ≥", self.spin_toks_target)
+        col.addWidget(g)
+        col.addStretch(1)
+        self.setWidget(inner)
+        self.setMinimumWidth(370)
+        for combo in inner.findChildren(QComboBox):  # long names must not widen the panel past the window
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(6)
+
+        # wiring: widget → session
+        s = session
+        self.spin_gpus.valueChanged.connect(lambda v: s.set_inputs(merge="gpus", gpus=v))
+        self.combo_par.activated.connect(lambda i: s.set_inputs(parallelism=self.combo_par.itemData(i)))
+        self.combo_runtime.activated.connect(lambda i: s.set_inputs(runtime=self.combo_runtime.itemData(i)))
+        self.combo_quant.activated.connect(lambda i: s.set_inputs(quant=self.combo_quant.itemData(i)))
+        self.combo_kv.activated.connect(lambda i: s.set_inputs(kv_dtype=self.combo_kv.itemData(i)))
+        self.prompt.sig_value_changed.connect(lambda v: s.set_inputs(merge="prompt", prompt=v))
+        self.output.sig_value_changed.connect(lambda v: s.set_inputs(merge="output", output=v))
+        self.depth.sig_value_changed.connect(lambda v: s.set_inputs(merge="depth", depth=v))
+        self.batch.sig_value_changed.connect(lambda v: s.set_inputs(merge="batch", batch=v))
+        self.spin_ttft_target.valueChanged.connect(lambda v: s.set_inputs(merge="ttft_t", ttft_target_ms=v))
+        self.spin_toks_target.valueChanged.connect(lambda v: s.set_inputs(merge="toks_t", tok_s_target=v))
+        # session → widgets
+        s.sig_inputs_changed.connect(self.sync)
+        s.sig_catalog_changed.connect(self._on_catalog_changed)
+        self._shown = None
+        self.sync()
+
+    def _on_catalog_changed(self) -> None:
+        self.model_picker.reload()
+        self.hw_picker.reload()
+        self._shown = None
+        self.sync()
+
+    def sync(self) -> None:
+        """Show the inputs in force (cheap; the combos refill only when what they depend on changed)."""
+        s = self.session
+        cfg, t = s.cfg, s.targets
+        self.model_picker.sync()
+        self.hw_picker.sync()
+        shown = (cfg.hardware.key, cfg.model.key, cfg.runtime.key, cfg.quant.key, cfg.kv_dtype.key)
+        if shown != self._shown:
+            self._shown = shown
+            fill_choices(self.combo_runtime, api.runtimes_for(s.cat, cfg.hardware), cfg.runtime.key)
+            fill_choices(self.combo_quant, api.formats_for(s.cat, cfg.runtime, cfg.model), cfg.quant.key)
+            fill_choices(self.combo_kv, api.kv_dtypes_for(s.cat, cfg.runtime), cfg.kv_dtype.key)
+            self._facts()
+            ctx = int(cfg.model.native_context)
+            self.prompt.set_range(1, ctx)
+            self.depth.set_range(0, ctx)
+            self.output.set_range(1, min(ctx, 131072))
+        for w, v in ((self.spin_gpus, cfg.gpus),):
+            w.blockSignals(True)
+            w.setValue(v)
+            w.blockSignals(False)
+        self.combo_par.setCurrentIndex(max(0, self.combo_par.findData(cfg.parallelism)))
+        wl = cfg.workload
+        self.prompt.set_value(wl.prompt_tokens)
+        self.output.set_value(wl.output_tokens)
+        self.depth.set_value(wl.depth_tokens)
+        self.batch.set_value(wl.batch)
+        for w, v in ((self.spin_ttft_target, t.ttft_ms), (self.spin_toks_target, t.tok_s)):
+            w.blockSignals(True)
+            w.setValue(v)
+            w.blockSignals(False)
+
+    def _facts(self) -> None:
+        s = self.session
+        m, h = s.cfg.model, s.cfg.hardware
+        active = f" ({num(m.params_active_b)} B active)" if m.is_moe else ""
+        kvb = s.prediction.kv_bytes_per_token if s.prediction else float("nan")
+        self.model_facts.setText(
+            f"{num(m.params_total_b)} B params{active} · {m.layers} layers · "
+            f"KV {num(kvb / 1024)} KiB/token · context {m.native_context:,}")
+        self.model_facts.setToolTip(f"{m.name}\nfamily {m.family}, attention {m.attention}\nsource: {m.source}")
+        fp16 = getattr(h, "fp16_dense_tflops", None)
+        fp16_txt = f" · {num(fp16)} TFLOP/s fp16" if fp16 else ""
+        self.hw_facts.setText(f"{h.vendor} {h.kind} · {num(memory_gib(h))} GiB · {num(h.bandwidth_gb_s)} GB/s{fp16_txt}")
+        self.hw_facts.setToolTip(f"{h.name}\nsource: {h.source}")

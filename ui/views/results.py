@@ -1,0 +1,198 @@
+"""Results at a glance: one card per figure (value, band, 100 % ceiling) with a "why?" that shows the
+formula with this workload's numbers (api.explain) and the efficiency profile it used."""
+
+from __future__ import annotations
+
+import html
+import math
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QTextBrowser, QToolButton, QVBoxLayout,
+                               QWidget)
+
+from advisor.text.format import duration_ms, num
+
+CARDS = (  # name, title, explanation key
+    ("fits", "Fits in memory", "memory"),
+    ("ttft", "Time to first token", "ttft"),
+    ("decode", "Decode per user", "decode"),
+    ("throughput", "Aggregate decode", "throughput"),
+    ("max_batch", "Max batch", "max_batch"),
+    ("max_context", "Max context", "max_context"),
+    ("bound", "Binding roof", "bound"),
+)
+
+
+class Card(QFrame):
+    def __init__(self, name: str, title: str, on_why, parent=None):
+        super().__init__(parent)
+        self.name = name
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setObjectName(f"card_{name}")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(8, 6, 8, 6)
+        lay.setSpacing(1)
+        top = QHBoxLayout()
+        t = QLabel(title)
+        t.setStyleSheet("font-size: 11px;")
+        top.addWidget(t, 1)
+        self.why = QToolButton()
+        self.why.setText("why?")
+        self.why.setAutoRaise(True)
+        self.why.setToolTip(f"Show how {title.lower()} is computed, with this workload's numbers")
+        self.why.clicked.connect(lambda: on_why(name))
+        top.addWidget(self.why)
+        lay.addLayout(top)
+        self.value = QLabel("—")
+        f = self.value.font()
+        f.setPointSizeF(f.pointSizeF() * 1.45)
+        f.setBold(True)
+        self.value.setFont(f)
+        self.value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.value)
+        self.detail = QLabel("")
+        self.detail.setWordWrap(True)
+        self.detail.setMinimumHeight(28)
+        self.detail.setStyleSheet("font-size: 11px;")
+        lay.addWidget(self.detail)
+
+    def show_values(self, value: str, detail: str, colour: str = "") -> None:
+        self.value.setText(value)
+        self.value.setStyleSheet(f"color: {colour};" if colour else "")
+        self.detail.setText(detail)
+
+
+class ResultsView(QWidget):
+    """Always visible above the tabs, so it redraws on every change (seven labels: cheap)."""
+
+    def __init__(self, session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 0)
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.title)
+        grid = QGridLayout()
+        grid.setSpacing(6)
+        self.cards: dict[str, Card] = {}
+        for i, (name, title, _) in enumerate(CARDS):
+            c = Card(name, title, self.show_why)
+            self.cards[name] = c
+            grid.addWidget(c, i // 4, i % 4)
+        self.targets_card = Card("targets", "Targets", self.show_why)
+        self.targets_card.why.hide()
+        grid.addWidget(self.targets_card, 1, 3)
+        lay.addLayout(grid)
+        self.notes = QLabel()
+        self.notes.setWordWrap(True)
+        self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.notes)
+        self.why_box = QTextBrowser()
+        self.why_box.setObjectName("why_box")
+        self.why_box.setMaximumHeight(150)
+        self.why_box.setOpenLinks(False)
+        self.why_box.hide()
+        lay.addWidget(self.why_box)
+        self.why_shown = ""
+        session.sig_results_changed.connect(self.render)
+        self.render()
+
+    def render(self) -> None:
+        s = self.session
+        p = s.prediction
+        if p is None:
+            return
+        cfg = s.cfg
+        gp = f"{p.gpus}× " if p.gpus > 1 else ""
+        split = f" ({cfg.split})" if p.gpus > 1 else ""
+        self.title.setText(f"<b>{html.escape(p.model)}</b> on {gp}<b>{html.escape(p.hardware)}</b>{split} · "
+                           f"{html.escape(p.quant)} weights · {html.escape(p.kv_dtype)} KV · {html.escape(p.runtime)} · "
+                           f"{p.batch} user{'s' if p.batch != 1 else ''}, {p.prompt_tokens:,} in / "
+                           f"{p.output_tokens:,} out" + (f", depth {p.depth_tokens:,}" if p.depth_tokens else ""))
+        meet = s.meets_targets()
+        good, bad = "#2e9d3a", "#d23c3c"
+        c = self.cards
+        if p.fits:
+            c["fits"].show_values("Yes", f"{num(p.total_gb)} of {num(p.usable_gb)} GB usable · "
+                                  f"{num(p.usable_gb - p.total_gb)} GB spare", good)
+        else:
+            c["fits"].show_values("No", f"short by {num(p.shortfall_gb)} GB · needs {num(p.total_gb)} of "
+                                  f"{num(p.usable_gb)} GB usable", bad)
+        ttft_col = {True: good, False: bad}.get(meet["ttft"], "")
+        target = f" · target ≤ {duration_ms(s.targets.ttft_ms)}" if s.targets.ttft_ms > 0 else ""
+        c["ttft"].show_values(duration_ms(p.ttft_ms), f"band {_band_ms(p.ttft_low_ms, p.ttft_high_ms)} · at 100 %: "
+                              f"{duration_ms(_ceiling_ttft(p))}{target}", ttft_col)
+        tok_col = {True: good, False: bad}.get(meet["tok_s"], "")
+        target = f" · target ≥ {num(s.targets.tok_s)}" if s.targets.tok_s > 0 else ""
+        c["decode"].show_values(f"{num(p.decode_tok_s)} tok/s", f"band {_band(p.decode_low_tok_s, p.decode_high_tok_s)}"
+                                f" · at 100 %: {num(p.decode_ceiling_tok_s)}{target}", tok_col)
+        c["throughput"].show_values(f"{num(p.throughput_tok_s)} tok/s",
+                                    f"{p.batch} × per-user speed · band "
+                                    f"{_band(p.decode_low_tok_s * p.batch, p.decode_high_tok_s * p.batch)}")
+        c["max_batch"].show_values(num(int(p.max_batch)), f"users at this context before the KV cache is full · "
+                                   f"compute-bound from ≈ {num(p.knee_batch)}", "" if p.max_batch >= 1 else bad)
+        c["max_context"].show_values(f"{num(int(p.max_context))} tok", f"for one user · model's native "
+                                     f"{cfg.model.native_context:,}")
+        dtype = p.compute_dtype or "?"
+        c["bound"].show_values(p.bound.capitalize(), f"decode {p.bound}-bound, prefill {p.prefill_bound}-bound · "
+                               f"{num(p.bandwidth_gb_s)} GB/s, {num(p.peak_tflops)} TFLOP/s {dtype}")
+        t = s.targets
+        if t.ttft_ms <= 0 and t.tok_s <= 0:
+            self.targets_card.show_values("None set", "set a TTFT or speed target in the inputs")
+        else:
+            missed = [k for k, v in meet.items() if v is False]
+            self.targets_card.show_values("Missed" if missed else "Met", ", ".join(
+                ({"ttft": "TTFT", "tok_s": "speed per user"}[k] for k in missed)) or "every target met",
+                bad if missed else good)
+        notes = list(p.notes)
+        self.notes.setText(" · ".join(html.escape(n) for n in notes) if notes else "")
+        self.notes.setVisible(bool(notes))
+        if self.why_shown:
+            self.show_why(self.why_shown)
+
+    def show_why(self, name: str) -> None:
+        """Show the explanation behind a card (the formula with this workload's numbers)."""
+        s = self.session
+        key = dict((n, k) for n, _, k in CARDS).get(name, name)
+        ex = s.explanations().get(key)
+        p = s.prediction
+        self.why_shown = name
+        parts = []
+        if ex is not None:
+            parts.append(f"<b>{html.escape(ex.title)}</b>")
+            if ex.formula:
+                parts.append(f"<pre>{html.escape(ex.formula)}</pre>")
+            if ex.text:
+                parts.append(html.escape(ex.text).replace("\n", "<br>"))
+        else:
+            parts.append(f"<b>{html.escape(name)}</b>: no explanation available")
+        if p is not None:
+            basis = html.escape(p.efficiency_basis or "default efficiency profile")
+            cal = "calibrated against measurements" if p.calibrated else "not calibrated against measurements"
+            parts.append(f"<i>Efficiency profile: {basis} ({cal}).</i>")
+            flagged = [n for n in p.notes if any(w in n.lower() for w in ("borrow", "extrapolat", "profile"))]
+            for n in flagged:
+                parts.append(f"<i>{html.escape(n)}</i>")
+        self.why_box.setHtml("<br>".join(parts))
+        self.why_box.show()
+
+    def hide_why(self) -> None:
+        self.why_shown = ""
+        self.why_box.hide()
+
+
+def _band(lo: float, hi: float) -> str:
+    return f"{num(lo)}–{num(hi)}"
+
+
+def _band_ms(lo: float, hi: float) -> str:
+    return f"{duration_ms(lo)}–{duration_ms(hi)}"
+
+
+def _ceiling_ttft(p) -> float:
+    """TTFT at 100 % of the roof: the prompt at the prefill ceiling."""
+    if not p.prefill_ceiling_tok_s or not math.isfinite(p.prefill_ceiling_tok_s):
+        return math.nan
+    return p.ttft_ms * p.prefill_tok_s / p.prefill_ceiling_tok_s

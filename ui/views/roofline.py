@@ -1,0 +1,187 @@
+"""The live roofline: the device's compute roofs per dtype and its bandwidth slope (log-log), the
+operating points of prefill, decode and each operator class with their bands, and the ridge where
+decode turns compute-bound. Items are created once and updated with `setData`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout
+
+from advisor.text.format import duration_ms, num
+from ui.widgets import LazyView, plot_colors
+
+POINT_STYLE = {  # name: (label, colour key, symbol)
+    "prefill": ("prefill", "b", "s"),
+    "decode": ("decode", "a", "o"),
+    "attention": ("attention", "e", "t"),
+    "mlp": ("MLP / experts", "c", "d"),
+    "lm-head": ("lm-head", "f", "h"),
+    "all-reduce": ("all-reduce", "d", "star"),
+}
+X_MIN, X_MAX = 0.1, 1e5
+
+
+class RooflineView(LazyView):
+    def __init__(self, session, parent=None):
+        super().__init__(session, parent)
+        col = plot_colors()
+        self.colors = col
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        self.plot = pg.PlotWidget()
+        self.plot.setObjectName("roofline_plot")
+        pi = self.plot.getPlotItem()
+        self.plot_item = pi
+        pi.setLogMode(True, True)
+        pi.showGrid(x=True, y=True, alpha=0.25)
+        pi.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
+        pi.setLabel("left", "Attained (TFLOP/s)")
+        for ax in ("bottom", "left"):
+            pi.getAxis(ax).enableAutoSIPrefix(False)
+        pi.setMenuEnabled(False)
+        self.legend = pi.addLegend(offset=(10, 10), labelTextSize="8pt")
+        self.roofs: dict[str, pg.PlotDataItem] = {}
+        self.roof_labels: dict[str, pg.TextItem] = {}
+        self.bandwidth = pi.plot([], [], pen=pg.mkPen(col["fg"], width=2))
+        self.ridge = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(col["muted"], style=Qt.PenStyle.DashLine),
+                                     label="", labelOpts={"position": 0.08, "color": col["muted"]})
+        pi.addItem(self.ridge, ignoreBounds=True)
+        self.bands = pi.plot([], [], pen=pg.mkPen(col["muted"], width=3), connect="pairs")
+        self.points: dict[str, pg.PlotDataItem] = {}
+        self.labels: dict[str, pg.TextItem] = {}
+        for name, (label, ck, sym) in POINT_STYLE.items():
+            size = 13 if name in ("prefill", "decode") else 10
+            self.points[name] = pi.plot([], [], pen=None, symbol=sym, symbolSize=size, symbolBrush=col[ck],
+                                        symbolPen=pg.mkPen(col["fg"], width=0.6), name=label)
+            t = pg.TextItem("", color=col[ck], anchor=(0, 1.1))
+            pi.addItem(t, ignoreBounds=True)
+            self.labels[name] = t
+        self.hover = QLabel(" ")
+        self.hover.setObjectName("roofline_hover")
+        self.hover.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.plot, 1)
+        lay.addWidget(self.hover)
+        self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.current: dict[str, object] = {}
+        self._roof_key = None
+
+    # ------------------------------------------------------------------
+    def render(self) -> None:
+        r = self.session.roofline
+        if r is None:
+            return
+        col = self.colors
+        bw = r.bandwidth_gb_s
+        roofs = {k: v for k, v in (r.roofs or {}).items() if v and math.isfinite(v)}
+        if not roofs and r.peak_tflops and math.isfinite(r.peak_tflops):
+            roofs = {r.compute_dtype or "peak": r.peak_tflops}
+        # one item per dtype, created when a device with that dtype first shows up; hidden otherwise
+        for dtype, peak in roofs.items():
+            item = self.roofs.get(dtype)
+            if item is None:
+                item = self.plot_item.plot([], [])
+                self.roofs[dtype] = item
+                t = pg.TextItem("", anchor=(1, 1.05))
+                self.plot_item.addItem(t, ignoreBounds=True)
+                self.roof_labels[dtype] = t
+            in_force = dtype == r.compute_dtype
+            pen = pg.mkPen(col["d"] if in_force else col["muted"], width=2.5 if in_force else 1,
+                           style=Qt.PenStyle.SolidLine if in_force else Qt.PenStyle.DashLine)
+            item.setPen(pen)
+            ridge = peak * 1000.0 / bw
+            item.setData([ridge, X_MAX], [peak, peak])
+            item.setVisible(True)
+            label = self.roof_labels[dtype]
+            label.setText(f"{dtype} {num(peak)} TFLOP/s" + (" (in force)" if in_force else ""))
+            label.setColor(col["d"] if in_force else col["muted"])
+            label.setPos(math.log10(X_MAX), math.log10(peak))
+            label.setVisible(True)
+        for dtype, item in self.roofs.items():
+            if dtype not in roofs:
+                item.setVisible(False)
+                self.roof_labels[dtype].setVisible(False)
+        top = max(roofs.values()) if roofs else 1e3
+        x_top = top * 1000.0 / bw
+        self.bandwidth.setData([X_MIN, x_top], [bw * X_MIN / 1000.0, top])
+        if r.ridge_intensity and math.isfinite(r.ridge_intensity):
+            self.ridge.setPos(math.log10(r.ridge_intensity))
+            knee = f"decode turns compute-bound at batch ≈ {num(r.knee_batch)}" if math.isfinite(r.knee_batch) else ""
+            self.ridge.label.setFormat(f"ridge {num(r.ridge_intensity)} FLOP/B\n{knee}")
+            self.ridge.setVisible(True)
+        else:
+            self.ridge.setVisible(False)
+        seen = set()
+        bx, by = [], []
+        for p in r.points:
+            if p.name not in self.points or not (p.intensity > 0 and p.attained_tflops > 0):
+                continue
+            seen.add(p.name)
+            self.points[p.name].setData([p.intensity], [p.attained_tflops])
+            self.points[p.name].setVisible(True)
+            lab = self.labels[p.name]
+            # only the two headline points carry a label; the operators are told apart by the legend
+            lab.setText(POINT_STYLE[p.name][0] if p.name in ("prefill", "decode") else "")
+            lab.setPos(math.log10(p.intensity), math.log10(p.attained_tflops))
+            lab.setVisible(True)
+            lo, hi = p.low_tflops, p.high_tflops
+            if lo > 0 and hi > 0 and math.isfinite(lo) and math.isfinite(hi):
+                bx += [p.intensity, p.intensity]
+                by += [lo, hi]
+        for name, item in self.points.items():
+            if name not in seen:
+                item.setData([], [])
+                item.setVisible(False)
+                self.labels[name].setVisible(False)
+        self.bands.setData(bx, by, connect="pairs")
+        self.current = {p.name: p for p in r.points}
+        roof_key = (self.session.cfg.hardware.key, self.session.cfg.gpus, tuple(sorted(roofs)))
+        if roof_key != self._roof_key:  # re-frame only when the device changes, not on every slider step
+            self._roof_key = roof_key
+            ys = [v for v in roofs.values()] + [bw * X_MIN / 1000.0]
+            self.plot_item.setRange(xRange=(math.log10(X_MIN), math.log10(X_MAX)),
+                                    yRange=(math.log10(min(ys) / 3), math.log10(max(ys) * 3)), padding=0)
+        self.hover.setText(self.describe("decode") or " ")
+
+    # ------------------------------------------------------------------
+    def describe(self, name: str) -> str:
+        """What the hover shows for a point: intensity, attained FLOP/s, band, bound, time."""
+        p = self.current.get(name)
+        if p is None:
+            return ""
+        return (f"{POINT_STYLE.get(name, (name,))[0]}: {num(p.intensity)} FLOP/byte · {num(p.attained_tflops)} TFLOP/s "
+                f"attained (band {num(p.low_tflops)}–{num(p.high_tflops)}) · {p.bound}-bound · "
+                f"{duration_ms(p.time_ms)} per step")
+
+    def _on_mouse_moved(self, pos) -> None:
+        vb = self.plot_item.vb
+        if not self.plot_item.sceneBoundingRect().contains(pos) or not self.current:
+            return
+        best, best_d = None, 18.0 ** 2  # pixels
+        for name, p in self.current.items():
+            if not (p.intensity > 0 and p.attained_tflops > 0):
+                continue
+            sp = vb.mapViewToScene(pg.Point(math.log10(p.intensity), math.log10(p.attained_tflops)))
+            d = (sp.x() - pos.x()) ** 2 + (sp.y() - pos.y()) ** 2
+            if d < best_d:
+                best, best_d = name, d
+        if best:
+            text = self.describe(best)
+            self.hover.setText(text)
+            self.plot.setToolTip(text)
+        else:
+            v = vb.mapSceneToView(pos)
+            x, y = 10 ** v.x(), 10 ** v.y()
+            self.plot.setToolTip("")
+            self.hover.setText(f"{num(x)} FLOP/byte, {num(y)} TFLOP/s — hover a point for its figures")
+
+    def point_xy(self, name: str) -> tuple[float, float] | None:
+        """The raw (not log10) coordinates of a plotted point (for tests and exports)."""
+        item = self.points[name]
+        if not item.isVisible() or item.xData is None or len(item.xData) == 0:
+            return None
+        x, y = item.getOriginalDataset()
+        return float(np.asarray(x)[0]), float(np.asarray(y)[0])

@@ -1,0 +1,161 @@
+"""A read-only table model over a list of row objects, with typed columns: sorting by the raw value,
+filtering through a proxy, CSV export and tab-separated copy of the selection."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+from advisor.text.format import num
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+ROW_ROLE = Qt.ItemDataRole.UserRole + 2
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    value: Callable[[Any], Any]
+    tooltip: str = ""
+    fmt: Callable[[Any], str] | None = None
+    #: a per-row tooltip (e.g. the full reason)
+    row_tip: Callable[[Any], str] | None = None
+    colour: Callable[[Any], str | None] | None = None
+
+
+def _text(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return num(v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+class RowsModel(QAbstractTableModel):
+    def __init__(self, columns: list[Column], parent=None):
+        super().__init__(parent)
+        self.columns = columns
+        self.rows: list[Any] = []
+        self._cells: list[list[Any]] = []
+
+    def set_rows(self, rows: list[Any]) -> None:
+        self.beginResetModel()
+        self.rows = list(rows)
+        self._cells = [[c.value(r) for c in self.columns] for r in self.rows]
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.columns)
+
+    def cell_text(self, row: int, col: int) -> str:
+        c, v = self.columns[col], self._cells[row][col]
+        return c.fmt(v) if c.fmt else _text(v)
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        r, c = index.row(), index.column()
+        col, v = self.columns[c], self._cells[r][c]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.cell_text(r, c)
+        if role == SORT_ROLE:
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return float(v) if math.isfinite(v) else float("inf")
+            return "" if v is None else str(v).lower()
+        if role == ROW_ROLE:
+            return self.rows[r]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if col.row_tip:
+                return col.row_tip(self.rows[r])
+            text = self.cell_text(r, c)
+            return text if len(text) > 30 else (col.tooltip or None)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and col.colour:
+            colour = col.colour(self.rows[r])
+            return QColor(colour) if colour else None
+        return None
+
+    def headerData(self, section: int, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return self.columns[section].title
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return self.columns[section].tooltip or None
+        return None
+
+
+class FilterProxy(QSortFilterProxyModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setSortRole(SORT_ROLE)
+        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.setFilterKeyColumn(-1)
+
+
+def make_table(model: RowsModel) -> tuple[QTableView, FilterProxy]:
+    proxy = FilterProxy()
+    proxy.setSourceModel(model)
+    view = QTableView()
+    view.setModel(proxy)
+    view.setSortingEnabled(True)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    view.setAlternatingRowColors(True)
+    view.setWordWrap(False)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(22)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    view.horizontalHeader().setStretchLastSection(True)
+    return view, proxy
+
+
+def visible_rows(view: QTableView) -> list[list[str]]:
+    """The table as shown (sorted, filtered): header + rows of text."""
+    proxy = view.model()
+    src: RowsModel = proxy.sourceModel()
+    out = [[c.title for c in src.columns]]
+    for r in range(proxy.rowCount()):
+        sr = proxy.mapToSource(proxy.index(r, 0)).row()
+        out.append([src.cell_text(sr, c) for c in range(len(src.columns))])
+    return out
+
+
+def to_csv(rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
+def selected_text(view: QTableView) -> str:
+    proxy = view.model()
+    src: RowsModel = proxy.sourceModel()
+    rows = sorted({i.row() for i in view.selectionModel().selectedRows()})
+    lines = ["\t".join(c.title for c in src.columns)]
+    for r in rows:
+        sr = proxy.mapToSource(proxy.index(r, 0)).row()
+        lines.append("\t".join(src.cell_text(sr, c) for c in range(len(src.columns))))
+    return "\n".join(lines) if rows else ""
+
+
+def selected_row(view: QTableView) -> Any:
+    idx = view.selectionModel().selectedRows() if view.selectionModel() else []
+    if not idx:
+        cur = view.currentIndex()
+        if not cur.isValid():
+            return None
+        idx = [cur]
+    return view.model().data(idx[0], ROW_ROLE)

@@ -1,0 +1,161 @@
+"""Small reusable widgets: a log-scale slider tied to a spin box, a view that redraws only when seen,
+and helpers for choice combos and plot styling."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QSlider, QSpinBox, QWidget
+
+SLIDER_STEPS = 1000
+
+
+class LogSlider(QWidget):
+    """A slider on a log scale (log(v+1), so 0 is allowed) and a spin box showing the exact value."""
+
+    sig_value_changed = Signal(int)
+
+    def __init__(self, lo: int, hi: int, value: int, suffix: str = "", tooltip: str = "", parent=None):
+        super().__init__(parent)
+        self.lo, self.hi = lo, hi
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.slider.setPageStep(SLIDER_STEPS // 20)
+        self.spin = QSpinBox()
+        self.spin.setRange(lo, hi)
+        self.spin.setKeyboardTracking(False)
+        self.spin.setGroupSeparatorShown(True)
+        self.spin.setAccelerated(True)
+        self.spin.setMinimumWidth(92)
+        if suffix:
+            self.spin.setSuffix(suffix)
+        if tooltip:
+            self.slider.setToolTip(tooltip + " (log scale)")
+            self.spin.setToolTip(tooltip)
+        lay.addWidget(self.slider, 1)
+        lay.addWidget(self.spin)
+        self.set_value(value)
+        self.slider.valueChanged.connect(self._on_slider)
+        self.spin.valueChanged.connect(self._on_spin)
+
+    def set_range(self, lo: int, hi: int) -> None:
+        v = self.value()
+        self.lo, self.hi = lo, max(hi, lo + 1)
+        self.spin.blockSignals(True)
+        self.spin.setRange(self.lo, self.hi)
+        self.spin.blockSignals(False)
+        self.set_value(min(max(v, self.lo), self.hi))
+
+    def _to_pos(self, v: int) -> int:
+        a, b = math.log(self.lo + 1), math.log(self.hi + 1)
+        return round((math.log(max(v, self.lo) + 1) - a) / (b - a) * SLIDER_STEPS)
+
+    def _to_value(self, pos: int) -> int:
+        a, b = math.log(self.lo + 1), math.log(self.hi + 1)
+        v = round(math.exp(a + (b - a) * pos / SLIDER_STEPS) - 1)
+        # round to 2 significant figures so dragging lands on friendly numbers
+        if v >= 100:
+            mag = 10 ** (int(math.log10(v)) - 1)
+            v = round(v / mag) * mag
+        return int(min(max(v, self.lo), self.hi))
+
+    def value(self) -> int:
+        return self.spin.value()
+
+    def set_value(self, v: int) -> None:
+        """Show ``v`` without emitting (the session is the source of truth)."""
+        for w in (self.slider, self.spin):
+            w.blockSignals(True)
+        self.spin.setValue(int(v))
+        self.slider.setValue(self._to_pos(int(v)))
+        for w in (self.slider, self.spin):
+            w.blockSignals(False)
+
+    def _on_slider(self, pos: int) -> None:
+        v = self._to_value(pos)
+        self.spin.blockSignals(True)
+        self.spin.setValue(v)
+        self.spin.blockSignals(False)
+        self.sig_value_changed.emit(v)
+
+    def _on_spin(self, v: int) -> None:
+        self.slider.blockSignals(True)
+        self.slider.setValue(self._to_pos(v))
+        self.slider.blockSignals(False)
+        self.sig_value_changed.emit(v)
+
+
+class LazyView(QWidget):
+    """A view that redraws on `sig_results_changed` only while visible; a hidden one redraws when shown."""
+
+    def __init__(self, session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        self._dirty = True
+        session.sig_results_changed.connect(self._on_results_changed)
+
+    def _on_results_changed(self) -> None:
+        if self.isVisible():
+            self.refresh()
+        else:
+            self._dirty = True
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt name
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
+    def refresh(self) -> None:
+        self._dirty = False
+        self.render()
+
+    def render(self) -> None:  # pragma: no cover - overridden
+        pass
+
+
+def fill_choices(combo: QComboBox, choices: Iterable, current: str) -> None:
+    """Fill a combo from api.Choice rows: not-ok ones greyed out with the reason as tooltip."""
+    model = QStandardItemModel(combo)
+    index = 0
+    for i, c in enumerate(choices):
+        item = QStandardItem(c.name)
+        item.setData(c.key, Qt.ItemDataRole.UserRole)
+        if not c.ok:
+            item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled & ~Qt.ItemFlag.ItemIsSelectable)
+            item.setToolTip(c.reason or "not available with the chosen runtime")
+        elif c.reason:
+            item.setToolTip(c.reason)
+        if c.key == current:
+            index = i
+        model.appendRow(item)
+    combo.blockSignals(True)
+    combo.setModel(model)
+    combo.setCurrentIndex(index)
+    combo.blockSignals(False)
+
+
+def is_dark() -> bool:
+    app = QApplication.instance()
+    if app is None:
+        return False
+    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def plot_colors() -> dict[str, str]:
+    """Series colours readable on the current (light or dark) background."""
+    if is_dark():
+        return {"fg": "#d8d8d8", "bg": "#1e1f22", "grid": "#555", "a": "#5fa8ff", "b": "#ffb454", "c": "#7ee07e",
+                "d": "#ff7a7a", "e": "#c792ea", "f": "#4dd0e1", "muted": "#9a9a9a"}
+    return {"fg": "#222", "bg": "#ffffff", "grid": "#ccc", "a": "#1f6fd1", "b": "#e07b00", "c": "#2e9d3a",
+            "d": "#d23c3c", "e": "#8e44ad", "f": "#00838f", "muted": "#888"}
+
+
+def memory_gib(hw) -> float:
+    """A device's memory in GiB (the catalog field was renamed memory_gb → memory_gib; read either)."""
+    v = getattr(hw, "memory_gib", None)
+    return v if v is not None else getattr(hw, "memory_gb", float("nan"))
