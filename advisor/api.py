@@ -16,16 +16,25 @@ reaches into the physics modules and those can change without breaking it:
 
 from __future__ import annotations
 
-from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for  # noqa: F401
-from advisor.model.config import Config, Defaults, configure, with_defaults  # noqa: F401
-from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline  # noqa: F401
-from advisor.data.catalog import Catalog, LoadIssue, default_catalog, load_catalog as _load  # noqa: F401
-from advisor.data.errors import AdvisorError, UnknownName  # noqa: F401
-from advisor.model.roofline import Workload  # noqa: F401
-from advisor.plan.recommend import Candidate, Recommendation, Requirements, recommend  # noqa: F401
-from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run  # noqa: F401
-from advisor.text.explain import Explanation, explain  # noqa: F401
-from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text  # noqa: F401
+__all__ = [
+    "AdvisorError", "UnknownName", "Catalog", "LoadIssue", "load_catalog", "suggest",
+    "Config", "Defaults", "Workload", "configure", "with_defaults",
+    "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
+    "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
+    "Requirements", "Recommendation", "Candidate", "recommend", "candidate_record", "candidate_verdict", "reason_text",
+    "WillItRun", "FitRow", "will_it_run", "Explanation", "explain",
+]
+
+from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
+from advisor.model.config import Config, Defaults, configure, with_defaults
+from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline
+from advisor.data.catalog import Catalog, LoadIssue, load_catalog as _load
+from advisor.data.errors import AdvisorError, UnknownName
+from advisor.model.roofline import Workload
+from advisor.plan.recommend import Candidate, Recommendation, Requirements, recommend
+from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run
+from advisor.text.explain import Explanation, explain
+from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text
 
 
 def load_catalog(user: bool = True) -> Catalog:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.data.catalog import default_catalog  # noqa: E402
+from advisor.data.catalog import user_catalog  # noqa: E402
 from advisor.text.format import table  # noqa: E402
 from advisor.fit.validation import family_label, validate  # noqa: E402
 
@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--data")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    report = validate(default_catalog(), args.data)
+    report = validate(user_catalog(), args.data)
     fmt = markdown if args.markdown else table
     headers = ["metric / group", "rows", "median abs err", "P90 abs err", "bias", "in band", "100 % roofline median abs err"]
 

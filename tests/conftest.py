@@ -12,11 +12,7 @@ def private_user_data(tmp_path, monkeypatch):
     """Every test gets an empty user-data folder, so nothing leaks between tests or from the machine."""
     folder = tmp_path / "userdata"
     monkeypatch.setenv("ADVISOR_DATA_DIR", str(folder))
-    from advisor.data import catalog
-
-    catalog._default = None
     yield folder
-    catalog._default = None
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from advisor.data.catalog import Catalog, default_catalog
+from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.text.format import json_text, num, table
 
@@ -25,7 +25,7 @@ HEADERS = ["group", "rows", "median |err|", "P90 |err|", "bias", "in band", "100
 def cmd_validate(args: argparse.Namespace) -> int:
     from advisor.fit.validation import family_label, validate
 
-    cat = default_catalog()
+    cat = user_catalog()
     report = validate(cat, args.data)
     if not report.checked and not report.unmapped:
         raise AdvisorError(f"{args.data} has no measurement rows")
@@ -111,8 +111,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                       f"{100 * np.median(e):+.1f}%"] for m, e in sorted(errs.items())]))
     if args.dry_run:
         return EXIT_OK
-    out = Path(args.out) if args.out else None
-    path = write_profiles(result, data, out) if out else write_profiles(result, data)
+    # by default into the user's data folder, where they overlay the shipped profiles: the
+    # installed package is not ours to write (--out catalog/profiles.yaml refreshes the shipped file)
+    from advisor.data.userdata import user_data_dir
+
+    path = write_profiles(result, data, Path(args.out) if args.out else user_data_dir() / "profiles.yaml")
     print(f"wrote {len(result.profiles)} profiles to {path}")
     return EXIT_OK
 
@@ -126,7 +129,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("calibrate", help="fit the runtime efficiency profiles to measured data")
     p.add_argument("--data", help="a CSV in the calibration columns (default: catalog/measured/calibration.csv)")
-    p.add_argument("--out", help="where to write the profiles (default: catalog/profiles.yaml)")
+    p.add_argument("--out", help="where to write the profiles (default: profiles.yaml in your data folder, overlaying the shipped ones)")
     p.add_argument("--dry-run", action="store_true", help="fit and print, write nothing")
     p.add_argument("--held-out", action="store_true",
                    help="also refit with each device left out and print the error on it (slower)")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from advisor import __version__
-from advisor.data.catalog import Catalog, default_catalog
+from advisor.data.catalog import Catalog, user_catalog
 from advisor.model.devices import usable_memory_gb
 from advisor.data.errors import AdvisorError
 from advisor.model.config import configure
@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _catalog() -> Catalog:
-    return default_catalog()
+    return user_catalog()
 
 
 # ---- list ----------------------------------------------------------------------------------------
@@ -84,11 +84,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"no {args.what} match {args.filter!r}")
         return EXIT_OK
     if section == "hardware":
-        rows = [[e.key, e.vendor, e.name, e.kind, e.memory_gb, round(usable_memory_gb(e), 1), e.bandwidth_gb_s,
+        rows = [[e.key, e.vendor, e.name, e.kind, e.memory_gib, round(usable_memory_gb(e), 1), e.bandwidth_gb_s,
                  e.fp16_dense_tflops or e.fp32_tflops, e.fp8_dense_tflops, str(e.year or "—"),
                  e.price.msrp_usd if e.price else None, e.price.cloud_usd_hour if e.price else None]
                 for e in sorted(entries, key=lambda e: (e.vendor, e.kind, e.name))]
-        print(table(["key", "vendor", "name", "kind", "mem GB", "usable GB", "BW GB/s", "FP16 TFLOPS",
+        print(table(["key", "vendor", "name", "kind", "mem GiB", "usable GB", "BW GB/s", "FP16 TFLOPS",
                      "FP8 TFLOPS", "year", "MSRP $", "cloud $/h"], rows))
         print("FP16 = dense matrix rate (GeForce: FP32 accumulate; Apple and cards without matrix units: vector FP32)")
     elif section == "models":

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from advisor.data.catalog import default_catalog
+from advisor.data.catalog import user_catalog
 from advisor.text.format import json_text, num
 
 EXIT_OK, EXIT_NO_ACCELERATOR = 0, 3
@@ -27,7 +27,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from advisor.plan.machine import match_devices, save_this_machine
 
     result = probes.probe(quick=args.quick, progress=_progress(args.json))
-    cat = default_catalog()
+    cat = user_catalog()
     matches = match_devices(cat, result)
     saved = None
     save_error = ""
@@ -101,7 +101,7 @@ def _print(result, matches) -> None:
                 print(f"    {d}")
             if m.hardware:
                 spec = m.hardware
-                print(f"    catalog: {num(spec.memory_gb)} GB, {num(spec.bandwidth_gb_s)} GB/s, "
+                print(f"    catalog: {num(spec.memory_gib)} GiB, {num(spec.bandwidth_gb_s)} GB/s, "
                       f"{num(spec.fp16_dense_tflops or spec.fp32_tflops)} TFLOPS dense FP16/FP32")
     for note in result.notes:
         print(f"note: {note}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.data.catalog import Catalog, default_catalog
+from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
 from advisor.text.verdicts import candidate_record, reason_text
@@ -89,7 +89,7 @@ def _quality_cell(q):
 def cmd_recommend(args: argparse.Namespace) -> int:
     from advisor.plan.recommend import recommend
 
-    cat = default_catalog()
+    cat = user_catalog()
     req = requirements_from_args(cat, args)
     rec = recommend(cat, req)
     top_n = args.top or 10
@@ -151,7 +151,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_will_it_run(args: argparse.Namespace) -> int:
     from advisor.plan.will_it_run import will_it_run
 
-    cat = default_catalog()
+    cat = user_catalog()
     hw = cat.hardware_named(args.hardware)
     rt = cat.runtime_named(args.runtime) if args.runtime else None
     gpus = _number("gpus", args.gpus, int) or 1

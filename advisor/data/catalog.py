@@ -129,7 +129,14 @@ def _empty(kind: str) -> Any:
     return {"strlist": (), "map": (), "str": "", "bool": False}[kind]
 
 
+#: Field names of earlier versions, still read from user files: old name → current name.
+RENAMED_FIELDS = {"memory_gb": "memory_gib"}
+
+
 def _build(cls: type, raw: Mapping[str, Any], prefix: str = "", origin: str = "") -> Any:
+    # an old name is read as the new one unless the entry has both (then it is an unknown field)
+    raw = {(RENAMED_FIELDS[k] if k in RENAMED_FIELDS and RENAMED_FIELDS[k] not in raw else k): v
+           for k, v in raw.items()}
     fields = {f.name: f for f in dataclasses.fields(cls) if f.metadata.get("kind") != "internal"}
     unknown = sorted(set(raw) - set(fields))
     if unknown:
@@ -311,20 +318,9 @@ def load_catalog(shipped: Path | None = CATALOG_DIR, user: Path | None = None,
     )
 
 
-_default: Catalog | None = None
+def user_catalog() -> Catalog:
+    """The shipped catalog with the user's overlay, loaded afresh (callers keep what they load:
+    the CLI one per command, the app one per session, reloaded after the overlay changes)."""
+    from advisor.data.userdata import user_data_dir
 
-
-def forget_default_catalog() -> None:
-    """Drop the cached catalog (after the user's overlay changed on disk)."""
-    global _default
-    _default = None
-
-
-def default_catalog(reload: bool = False) -> Catalog:
-    """The shipped catalog with the user's overlay, loaded once per process."""
-    global _default
-    if _default is None or reload:
-        from advisor.data.userdata import user_data_dir
-
-        _default = load_catalog(CATALOG_DIR, user_data_dir())
-    return _default
+    return load_catalog(CATALOG_DIR, user_data_dir())

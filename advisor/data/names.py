@@ -101,7 +101,7 @@ class NameIndex:
                 self._names[e.key].append(frozenset(toks))
                 self._compact[e.key].append("".join(toks))
             extra: set[str] = set()
-            mem = getattr(e, "memory_gb", None)
+            mem = getattr(e, "memory_gib", None)
             if mem:
                 extra |= {f"{mem:g}", "gb"}
             self._extra[e.key] = frozenset(extra)

@@ -62,7 +62,8 @@ class Hardware:
     name: str = _f("str", True)
     kind: str = _f("str", True, choices=HARDWARE_KINDS)
     family: str = _f("str", True)
-    memory_gb: float = _f("num", True, min=0.5, max=4096)
+    #: as vendors print it: "80 GB" HBM and "24 GB" GDDR are binary gigabytes (GiB)
+    memory_gib: float = _f("num", True, min=0.5, max=4096)
     bandwidth_gb_s: float = _f("num", True, min=1, max=100_000)
     source: str = _f("str", True)
     aliases: tuple[str, ...] = _f("strlist")
@@ -96,7 +97,7 @@ class Hardware:
     @property
     def memory_bytes(self) -> float:
         # GPU and unified-memory "GB" are binary: an "80 GB" A100 has 81920 MiB.
-        return self.memory_gb * 2**30
+        return self.memory_gib * 2**30
 
 
 @dataclass(frozen=True, kw_only=True)

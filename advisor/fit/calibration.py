@@ -32,7 +32,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import yaml
 
-from advisor.data.catalog import CATALOG_DIR, Catalog
+from advisor.data.catalog import Catalog
 from advisor.fit.measurements import Case
 from advisor.model.devices import tier
 from advisor.model.efficiency import IDEAL, Efficiency, efficiency_for
@@ -42,7 +42,6 @@ from advisor.model.roofline import evaluate
 from advisor.data.specs import Profile, Runtime
 from advisor.data.userdata import write_atomic
 
-PROFILES_FILE = CATALOG_DIR / "profiles.yaml"
 #: Prior sigmas: how far a group may move from its parent before the prior costs as much as one
 #: row predicted 10 % off. Chosen so that the data decides wherever there are a few rows.
 PRIOR_WEIGHT = 0.002
@@ -432,7 +431,7 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
     return header + yaml.safe_dump({"profiles": entries}, sort_keys=False, allow_unicode=True, width=120)
 
 
-def write_profiles(result: CalibrationResult, data_path: Path, out: Path = PROFILES_FILE) -> Path:
+def write_profiles(result: CalibrationResult, data_path: Path, out: Path) -> Path:
     write_atomic(out, profiles_yaml(result, data_path))
     return out
 

@@ -124,9 +124,9 @@ def _with_machine_memory(hw: Hardware, name: str) -> Hardware:
     if not (m and hw.unified_memory):
         return hw
     ram = float(m.group(1))
-    if ram >= hw.memory_gb:
+    if ram >= hw.memory_gib:
         return hw
-    return dataclasses.replace(hw, memory_gb=ram, gpu_wired_limit_gb=None)
+    return dataclasses.replace(hw, memory_gib=ram, gpu_wired_limit_gb=None)
 
 
 def _hardware(cat: Catalog, row: dict[str, str]) -> Hardware:

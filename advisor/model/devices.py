@@ -39,7 +39,7 @@ def usable_memory_gb(hw: Hardware) -> float:
         return hw.gpu_wired_limit_gb * 2**30 / 1e9
     total = hw.memory_bytes / 1e9
     if hw.kind == "apple":
-        frac = APPLE_WIRED_FRACTION_SMALL if hw.memory_gb <= APPLE_WIRED_SMALL_RAM_GB else APPLE_WIRED_FRACTION_LARGE
+        frac = APPLE_WIRED_FRACTION_SMALL if hw.memory_gib <= APPLE_WIRED_SMALL_RAM_GB else APPLE_WIRED_FRACTION_LARGE
         return total * frac
     return total
 

@@ -100,12 +100,12 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
         if result.nvidia.gpus:
             gpu = result.nvidia.gpus[0]
             if gpu.memory_total_gb:
-                entry["memory_gb"] = round(gpu.memory_total_gb * 1e9 / 2**30, 3)
+                entry["memory_gib"] = round(gpu.memory_total_gb * 1e9 / 2**30, 3)
             n = len(result.nvidia.gpus)
             if n > 1:
                 notes.append(f"{n} NVIDIA GPUs found (use --gpus {n})")
         if result.apple and result.apple.memory_gb:
-            entry["memory_gb"] = round(result.apple.memory_gb * 1e9 / 2**30, 3)
+            entry["memory_gib"] = round(result.apple.memory_gb * 1e9 / 2**30, 3)
             wired = result.apple.wired_limit_mb
             entry.pop("gpu_wired_limit_gb", None)
             if wired:
@@ -125,7 +125,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
             "key": THIS_MACHINE_KEY, "vendor": "NVIDIA", "name": f"This machine ({gpu.name})",
             "aliases": THIS_MACHINE_ALIASES, "kind": "consumer" if "GeForce" in gpu.name else "workstation",
             "family": CC_FAMILY.get(cc, CC_FAMILY.get(cc.split(".")[0], "nvidia-unknown")),
-            "memory_gb": round(gpu.memory_total_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(gpu.bandwidth_gb_s, 1),
+            "memory_gib": round(gpu.memory_total_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(gpu.bandwidth_gb_s, 1),
             "source": f"advisor --probe on {when}: NVML (memory, bus width × memory clock)",
         }
         bench = next((b for b in result.benchmarks if b.matmul_tflops), None)
@@ -142,7 +142,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
         entry = {
             "key": THIS_MACHINE_KEY, "vendor": "CPU", "name": f"This machine ({c.model})", "aliases": THIS_MACHINE_ALIASES,
             "kind": "cpu", "family": f"cpu-{c.architecture or 'unknown'}".lower(),
-            "memory_gb": round(c.ram_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(c.bandwidth_gb_s, 2),
+            "memory_gib": round(c.ram_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(c.bandwidth_gb_s, 2),
             "fp32_tflops": round(c.fp32_gflops / 1000, 4), "unified_memory": True,
             "source": f"measured by advisor --probe on {when} (numpy: {c.threads_used}-thread copy/add bandwidth, "
                       f"float32 matrix product)",
@@ -158,9 +158,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
 
 
 def save_this_machine(cat: Catalog, result, matches: list[Match], folder: Path | None = None) -> Path:
-    from advisor.data.catalog import forget_default_catalog
 
     entry = this_machine_entry(cat, result, matches)
     path = save_entries("hardware", [entry], THIS_MACHINE_FILE, folder)
-    forget_default_catalog()  # the next lookup sees "this machine"
     return path

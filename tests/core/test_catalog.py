@@ -59,7 +59,7 @@ hardware:
     name: Test GPU
     kind: consumer
     family: nvidia-ada
-    memory_gb: 24
+    memory_gib: 24
     bandwidth_gb_s: 1000
     fp16_dense_tflops: 100
     source: https://example.com/datasheet
@@ -81,7 +81,7 @@ def test_a_good_entry_parses(tmp_path):
     parsed, issues = _issues_for(tmp_path, GOOD)
     assert issues == []
     (hw,) = parsed["hardware"]
-    assert hw.memory_gb == 24.0 and hw.fp16_dense_tflops == 100.0
+    assert hw.memory_gib == 24.0 and hw.fp16_dense_tflops == 100.0
 
 
 @pytest.mark.parametrize("change,field,message", [
@@ -90,7 +90,7 @@ def test_a_good_entry_parses(tmp_path):
     (("bandwidth_gb_s: 1000", "bandwidth_gb_s: 3.35e12"), "bandwidth_gb_s", "above the maximum"),
     (("    source: https://example.com/datasheet\n", ""), "source", "required"),
     (("kind: consumer", "kind: gaming"), "kind", "not one of"),
-    (("memory_gb: 24", "memory_gb: true"), "memory_gb", "must be a number"),
+    (("memory_gib: 24", "memory_gib: true"), "memory_gib", "must be a number"),
     (("fp16_dense_tflops: 100", "fp16_tflops: 100"), "fp16_tflops", "not a known field"),
     (("key: test-gpu", "key: Test GPU!"), "key", "lower case"),
 ])

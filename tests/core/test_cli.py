@@ -20,7 +20,7 @@ def test_list_hardware_json_has_every_field_and_a_source(capsys):
     code, out, _ = run(capsys, "list", "hardware", "--json")
     rows = json.loads(out)
     assert code == 0 and len(rows) >= 80
-    assert all(r["source"] and r["memory_gb"] > 0 and r["bandwidth_gb_s"] > 0 for r in rows)
+    assert all(r["source"] and r["memory_gib"] > 0 and r["bandwidth_gb_s"] > 0 for r in rows)
     assert "usable_memory_gb" in rows[0]
 
 

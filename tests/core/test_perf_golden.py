@@ -42,7 +42,7 @@ def test_70b_at_4_5_bits_runs_about_26_to_29_tok_s_per_tb_s(cat):
     # so a 1000 GB/s device reads them at most 1000/38.7 ≈ 25.8 times per second; the glossary's
     # "near 29 per TB/s" is the same law at 35 GB.
     device = dataclasses.replace(cat.hardware_named("H100 SXM5 80GB"), key="test-1tb", bandwidth_gb_s=1000,
-                                 memory_gb=1000)
+                                 memory_gib=1000)
     p = run(cat, device, "Llama-2-70B", "q4_0", runtime="llama.cpp", prompt=1, output=1)
     assert 35 <= p.weights_gb <= 40
     assert 25 <= p.decode_ceiling_tok_s <= 29.5
@@ -123,7 +123,7 @@ def test_moe_decode_reads_only_the_routed_experts(cat):
 def test_apple_uses_the_gpu_wired_limit_not_total_ram(cat):
     p = run(cat, "M2 Max 38-core", "Llama-3.1-8B", "q4_k_m", runtime="llama.cpp")
     hw = cat.hardware_named("M2 Max 38-core")
-    assert p.per_gpu_usable_gb < hw.memory_gb * 2**30 / 1e9 * 0.8
+    assert p.per_gpu_usable_gb < hw.memory_gib * 2**30 / 1e9 * 0.8
 
 
 def test_bad_workloads_are_rejected(cat):

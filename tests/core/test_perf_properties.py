@@ -56,7 +56,7 @@ def test_a_longer_prompt_never_shortens_ttft(c, extra):
 @given(config, st.floats(1.01, 4.0))
 def test_more_memory_never_lowers_max_batch_or_context(c, k):
     hw = CAT.hardware[c["hw"]]
-    bigger = dataclasses.replace(hw, memory_gb=hw.memory_gb * k,
+    bigger = dataclasses.replace(hw, memory_gib=hw.memory_gib * k,
                                  gpu_wired_limit_gb=hw.gpu_wired_limit_gb and hw.gpu_wired_limit_gb * k)
     a, b = pred(c), pred(c, hw=bigger)
     assert b.max_batch >= a.max_batch

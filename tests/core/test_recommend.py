@@ -10,7 +10,7 @@ from advisor.plan.recommend import Requirements, recommend
 
 
 def test_7b_chat_for_one_user_fits_a_16_gb_laptop_gpu_at_q4_k_m(cat):
-    laptop = [h.key for h in cat.hardware.values() if h.kind == "laptop" and h.memory_gb == 16]
+    laptop = [h.key for h in cat.hardware.values() if h.kind == "laptop" and h.memory_gib == 16]
     assert laptop
     req = Requirements(model=cat.model_named("Llama-2-7B"), prompt_tokens=512, output_tokens=256, users=1,
                        hardware=tuple(laptop), runtimes=("llama.cpp",), tok_s=10)

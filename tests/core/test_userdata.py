@@ -4,13 +4,13 @@ import os
 
 import pytest
 
-from advisor.data.catalog import CATALOG_DIR, default_catalog, load_catalog
+from advisor.data.catalog import CATALOG_DIR, user_catalog, load_catalog
 from advisor.data.errors import AdvisorError
 from advisor.data.userdata import save_entries, user_data_dir, write_atomic
 
 CUSTOM = {
     "key": "my-lab-gpu", "vendor": "NVIDIA", "name": "Lab GPU 9000", "kind": "workstation",
-    "family": "nvidia-ada", "memory_gb": 40, "bandwidth_gb_s": 1200, "fp16_dense_tflops": 200,
+    "family": "nvidia-ada", "memory_gib": 40, "bandwidth_gb_s": 1200, "fp16_dense_tflops": 200,
     "source": "our own measurement, 2026-11-01",
 }
 
@@ -24,7 +24,7 @@ def test_overlay_adds_and_overrides(private_user_data):
     override = dict(CUSTOM, key="rtx-4090", name="GeForce RTX 4090", kind="consumer", bandwidth_gb_s=1100,
                     source="user override for the test")
     save_entries("hardware", [override], "custom.yaml")
-    cat = default_catalog(reload=True)
+    cat = user_catalog()
     assert cat.hardware_named("Lab GPU 9000").bandwidth_gb_s == 1200
     assert cat.hardware["rtx-4090"].bandwidth_gb_s == 1100
     assert cat.overridden["hardware"] == ("rtx-4090",)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import probes
-from advisor.data.catalog import default_catalog
+from advisor.data.catalog import user_catalog
 from advisor.cli.main import main
 from advisor.plan.machine import match_devices, this_machine_entry
 from probes import amd, apple, nvidia
@@ -97,7 +97,7 @@ def test_probe_cli_with_a_gpu_exits_0_and_matches_the_catalog(nvml, capsys):
 
 
 def test_matching_says_how_sure_it_is(nvml):
-    cat = default_catalog()
+    cat = user_catalog()
     odd = dict(fake_pynvml.RTX_4090, memclock=9000)  # a card with slower memory than the catalog's
     nvml(gpus=[fake_pynvml.A100_SXM, odd, dict(fake_pynvml.RTX_4090, name="NVIDIA Quantum 9000")])
     result = probes.probe(quick=True)
@@ -144,7 +144,7 @@ def test_quick_probe_cannot_save_a_cpu_only_machine(capsys, monkeypatch, private
 def test_unknown_gpu_entry_is_built_from_nvml(nvml):
     nvml(gpus=[dict(fake_pynvml.RTX_4090, name="NVIDIA Quantum 9000", cc=(12, 0))])
     result = probes.probe(quick=True)
-    entry = this_machine_entry(default_catalog(), result, match_devices(default_catalog(), result))
+    entry = this_machine_entry(user_catalog(), result, match_devices(user_catalog(), result))
     assert entry["family"] == "nvidia-blackwell" and entry["bandwidth_gb_s"] == pytest.approx(1008.1, abs=0.1)
     assert "no compute peak" in entry["notes"]
 
