@@ -19,6 +19,7 @@ from advisor.model.config import Config
 from advisor.model.efficiency import Efficiency, efficiency_for
 from advisor.model.geometry import geometry, weight_bits
 from advisor.model.inputs import compute_peak, inputs_for
+from advisor.model.notes import prediction_notes
 from advisor.model.roofline import MAX_BATCH, MAX_CONTEXT_TOKENS, Result, evaluate
 from advisor.data.specs import COMPUTE_DTYPES
 
@@ -127,8 +128,6 @@ def predict_entries(hw, model, quant, runtime, workload, kv, gpus: int = 1, prof
 
 
 def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
-    from advisor.text.notes import prediction_notes
-
     v = {k: float(np.asarray(getattr(r, k)).reshape(-1)[0]) for k in r.names()}
     hw, w, gpus = cfg.hardware, cfg.workload, cfg.gpus
     peak, used_dtype, wanted_dtype = compute_peak(hw, cfg.runtime, cfg.quant)

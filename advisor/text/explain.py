@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from advisor.model.efficiency import efficiency_for
 from advisor.model.geometry import geometry
 from advisor.text.format import duration_ms, num
-from advisor.text.notes import efficiency_note
+from advisor.model.notes import efficiency_note
 
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog

@@ -1,4 +1,4 @@
-"""The warnings a prediction carries, in English: does not fit, missing figures, borrowed or
+"""The warnings a prediction carries (part of its record, in English): does not fit, missing figures, borrowed or
 extrapolated efficiency profiles. The CLI prints them, the app shows them, the report lists them."""
 
 from __future__ import annotations
