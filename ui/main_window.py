@@ -45,6 +45,23 @@ DATA_SOURCES = ("vendor datasheets and whitepapers (each hardware entry cites it
                 "dated list and cloud prices (each with its source)")
 
 
+def _render_svg(widget: QWidget, path: str) -> None:
+    from PySide6.QtGui import QPainter
+    from PySide6.QtSvg import QSvgGenerator
+
+    gen = QSvgGenerator()
+    gen.setFileName(path)
+    gen.setSize(widget.size())
+    gen.setViewBox(widget.rect())
+    gen.setTitle("advisor chart")
+    gen.setDescription("exported by advisor-gui")
+    painter = QPainter(gen)
+    try:
+        widget.render(painter)
+    finally:
+        painter.end()
+
+
 class MainWindow(QMainWindow):
     def __init__(self, session: Session | None = None, settings: Settings | None = None,
                  restore: bool = True, parent=None):
@@ -293,20 +310,21 @@ class MainWindow(QMainWindow):
         return True
 
     def _chart_target(self):
+        """(what pyqtgraph's exporters take, the widget that shows it) for the current tab, or None."""
         w = self.tabs.currentWidget()
         if w is self.roofline:
-            return self.roofline.plot_item
+            return self.roofline.plot_item, self.roofline.plot
         if w is self.curves:
-            return self.curves.glw.scene()
+            return self.curves.glw.scene(), self.curves.glw
         if w is self.compare:
-            return self.compare.glw.scene()
+            return self.compare.glw.scene(), self.compare.glw
         return None
 
     def export_chart(self, path=None) -> bool:
         import pyqtgraph.exporters as ex
 
-        target = self._chart_target()
-        if target is None:
+        chart = self._chart_target()
+        if chart is None:
             self.show_error("this tab has no chart; choose Roofline, Curves or Compare")
             return False
         if not path:
@@ -315,9 +333,14 @@ class MainWindow(QMainWindow):
                                                   "PNG image (*.png);;SVG drawing (*.svg)")
             if not path:
                 return False
+        target, widget = chart
         try:
             if str(path).lower().endswith(".svg"):
-                ex.SVGExporter(target).export(str(path))
+                try:
+                    ex.SVGExporter(target).export(str(path))
+                except ValueError:
+                    # pyqtgraph 0.14's SVG exporter cannot parse Qt 6.12's SVG paths; paint the chart instead
+                    _render_svg(widget, str(path))
             else:
                 e = ex.ImageExporter(target)
                 e.parameters()["width"] = 1800

@@ -16,6 +16,35 @@ ALL = "All"
 PARALLELISM = (("", "runtime default"), ("tp", "tensor parallel (tp)"), ("pp", "layer split (pp)"))
 
 
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def suggest(cat, prefix: str, section: str, limit: int = 15) -> list[tuple[str, str]]:
+    """api.suggest, or (while the core's NameIndex lacks it) a local match on name, key and aliases."""
+    try:
+        return api.suggest(cat, prefix, section, limit=limit)
+    except AttributeError:
+        pass
+    q = _norm(prefix)
+    words = [_norm(w) for w in prefix.split() if _norm(w)]
+    scored = []
+    for e in getattr(cat, section).values():
+        names = [e.name, e.key, *getattr(e, "aliases", ())]
+        normed = [_norm(n) for n in names]
+        if any(n.startswith(q) for n in normed):
+            rank = 0
+        elif any(q in n for n in normed):
+            rank = 1
+        elif words and any(all(w in n for w in words) for n in normed):
+            rank = 2
+        else:
+            continue
+        scored.append((rank, len(e.name), e.name.lower(), e.key, e.name))
+    scored.sort()
+    return [(key, name) for *_, key, name in scored[:limit]]
+
+
 class Picker(QWidget):
     """Type-ahead search (api.suggest over the name resolver) + filters + a combo of the entries."""
 
@@ -97,7 +126,7 @@ class Picker(QWidget):
         self.combo.blockSignals(False)
 
     def _on_text_edited(self, text: str) -> None:
-        rows = api.suggest(self.session.cat, text, self.section, limit=15) if text.strip() else []
+        rows = suggest(self.session.cat, text, self.section, limit=15) if text.strip() else []
         self._suggestions = {name: key for key, name in rows}
         self._names.setStringList([name for _, name in rows])
 

@@ -1,0 +1,178 @@
+"""The app driven through its real widgets; assertions on the Session and on the plot items' data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+
+def test_prompt_slider_moves_the_prefill_point_and_raises_ttft(window, qtbot):
+    s = window.session
+    window.show_view("roofline")
+    before_xy = window.roofline.point_xy("prefill")
+    before_ttft = s.prediction.ttft_ms
+    slider = window.inputs.prompt.slider
+    slider.setValue(slider.value() + 200)  # the same signal a drag emits
+    assert s.cfg.workload.prompt_tokens > 512
+    assert s.prediction.ttft_ms > before_ttft
+    after_xy = window.roofline.point_xy("prefill")
+    assert after_xy != before_xy
+    r = s.roofline
+    prefill = next(p for p in r.points if p.name == "prefill")
+    assert after_xy == (prefill.intensity, prefill.attained_tflops)
+    # the spin box shows the value the slider chose
+    assert window.inputs.spin_prompt.value() == s.cfg.workload.prompt_tokens
+
+
+def test_spin_box_change_updates_the_ttft_curve_marker(window, qtbot):
+    window.show_view("curves")
+    window.inputs.spin_prompt.setValue(4096)
+    x, y = window.curves.ttft_now.getOriginalDataset()
+    assert list(x) == [4096]
+    assert y[0] == window.session.prediction.ttft_ms
+    cp = window.curves.data["prompt"]
+    assert np.all(np.diff(cp.ttft_ms) >= 0)  # a longer prompt never shortens TTFT
+
+
+def test_bigger_model_lowers_max_batch(window, qtbot):
+    s = window.session
+    assert s.set_inputs(hardware="h100 sxm")
+    small = s.prediction.max_batch
+    picker = window.inputs.model_picker
+    qtbot.keyClicks(picker.search, "llama 3.1 70b")
+    qtbot.keyClick(picker.search, Qt.Key.Key_Return)
+    assert s.cfg.model.key.startswith("llama-3.1-70b")
+    assert s.prediction.max_batch < small
+    assert window.results.cards["max_batch"].value.text() == f"{s.prediction.max_batch:,}"
+
+
+def test_infeasible_workload_shows_the_shortfall(window):
+    s = window.session
+    assert s.set_inputs(model="llama 3.1 70b", hardware="rtx 4090", runtime="vllm", quant="bf16")
+    p = s.prediction
+    assert not p.fits and p.shortfall_gb > 0
+    card = window.results.cards["fits"]
+    assert card.value.text() == "No"
+    assert "short by" in card.detail.text()
+
+
+def test_impossible_change_is_refused_inline_and_the_widgets_show_what_is_in_force(window):
+    s = window.session
+    before = s.cfg
+    errors = []
+    s.sig_error.connect(errors.append)
+    assert not s.set_inputs(gpus=10_000)
+    assert s.cfg == before and errors
+    assert window.inputs.spin_gpus.value() == before.gpus
+    assert "⚠" in window.statusBar().currentMessage()
+
+
+def test_undo_restores_the_previous_inputs(window):
+    s = window.session
+    first = s.cfg
+    window.inputs.spin_batch.setValue(8)
+    s._last_merge = ("", 0.0)  # a separate edit, not part of the same drag
+    window.inputs.spin_output.setValue(1000)
+    assert s.cfg.workload.batch == 8 and s.cfg.workload.output_tokens == 1000
+    window.act_undo.trigger()
+    assert s.cfg.workload.output_tokens == first.workload.output_tokens and s.cfg.workload.batch == 8
+    assert window.inputs.spin_output.value() == first.workload.output_tokens
+    window.act_undo.trigger()
+    assert s.cfg == first
+    window.act_redo.trigger()
+    assert s.cfg.workload.batch == 8
+
+
+def test_slider_drag_is_one_undo_step(window):
+    s = window.session
+    first = s.cfg
+    for v in (100, 200, 300, 400):
+        window.inputs.prompt.slider.setValue(window.inputs.prompt.slider.value() + 20)
+    s.undo()
+    assert s.cfg == first
+
+
+def test_a_recommendation_row_loads_into_the_inputs(window, qtbot):
+    s = window.session
+    s.set_inputs(batch=4)
+    window.show_view("recommend")
+    view = window.recommend
+    qtbot.waitUntil(lambda: view.model.rowCount() > 0, timeout=15000)
+    view.table.selectRow(0)
+    c = view.selected()
+    assert c.ok
+    view.btn_load.click()
+    assert s.cfg.hardware.key == c.hardware.key
+    assert (s.cfg.runtime.key, s.cfg.quant.key, s.cfg.kv_dtype.key, s.cfg.gpus) == \
+        (c.runtime.key, c.quant.key, c.kv_dtype.key, c.gpus)
+    assert "★" in "".join(view.model.cell_text(r, 0) for r in range(view.model.rowCount()))
+
+
+def test_why_shows_the_formula_with_this_workloads_numbers(window):
+    window.results.cards["ttft"].why.click()
+    text = window.results.why_box.toPlainText()
+    assert "TTFT" in text or "first token" in text.lower()
+    assert "512" in text  # this workload's prompt
+    assert "Efficiency profile" in text
+
+
+def test_roofline_has_roofs_bandwidth_and_hover_text(window):
+    window.show_view("roofline")
+    r = window.session.roofline
+    v = window.roofline
+    for dtype, peak in r.roofs.items():
+        x, y = v.roofs[dtype].getOriginalDataset()
+        assert y[0] == peak
+    text = v.describe("decode")
+    assert "FLOP/byte" in text and "TFLOP/s" in text
+
+
+def test_curves_mark_the_kv_limit(window):
+    window.show_view("curves")
+    p = window.session.prediction
+    assert math.isclose(10 ** window.curves.kv_limit.value(), p.max_batch, rel_tol=1e-9)
+    x, total = window.curves.mem_batch["tops"][-1].getOriginalDataset()
+    assert len(x) > 50 and np.all(np.diff(total) >= -1e-9)  # more users never need less memory
+
+
+def test_compare_and_will_it_run(window, qtbot):
+    s = window.session
+    window.show_view("compare")
+    s.pin()
+    s.set_inputs(hardware="rtx 3090")
+    window.compare.btn_pin.click()
+    assert len(s.compare) == 2 and window.compare.table.columnCount() == 2
+    assert all(len(line.getOriginalDataset()[0]) > 10 for line in window.compare.lines_batch[:2])
+    window.show_view("will_it_run")
+    qtbot.waitUntil(lambda: window.will_it_run.model.rowCount() > 0, timeout=10000)
+    assert window.will_it_run.model.rowCount() == len(s.cat.models)
+
+
+def test_exports(window, tmp_path):
+    window.show_view("roofline")
+    assert window.export_chart(tmp_path / "roof.png") and (tmp_path / "roof.png").stat().st_size > 1000
+    assert window.export_chart(tmp_path / "roof.svg") and "<svg" in (tmp_path / "roof.svg").read_text()
+    assert window.export_csv(tmp_path / "fig.csv")
+    assert "ttft_ms" in (tmp_path / "fig.csv").read_text()
+    assert not window.act_report.isEnabled()
+
+
+def test_uncaught_exception_shows_a_dialog_without_blocking(qtbot):
+    import sys
+
+    from ui import errors
+
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        errors.report(*sys.exc_info())
+    dlg = errors.shown[-1]
+    qtbot.addWidget(dlg)
+    assert dlg.isVisible() and "boom" in dlg.details
+    dlg.copy_details()
+    from PySide6.QtGui import QGuiApplication
+
+    assert "RuntimeError" in QGuiApplication.clipboard().text()
+    dlg.close()
