@@ -18,11 +18,20 @@ def run(cat, hw, model, quant, runtime="vllm", kv="f16", gpus=1, batch=1, prompt
 
 
 def test_llama2_7b_fp16_weights_are_13_5_gb(cat):
-    # 6.74e9 parameters × 2 bytes = 13.48e9 bytes
-    m = cat.model_named("Llama-2-7B")
-    wb = weight_bytes(geometry(m), weight_bits(cat.quant_named("f16")))
-    assert wb == pytest.approx(6.74e9 * 2, rel=1e-6)
+    # Counted from the architecture, not from the catalog's rounded total: 32 layers × (4 · 4096²
+    # attention + 3 · 4096 · 11008 gated MLP) + 32000 · 4096 embedding + the same untied head
+    # = 32 × 202,375,168 + 262,144,000 = 6,738,149,376 parameters (norms add 0.004 %).
+    hand = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 2 * 32000 * 4096
+    assert hand == 6_738_149_376
+    g = geometry(cat.model_named("Llama-2-7B"))
+    assert g.embedding_params == g.head_params == 32000 * 4096
+    assert g.attention_params == 32 * 4 * 4096 * 4096
+    wb = weight_bytes(g, weight_bits(cat.quant_named("f16")))
+    assert wb == pytest.approx(hand * 2, rel=1e-3)  # 13.48e9 bytes
     assert wb / 1e9 == pytest.approx(13.5, abs=0.05)
+    # Q8_0 stores 8.5 bits per weight (32 int8 + one fp16 scale per block), the whole file alike
+    q8 = weight_bytes(g, weight_bits(cat.quant_named("q8_0")))
+    assert q8 == pytest.approx(hand * 8.5 / 8, rel=1e-3)
 
 
 def test_llama2_7b_decode_ceiling_on_a100_is_about_150(cat):
