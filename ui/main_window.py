@@ -79,15 +79,16 @@ class MainWindow(QMainWindow):
         self.results = ResultsView(s)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.views: dict[str, QWidget] = {}
-        self.roofline = RooflineView(s)
-        self.curves = CurvesView(s)
-        self.recommend = RecommendView(s, self.workers)
-        self.compare = CompareView(s)
-        self.will_it_run = WillItRunView(s, self.workers)
-        self.probe = ProbeView(s, self.workers)
+        self.pages: dict[str, QWidget] = {}
+        self._built: dict[str, QWidget] = {}
+        self._factories = {
+            "roofline": lambda: RooflineView(s), "curves": lambda: CurvesView(s),
+            "recommend": lambda: RecommendView(s, self.workers), "compare": lambda: CompareView(s),
+            "will_it_run": lambda: WillItRunView(s, self.workers), "probe": lambda: ProbeView(s, self.workers)}
         for name, title in TABS:
-            self.add_panel(name, title, getattr(self, name))
+            self.add_panel(name, title, self._factories[name])
+        self.tabs.currentChanged.connect(lambda _i: self.view(self.current_view_name()))
+        self.view(self.current_view_name())
 
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.results)
@@ -126,21 +127,49 @@ class MainWindow(QMainWindow):
             self.show_error(n)
 
     # ------------------------------------------------------------------ layout
-    def add_panel(self, name: str, title: str, widget: QWidget) -> None:
-        """Add a tab (the way later capabilities plug in)."""
-        self.views[name] = widget
-        self.tabs.addTab(widget, title)
+    def add_panel(self, name: str, title: str, factory) -> None:
+        """Add a tab (the way later capabilities plug in). ``factory()`` builds the view the first time
+        the tab is shown (or asked for through `view`), which keeps start-up short."""
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.pages[name] = page
+        self._factories[name] = factory
+        self.tabs.addTab(page, title)
+
+    def view(self, name: str) -> QWidget | None:
+        """The view of a tab, built on first use."""
+        if name not in self._built and name in self._factories:
+            w = self._factories[name]()
+            self._built[name] = w
+            self.pages[name].layout().addWidget(w)
+        return self._built.get(name)
+
+    @property
+    def views(self) -> dict[str, QWidget]:
+        return {name: self.view(name) for name in self.pages}
+
+    roofline = property(lambda self: self.view("roofline"))
+    curves = property(lambda self: self.view("curves"))
+    recommend = property(lambda self: self.view("recommend"))
+    compare = property(lambda self: self.view("compare"))
+    will_it_run = property(lambda self: self.view("will_it_run"))
+    probe = property(lambda self: self.view("probe"))
 
     def show_view(self, name: str) -> bool:
-        w = self.views.get(name.replace("-", "_"))
-        if w is None:
+        name = name.replace("-", "_")
+        if name not in self.pages:
             return False
-        self.tabs.setCurrentWidget(w)
+        self.view(name)
+        self.tabs.setCurrentWidget(self.pages[name])
         return True
 
     def current_view_name(self) -> str:
         w = self.tabs.currentWidget()
-        return next((k for k, v in self.views.items() if v is w), "")
+        return next((k for k, v in self.pages.items() if v is w), "")
+
+    def current_view(self) -> QWidget | None:
+        return self.view(self.current_view_name())
 
     # ------------------------------------------------------------------ menus
     def _action(self, menu, text, slot, shortcut=None, tip="") -> QAction:
@@ -286,7 +315,7 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ export / copy
     def current_table_rows(self) -> list[list[str]]:
-        w = self.tabs.currentWidget()
+        w = self.current_view()
         if hasattr(w, "table") and hasattr(w.table.model(), "sourceModel"):
             return visible_rows(w.table)
         if hasattr(w, "table_rows"):
@@ -311,13 +340,12 @@ class MainWindow(QMainWindow):
 
     def _chart_target(self):
         """(what pyqtgraph's exporters take, the widget that shows it) for the current tab, or None."""
-        w = self.tabs.currentWidget()
-        if w is self.roofline:
+        name = self.current_view_name()
+        if name == "roofline":
             return self.roofline.plot_item, self.roofline.plot
-        if w is self.curves:
-            return self.curves.glw.scene(), self.curves.glw
-        if w is self.compare:
-            return self.compare.glw.scene(), self.compare.glw
+        if name in ("curves", "compare"):
+            w = self.view(name)
+            return w.glw.scene(), w.glw
         return None
 
     def export_chart(self, path=None) -> bool:
@@ -360,7 +388,7 @@ class MainWindow(QMainWindow):
                 f"{p.bound}-bound")
 
     def copy(self) -> None:
-        w = self.tabs.currentWidget()
+        w = self.current_view()
         text = w.copy_text() if hasattr(w, "copy_text") else ""
         if not text:
             text = self.summary_text()
