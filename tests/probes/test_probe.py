@@ -25,9 +25,15 @@ def nvml(monkeypatch):
     return install
 
 
-def test_real_probe_of_this_machine_without_gpu(capsys):
+@pytest.fixture(scope="module")
+def real_probe():
+    """One real probe of this machine with its micro-benchmarks (a few seconds), shared."""
+    return probes.probe(quick=False)
+
+
+def test_real_probe_of_this_machine_without_gpu(real_probe):
     """No mocks: whatever this machine is, the probe reports CPU, RAM and measured figures."""
-    result = probes.probe(quick=False)
+    result = real_probe
     c = result.cpu
     assert c.cores_logical >= 1 and c.model
     assert c.ram_gb and c.ram_gb > 0.5
@@ -120,8 +126,11 @@ def test_save_then_predict_this_machine_with_a_gpu(nvml, capsys, private_user_da
     assert d["bandwidth_gb_s"] == 1008 and d["decode_tok_s"] > 50
 
 
-def test_save_then_predict_this_machine_without_gpu(capsys, private_user_data, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", None)
+def test_save_then_predict_this_machine_without_gpu(capsys, private_user_data, monkeypatch, real_probe):
+    # the measured result of this machine, taken once for the module (re-measuring costs seconds)
+    if real_probe.accelerator_found:
+        pytest.skip("this machine has an accelerator: the CPU-only save path is not what it takes")
+    monkeypatch.setattr(probes, "probe", lambda quick=False, progress=None: real_probe)
     code = main(["--probe", "--save"])
     assert code == 3  # no accelerator, but the CPU entry is saved
     capsys.readouterr()
