@@ -1,4 +1,4 @@
-"""The `advisor` command line (DESIGN.md §5). A public contract: keep flags and JSON stable.
+"""The `advisor` command line (README.md, "Command line"). A public contract: keep flags and JSON stable.
 
 Exit status: 0 success; 1 the request cannot be met (does not fit, no configuration meets the
 targets, some CSV rows failed); 2 bad input or usage; 3 `--probe` found no accelerator (the CPU

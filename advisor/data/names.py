@@ -10,13 +10,18 @@ at the first that decides:
    ("3090" → RTX 3090, not RTX 3090 Ti), otherwise it is ambiguous;
 3. the same after dropping memory sizes and decorations ("Instruct", "GGUF", "it").
 
-An unknown or ambiguous name raises `UnknownName` listing the nearest candidates.
+An unknown or ambiguous name raises `UnknownName` listing the nearest candidates. An unknown name's
+candidates are only worked out when the error is shown (`UnknownName` describes itself lazily), and
+`NameIndex.nearest` scores only the entries a cheap upper bound cannot rule out, so a miss that is
+caught and dropped costs about as much as a hit. `NameIndex.suggest` serves a type-ahead box.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from bisect import insort
+from functools import lru_cache
 from typing import Any, Iterable
 
 from advisor.data.errors import UnknownName
@@ -44,13 +49,20 @@ def words(text: str) -> list[str]:
 
 def tokens(text: str) -> list[str]:
     """Normalised tokens of a name, in order: words split between letters and digits."""
+    return list(_tokens(str(text)))
+
+
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[str, ...]:
+    # the same as splitting each of words(text) between letters and digits: the split never crosses
+    # a space, and a vendor word (all letters, no synonym) is dropped as a token as it is as a word
+    t = _NONWORD_RE.sub(" ", text.lower().replace("+", " plus "))
     out = []
-    for w in words(text):
-        for tok in _SPLIT_RE.sub(" ", w).split():
-            tok = SYNONYMS.get(tok, tok)
-            if tok not in VENDOR_WORDS:
-                out.append(tok)
-    return out
+    for tok in _SPLIT_RE.sub(" ", t).split():
+        tok = SYNONYMS.get(tok, tok)
+        if tok not in VENDOR_WORDS:
+            out.append(tok)
+    return tuple(out)
 
 
 _MEMORY_WORD_RE = re.compile(r"^\d+(gb|gib)$")
@@ -87,24 +99,42 @@ class NameIndex:
         self._names: dict[str, list[frozenset[str]]] = {}
         self._compact: dict[str, list[str]] = {}
         self._extra: dict[str, frozenset[str]] = {}
+        # for nearest(): per entry, its distinct token sets as sorted strings, and its normalised name
+        self._near: list[tuple[str, list[_Variant], _Text]] = []
+        # for suggest(): per entry (display, key) and its normalised names "\n"-joined, its names'
+        # token-prefix sets, and its raw names lower-cased
+        self._typeahead: list[tuple[str, str, str, list[frozenset[str]], str]] = []
         for e in entries:
             names = [e.key, e.name, *getattr(e, "aliases", ())]
             self._display[e.key] = e.name
             self._names[e.key] = []
             self._compact[e.key] = []
+            variants: dict[frozenset[str], _Variant] = {}
+            forms: list[str] = []
+            prefixes: list[frozenset[str]] = []
             for n in names:
-                toks = tokens(n)
+                toks = _tokens(str(n))
                 if not toks:
                     continue
-                for form in (" ".join(toks), "".join(toks)):
+                spaced, compact = " ".join(toks), "".join(toks)
+                for form in (spaced, compact):
                     self._exact.setdefault(form, set()).add(e.key)
-                self._names[e.key].append(frozenset(toks))
-                self._compact[e.key].append("".join(toks))
+                tokset = frozenset(toks)
+                self._names[e.key].append(tokset)
+                self._compact[e.key].append(compact)
+                if tokset not in variants:
+                    variants[tokset] = _Variant(" ".join(sorted(tokset)), tokset)
+                    prefixes.append(frozenset(t[:i] for t in tokset for i in range(1, len(t) + 1)))
+                forms += (spaced, compact)
             extra: set[str] = set()
-            mem = getattr(e, "memory_gib", None)
+            mem = getattr(e, "memory_gb", None)
             if mem:
                 extra |= {f"{mem:g}", "gb"}
             self._extra[e.key] = frozenset(extra)
+            self._near.append((e.name, list(variants.values()), _Text(normalise(e.name))))
+            self._typeahead.append((e.name, e.key, "\n" + "\n".join(forms), prefixes,
+                                    "\n".join(str(n).lower() for n in names)))
+        self._typeahead.sort(key=lambda t: (t[0].casefold(), t[0], t[1]))
 
     def display(self, key: str) -> str:
         return self._display[key]
@@ -133,7 +163,7 @@ class NameIndex:
             key = self._subset(query, qt, ws)
             if key:
                 return key, "partial"
-        raise UnknownName(self._unknown_message(query), self.nearest(query))
+        raise UnknownName(explain=lambda: self._explain_unknown(query))
 
     def _subset(self, query: str, q: frozenset[str], qwords: list[str]) -> str | None:
         best: dict[str, int] = {}
@@ -162,27 +192,123 @@ class NameIndex:
                           tuple(names))
 
     def nearest(self, query: str, n: int = 5) -> tuple[str, ...]:
-        """Display names of the entries closest to ``query`` (for error messages)."""
-        qn = normalise(query)
-        qset = set(tokens(query))
-        scored = []
-        for key, names in self._names.items():
-            score = 0.0
-            for toks in names:
-                joined = " ".join(sorted(toks))
-                ratio = difflib.SequenceMatcher(None, " ".join(sorted(qset)), joined).ratio()
-                overlap = len(qset & toks) / max(len(qset | toks), 1)
-                score = max(score, ratio * 0.6 + overlap * 0.4)
-            score = max(score, difflib.SequenceMatcher(None, qn, normalise(self._display[key])).ratio() * 0.9)
-            scored.append((score, self._display[key]))
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        return tuple(name for score, name in scored[:n] if score > 0.3)
+        """Display names of the entries closest to ``query`` (for error messages).
 
-    def _unknown_message(self, query: str) -> str:
+        An entry scores the best of, over its names, 0.6 × difflib's ratio between the sorted tokens
+        plus 0.4 × the token overlap, and 0.9 × the ratio between the normalised query and display
+        name; the ``n`` best above 0.3 are returned, ties by name. difflib runs only on entries whose
+        upper bound (its `quick_ratio` in place of `ratio`) could still reach the best ``n``.
+        """
+        qn = _Text(normalise(query))
+        qset = set(tokens(query))
+        qs = _Text(" ".join(sorted(qset)))
+        bounded = []
+        for i, (display, variants, dn) in enumerate(self._near):
+            bound = qn.quick_ratio(dn) * 0.9
+            for v in variants:
+                overlap = len(qset & v.tokens) / max(len(qset | v.tokens), 1)
+                bound = max(bound, qs.quick_ratio(v.text) * 0.6 + overlap * 0.4)
+            if bound > 0.3:  # the exact score is at most the bound, and must exceed 0.3
+                bounded.append((bound, i))
+        bounded.sort(key=lambda b: -b[0])
+        best: list[tuple[float, str, int]] = []  # (-score, name, entry order), sorted
+        for bound, i in bounded:
+            if len(best) >= n and bound < -best[-1][0]:
+                break  # neither this nor any later entry can reach the n-th score
+            display, variants, dn = self._near[i]
+            score = 0.0
+            for v in variants:
+                ratio = difflib.SequenceMatcher(None, qs.text, v.text).ratio()
+                overlap = len(qset & v.tokens) / max(len(qset | v.tokens), 1)
+                score = max(score, ratio * 0.6 + overlap * 0.4)
+            score = max(score, difflib.SequenceMatcher(None, qn.text, dn.text).ratio() * 0.9)
+            if score > 0.3:
+                insort(best, (-score, display, i))
+                del best[n:]
+        return tuple(name for _, name, _ in best)
+
+    def _explain_unknown(self, query: str) -> tuple[str, tuple[str, ...]]:
         near = self.nearest(query)
+        return self._unknown_message(query, near), near
+
+    def _unknown_message(self, query: str, near: tuple[str, ...] | None = None) -> str:
+        if near is None:
+            near = self.nearest(query)
         hint = f"; nearest: {', '.join(near)}" if near else ""
         return f"unknown {self._label()} {query!r}{hint}"
+
+    def suggest(self, prefix: str, limit: int = 20) -> list[tuple[str, str]]:
+        """Up to ``limit`` (key, display name) pairs for a type-ahead box, best first.
+
+        Entries with a name, alias or key that starts with the typed text (normalised and split into
+        tokens as `tokens` does) come first; then those with a name where every typed token starts
+        one of its tokens; then those with a name containing the typed text; last, for text that
+        normalises to nothing or only matches vendor words ("nvid"), raw substrings of the names.
+        Ties go by display name. Empty text lists the first ``limit`` entries by display name.
+        """
+        if limit <= 0:
+            return []
+        text = str(prefix or "").strip().lower()
+        if not text:
+            return [(key, display) for display, key, *_ in self._typeahead[:limit]]
+        q = _tokens(text)
+        starts, words_, inside, raw = [], [], [], []
+        if q:
+            spaced, compact = " ".join(q), "".join(q)
+            nl_spaced, nl_compact = "\n" + spaced, "\n" + compact
+            qtokens = frozenset(q)
+            for display, key, forms, prefixes, names in self._typeahead:
+                if nl_spaced in forms or nl_compact in forms:
+                    starts.append((key, display))
+                elif any(qtokens <= p for p in prefixes):
+                    words_.append((key, display))
+                elif spaced in forms or compact in forms:
+                    inside.append((key, display))
+                elif text in names:
+                    raw.append((key, display))
+                if len(starts) >= limit:
+                    break
+        else:
+            raw = [(key, display) for display, key, _, _, names in self._typeahead if text in names]
+        return (starts + words_ + inside + raw)[:limit]
 
     def _label(self) -> str:
         return {"hardware": "hardware", "models": "model", "quants": "quantization",
                 "kv_dtypes": "KV-cache dtype", "runtimes": "runtime"}.get(self.section, self.section)
+
+
+class _Text:
+    """A string with its character counts, for difflib's `quick_ratio` bound without difflib."""
+
+    __slots__ = ("text", "counts", "size")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.size = len(text)
+        counts: dict[str, int] = {}
+        for ch in text:
+            counts[ch] = counts.get(ch, 0) + 1
+        self.counts = counts
+
+    def quick_ratio(self, other: _Text) -> float:
+        """`difflib.SequenceMatcher(None, self.text, other.text).quick_ratio()`: ≥ its `ratio()`."""
+        size = self.size + other.size
+        if not size:
+            return 1.0
+        theirs = other.counts
+        matches = 0
+        for ch, k in self.counts.items():
+            m = theirs.get(ch)
+            if m:
+                matches += k if k < m else m
+        return 2.0 * matches / size
+
+
+class _Variant:
+    """One of an entry's distinct token sets: the set, and its tokens sorted and space-joined."""
+
+    __slots__ = ("text", "tokens")
+
+    def __init__(self, text: str, toks: frozenset[str]):
+        self.text = _Text(text)
+        self.tokens = toks

@@ -1,6 +1,6 @@
 """What a model's architecture implies: parameter groups, bytes per weight group, KV per token.
 
-Everything here is plain arithmetic on the config fields (DESIGN.md §2); the performance model
+Everything here is plain arithmetic on the config fields (docs/ARCHITECTURE.md, "The physics"); the performance model
 (`advisor.model.roofline`) turns it into times.
 """
 

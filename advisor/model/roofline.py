@@ -1,9 +1,12 @@
 """The performance model: memory plan, prefill/TTFT, decode speed and their roofline ceilings.
 
-One vectorised function, `evaluate`, does the arithmetic of DESIGN.md §2 on numpy arrays that
-broadcast against each other, so that one call prices a single configuration (`predict`) or the
-whole catalog × quantizations × GPU counts × batch sizes (`advisor.model.sweep`). Units: bytes,
-FLOPs, seconds inside; GB (1e9 bytes), ms and tokens/s in results.
+One vectorised function, `evaluate`, does the arithmetic of docs/ARCHITECTURE.md ("The physics")
+on numpy arrays that broadcast against each other: its `Inputs` hold one element per
+configuration (or a scalar shared by all), so one call prices a single configuration
+(`advisor.model.predict`), a curve along one workload axis, or the whole catalog × formats × GPU
+counts × batch sizes (`advisor.model.sweep`), and returns a typed `Result`. The kernel is three
+steps: `memory_plan`, `decode_step` and `prefill`. Units: bytes, FLOPs and seconds inside; every
+result field names its unit.
 
 Times per GPU step (B sequences, context c):
 - decode: max(bytes / (BW·η_bw), FLOPs / (peak·η_c)) + layers·τ_layer + τ_step + communication,
