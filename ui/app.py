@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--view", metavar="NAME", choices=VIEW_NAMES, help="tab to show first: " + ", ".join(VIEW_NAMES))
     p.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this file")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot (default 1400x900)")
+    # for benchmarks/gui.py: print a marker on the first painted frame and quit
+    p.add_argument("--first-paint-exit", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
@@ -113,7 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     headless_run = args.smoke or args.screenshot
     settings_path = args.settings
     if headless_run and not settings_path:  # never read or touch the user's own settings
-        settings_path = os.path.join(tempfile.mkdtemp(prefix="advisor-gui-"), "settings.ini")
+        import atexit
+        import shutil
+
+        folder = tempfile.mkdtemp(prefix="advisor-gui-")
+        atexit.register(shutil.rmtree, folder, True)
+        settings_path = os.path.join(folder, "settings.ini")
     settings = Settings(settings_path) if settings_path else Settings()
     try:
         window = MainWindow(settings=settings)
@@ -129,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshot:
         w, _, h = args.size.partition("x")
         window.resize(int(w), int(h))
+    if args.first_paint_exit:
+        _exit_on_first_paint(app, window)
     window.show()
     if args.smoke:
         return _smoke(app, window, t0)
@@ -142,6 +151,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"advisor-gui: saved {args.screenshot} ({window.current_view_name()} tab)")
         return 0
     return app.exec()
+
+
+def _exit_on_first_paint(app, window) -> None:
+    from PySide6.QtCore import QEvent, QObject
+
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802
+            if event.type() == QEvent.Type.Paint and not getattr(self, "seen", False):
+                self.seen = True
+                print("first-paint", flush=True)
+                from PySide6.QtCore import QTimer
+
+                QTimer.singleShot(0, app.quit)
+            return False
+
+    window._first_paint = FirstPaint(window)
+    window.results.installEventFilter(window._first_paint)
 
 
 def _smoke(app, window, t0: float) -> int:

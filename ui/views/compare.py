@@ -66,7 +66,6 @@ class CompareView(QWidget):
         self.p_prompt = self.glw.addPlot(row=1, col=0, title="TTFT vs prompt")
         for p, xl, yl in ((self.p_batch, "batch", "tok/s"), (self.p_prompt, "prompt (tokens)", "ms")):
             p.setLogMode(True, True)
-            p.showGrid(x=True, y=True, alpha=0.25)
             p.setLabel("bottom", xl)
             p.setLabel("left", yl)
             p.getAxis("bottom").enableAutoSIPrefix(False)
