@@ -176,3 +176,38 @@ def test_uncaught_exception_shows_a_dialog_without_blocking(qtbot):
 
     assert "RuntimeError" in QGuiApplication.clipboard().text()
     dlg.close()
+
+
+def test_probe_runs_in_the_background_and_adds_this_machine(window, qtbot, monkeypatch, private_user_data):
+    import probes
+
+    from ui.views import probe as probe_view
+
+    def fake_probe(quick, progress):  # the real quick probe, with CPU figures filled in (the full one takes seconds)
+        progress("reading the CPU and memory")
+        r = probes.probe(quick=True)
+        r.cpu.copy_gb_s, r.cpu.fp32_gflops = 20.0, 100.0
+        r.cpu.ram_gb = r.cpu.ram_gb or 16.0
+        return r
+
+    monkeypatch.setattr(probe_view, "_probe", fake_probe)
+    window.show_view("probe")
+    view = window.probe
+    view.btn_probe.click()
+    qtbot.waitUntil(lambda: view.btn_use.isEnabled(), timeout=10000)
+    assert "reading the CPU" in view.log.toPlainText()
+    assert view.table.rowCount() > 0
+    combo = window.inputs.hw_picker.combo
+    assert combo.findData("this-machine") >= 0
+    view.btn_use.click()
+    assert window.session.cfg.hardware.key == "this-machine"
+
+
+def test_about_and_copy(window):
+    import advisor
+    from PySide6.QtGui import QGuiApplication
+
+    assert advisor.__version__ in window.about_text()
+    window.show_view("roofline")
+    window.act_copy.trigger()
+    assert "Llama" in QGuiApplication.clipboard().text()

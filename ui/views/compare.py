@@ -86,6 +86,11 @@ class CompareView(QWidget):
         self.predictions: list[api.Prediction] = []
         self.render()
 
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not self.session.compare:  # start from the configuration on screen
+            self.session.pin()
+
     def _selected_col(self) -> int:
         cols = {i.column() for i in self.table.selectedIndexes()}
         return min(cols) if cols else self.table.currentColumn()
@@ -106,7 +111,7 @@ class CompareView(QWidget):
         s = self.session
         cfgs = list(s.compare)
         self.table.setColumnCount(len(cfgs))
-        self.table.setHorizontalHeaderLabels([f"#{i + 1}" for i in range(len(cfgs))])
+        self.table.setHorizontalHeaderLabels([f"#{i + 1} {c.hardware.name}" for i, c in enumerate(cfgs)])
         self.predictions = []
         for j, cfg in enumerate(cfgs):
             try:
@@ -119,6 +124,8 @@ class CompareView(QWidget):
                 item = QTableWidgetItem(get(p, cfg))
                 item.setToolTip(describe(cfg))
                 self.table.setItem(i, j, item)
+        for plot in (self.p_batch, self.p_prompt):
+            plot.legend.clear()
         for i in range(MAX_COMPARE):
             lb, lp = self.lines_batch[i], self.lines_prompt[i]
             if i < len(cfgs):
@@ -133,6 +140,9 @@ class CompareView(QWidget):
                     lp.setData(cp.x, cp.ttft_ms)
                 lb.setVisible(True)
                 lp.setVisible(True)
+                label = f"#{i + 1} {_short(cfg)}"
+                self.p_batch.legend.addItem(lb, label)
+                self.p_prompt.legend.addItem(lp, label)
             else:
                 lb.setData([], [])
                 lp.setData([], [])
@@ -150,6 +160,11 @@ class CompareView(QWidget):
 
     def table_rows(self) -> list[list[str]]:
         return [line.split("\t") for line in self.copy_text().split("\n")]
+
+
+def _short(cfg) -> str:
+    n = f"{cfg.gpus}× " if cfg.gpus > 1 else ""
+    return f"{cfg.model.name} · {n}{cfg.hardware.name} · {cfg.quant.name}"
 
 
 def _finite(x) -> bool:

@@ -87,6 +87,7 @@ class ResultsView(QWidget):
         lay.addLayout(grid)
         self.notes = QLabel()
         self.notes.setWordWrap(True)
+        self.notes.setTextFormat(Qt.TextFormat.RichText)
         self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.notes)
         self.why_box = QTextBrowser()
@@ -147,7 +148,7 @@ class ResultsView(QWidget):
                 ({"ttft": "TTFT", "tok_s": "speed per user"}[k] for k in missed)) or "every target met",
                 bad if missed else good)
         notes = list(p.notes)
-        self.notes.setText(" · ".join(html.escape(n) for n in notes) if notes else "")
+        self.notes.setText(" · ".join(html.escape(n, quote=False) for n in notes) if notes else "")
         self.notes.setVisible(bool(notes))
         if self.why_shown:
             self.show_why(self.why_shown)
@@ -174,7 +175,7 @@ class ResultsView(QWidget):
             parts.append(f"<i>Efficiency profile: {basis} ({cal}).</i>")
             flagged = [n for n in p.notes if any(w in n.lower() for w in ("borrow", "extrapolat", "profile"))]
             for n in flagged:
-                parts.append(f"<i>{html.escape(n)}</i>")
+                parts.append(f"<i>{html.escape(n, quote=False)}</i>")
         self.why_box.setHtml("<br>".join(parts))
         self.why_box.show()
 

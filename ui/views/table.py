@@ -111,6 +111,7 @@ def make_table(model: RowsModel) -> tuple[QTableView, FilterProxy]:
     proxy.setSourceModel(model)
     view = QTableView()
     view.setModel(proxy)
+    view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # start in the model's own order
     view.setSortingEnabled(True)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
