@@ -127,7 +127,7 @@ class NameIndex:
                     prefixes.append(frozenset(t[:i] for t in tokset for i in range(1, len(t) + 1)))
                 forms += (spaced, compact)
             extra: set[str] = set()
-            mem = getattr(e, "memory_gb", None)
+            mem = getattr(e, "memory_gib", None)
             if mem:
                 extra |= {f"{mem:g}", "gb"}
             self._extra[e.key] = frozenset(extra)
@@ -218,7 +218,7 @@ class NameIndex:
             display, variants, dn = self._near[i]
             score = 0.0
             for v in variants:
-                ratio = difflib.SequenceMatcher(None, qs.text, v.text).ratio()
+                ratio = difflib.SequenceMatcher(None, qs.text, v.text.text).ratio()
                 overlap = len(qset & v.tokens) / max(len(qset | v.tokens), 1)
                 score = max(score, ratio * 0.6 + overlap * 0.4)
             score = max(score, difflib.SequenceMatcher(None, qn.text, dn.text).ratio() * 0.9)

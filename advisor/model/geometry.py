@@ -7,6 +7,7 @@ Everything here is plain arithmetic on the config fields (docs/ARCHITECTURE.md, 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass
 
 from advisor.data.specs import Model, Quant
@@ -74,7 +75,9 @@ class Geometry:
         return self.full_layers * per_layer, self.sliding_layers * per_layer
 
 
+@lru_cache(maxsize=1024)
 def geometry(m: Model) -> Geometry:
+    """The parameter groups and layer kinds of ``m`` (cached: a model's geometry never changes)."""
     embedding = float(m.vocab * m.hidden)
     head = 0.0 if m.tie_embeddings else float(m.vocab * m.hidden)
     ffn_mats = 3 if m.ffn == "gated" else 2

@@ -127,8 +127,17 @@ def predict_entries(hw, model, quant, runtime, workload, kv, gpus: int = 1, prof
                    profiles=profiles)
 
 
+#: the result fields a `Prediction` is made of
+_PREDICTION_INPUTS = ("weights_bytes", "weights_gpu_bytes", "kv_gpu_bytes", "workspace_gpu_bytes", "overhead_gpu_bytes",
+                      "usable_gpu_bytes", "fits", "kv_budget_gpu_bytes", "max_batch", "max_context", "ttft_s",
+                      "ttft_low_s", "ttft_high_s", "prefill_tok_s", "prefill_low_tok_s", "prefill_high_tok_s",
+                      "prefill_ceiling_tok_s", "prefill_compute_share", "decode_tok_s", "decode_low_tok_s",
+                      "decode_high_tok_s", "decode_ceiling_tok_s", "throughput_tok_s", "decode_compute_s",
+                      "decode_memory_s", "knee_batch", "decode_bytes", "decode_flops")
+
+
 def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
-    v = {k: float(np.asarray(getattr(r, k)).reshape(-1)[0]) for k in r.names()}
+    v = _first_values(r, _PREDICTION_INPUTS)
     hw, w, gpus = cfg.hardware, cfg.workload, cfg.gpus
     peak, used_dtype, wanted_dtype = compute_peak(hw, cfg.runtime, cfg.quant)
     weights = v["weights_bytes"] / GB
@@ -166,6 +175,15 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
         bandwidth_gb_s=hw.bandwidth_gb_s, peak_tflops=peak, compute_dtype=used_dtype,
         efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes),
     )
+
+
+def _first_values(r: Result, names=None) -> dict[str, float]:
+    """The result of a single configuration as plain floats (all fields, or ``names``)."""
+    out = {}
+    for k in names or r.names():
+        a = getattr(r, k)
+        out[k] = float(a) if np.ndim(a) == 0 else float(np.ravel(a)[0])
+    return out
 
 
 # ---- curves ----------------------------------------------------------------------------------------
@@ -294,7 +312,7 @@ def roofline(cat: "Catalog", cfg: Config) -> Roofline:
     cfg.check(check_context=False)
     eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
     r = evaluate_config(cfg, eff)
-    v = {k: float(np.asarray(getattr(r, k)).reshape(-1)[0]) for k in r.names()}
+    v = _first_values(r)
     hw = cfg.hardware
     peak, used, _ = compute_peak(hw, cfg.runtime, cfg.quant)
     roofs = {d: float(hw.peak_tflops(d)) for d in COMPUTE_DTYPES if hw.peak_tflops(d)}

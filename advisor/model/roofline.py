@@ -131,44 +131,82 @@ class Result:
 
     def names(self) -> list[str]:
         """The fields this result has values for (a memory-only result has no speeds)."""
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+        return [name for name in RESULT_FIELDS if getattr(self, name) is not None]
 
 
-def _split(x: Inputs, ft) -> tuple:
-    n = np.asarray(x.gpus, ft)
-    tpm = np.asarray(x.tensor_parallel, bool)
-    return n, tpm, np.where(tpm, n, 1.0), np.where(tpm, 1.0, n)
+RESULT_FIELDS = tuple(f.name for f in fields(Result))
+
+
+def _where(cond, a, b):
+    """np.where, short-cut for plain numbers (a single prediction), where it would make 0-d arrays."""
+    if np.ndim(cond) == 0 and np.ndim(a) == 0 and np.ndim(b) == 0:
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
+def _arr(v, ft):
+    """``v`` in the working dtype: an array, or a numpy scalar when it is a single number (numpy
+    scalar arithmetic is several times faster than 0-d arrays, and one prediction is all scalars)."""
+    a = np.asarray(v, ft)
+    return a[()] if a.ndim == 0 else a
+
+
+class _Arrays:
+    """The inputs as arrays of the working dtype, converted once per evaluation and shared by the
+    three steps, plus the terms they all use (GPU split, KV per sequence, fixed costs)."""
+
+    def __init__(self, g: Geometry, x: Inputs, ft):
+        self.ft = ft
+        self.n = _arr(x.gpus, ft)
+        self.tpm = np.asarray(x.tensor_parallel, bool)
+        self.tp = _arr(_where(self.tpm, self.n, 1.0), ft)
+        self.pp = _arr(_where(self.tpm, 1.0, self.n), ft)
+        self.B = _arr(x.batch, ft)
+        self.s = _arr(x.prompt, ft)
+        self.o = _arr(x.output, ft)
+        self.d = _arr(x.depth, ft)
+        self.bw = _arr(x.bandwidth_gb_s, ft) * 1e9
+        self.peak = _arr(x.peak_tflops, ft) * 1e12
+        self.link = _arr(x.link_gb_s, ft) * 1e9
+        self.bits = WeightBits(*(_arr(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding,
+                                                              x.bits.head)))
+        e = x.eff
+        self.eta_bw, self.eta_c, self.eta_att = (_arr(v, ft) for v in (e.decode_bw_fraction,
+                                                                             e.prefill_compute_fraction,
+                                                                             e.attention_compute_fraction))
+        self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
+        self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
+        # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
+        self.fixed = g.layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
+        self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
+        self.kv = _Kv(g, self, _arr(x.kv_bits, ft))
 
 
 class _Kv:
     """KV (and linear-attention state) bytes per sequence per GPU as a function of context."""
 
-    def __init__(self, g: Geometry, x: Inputs, ft):
-        n, tpm, tp, _ = _split(x, ft)
-        self.kvb = np.asarray(x.kv_bits, ft) / 8.0
+    def __init__(self, g: Geometry, a: _Arrays, kv_bits):
+        self.kvb = kv_bits / 8.0
         self.window = float(g.window) if g.window else np.inf
         per_layer = float(g.kv_elems_per_layer)
         # GQA heads split across tensor-parallel GPUs (replicated when fewer than GPUs); MLA's
         # latent KV is replicated on every GPU; a layer split gives each GPU its layers' share
-        tp_share = np.ceil(g.kv_heads / tp) / g.kv_heads if g.kv_splits else np.ones_like(tp)
-        kv_share = np.where(tpm, tp_share, 1.0 / n)
+        tp_share = np.ceil(g.kv_heads / a.tp) / g.kv_heads if g.kv_splits else np.ones_like(a.tp)
+        kv_share = _where(a.tpm, tp_share, 1.0 / a.n)
         self.full = g.full_layers * per_layer * kv_share
         self.slide = g.sliding_layers * per_layer * kv_share
-        self.state = g.linear_layers * g.linear_state_bytes / n
+        self.state = g.linear_layers * g.linear_state_bytes / a.n
 
     def __call__(self, c):
         return self.kvb * (self.full * c + self.slide * np.minimum(c, self.window)) + self.state
 
 
-def memory_plan(g: Geometry, x: Inputs, ft=np.float64) -> Result:
+def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
     """Weights, KV at the longest context, workspace and overhead against usable memory."""
-    n = np.asarray(x.gpus, ft)
-    bits = WeightBits(*(np.asarray(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding, x.bits.head)))
-    weights_total = weight_bytes(g, bits)
+    ft, n, kv, B = a.ft, a.n, a.kv, a.B
+    weights_total = weight_bytes(g, a.bits)
     weights_gpu = weights_total / n
-    kv = _Kv(g, x, ft)
-    B = np.asarray(x.batch, ft)
-    c_max = np.asarray(x.depth, ft) + np.asarray(x.prompt, ft) + np.asarray(x.output, ft)
+    c_max = a.d + a.s + a.o
     seq_bytes = kv(c_max)
     kv_need = B * seq_bytes
     ffn_act = g.experts_per_token * g.moe_intermediate if g.experts else g.intermediate
@@ -180,22 +218,22 @@ def memory_plan(g: Geometry, x: Inputs, ft=np.float64) -> Result:
     overhead = np.asarray(x.overhead_gb, ft) * 1e9
     frac = np.asarray(x.memory_fraction, ft)
     free_after_weights = capacity - reserve - overhead - weights_gpu - workspace
-    kv_budget = np.where(np.asarray(x.memory_of_free, bool), frac * free_after_weights,
+    kv_budget = _where(np.asarray(x.memory_of_free, bool), frac * free_after_weights,
                          capacity * frac - reserve - overhead - weights_gpu - workspace)
     usable = kv_budget + weights_gpu + workspace + overhead
     fits = (kv_budget >= kv_need) & (kv_budget >= 0)
     W = kv.window
     # the branches np.where discards may divide by ~0 and overflow float32: silence them
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        max_batch = np.where(kv_budget > 0, np.floor(kv_budget / np.maximum(seq_bytes, 1e-30)), 0.0)
+        max_batch = _where(kv_budget > 0, np.floor(kv_budget / np.maximum(seq_bytes, 1e-30)), 0.0)
         # longest context at B=1: kv(c) <= budget, piecewise linear in c
         rem = (kv_budget - kv.state) / kv.kvb
         both = kv.full + kv.slide
         below_window = rem / np.maximum(both, 1e-30)
-        above_window = np.where(kv.full > 0, W + (rem - both * W) / np.maximum(kv.full, 1e-30), np.inf)
-        ctx = np.where(rem >= both * W, above_window, below_window)
+        above_window = _where(kv.full > 0, W + (rem - both * W) / np.maximum(kv.full, 1e-30), np.inf)
+        ctx = _where(rem >= both * W, above_window, below_window)
     max_context = np.clip(np.floor(np.nan_to_num(ctx, posinf=g.native_context)), 0, g.native_context)
-    max_context = np.where(kv_budget > 0, max_context, 0.0)
+    max_context = _where(kv_budget > 0, max_context, 0.0)
     max_batch = np.minimum(max_batch, MAX_BATCH)
     return Result(
         weights_bytes=weights_total, weights_gpu_bytes=weights_gpu, kv_gpu_bytes=kv_need, kv_seq_bytes=seq_bytes,
@@ -204,34 +242,23 @@ def memory_plan(g: Geometry, x: Inputs, ft=np.float64) -> Result:
         max_context=max_context)
 
 
-def _fixed_costs(g: Geometry, x: Inputs, ft):
-    """Per-pass fixed cost (layers · τ_layer + τ_step), s."""
-    return g.layers * np.asarray(x.eff.layer_overhead_us, ft) * 1e-6 + np.asarray(x.eff.step_overhead_us, ft) * 1e-6
-
-
 def _exchanges(g: Geometry, tp, pp):
     """GPU-to-GPU messages per forward pass: two all-reduces per layer under tensor parallel,
     one hand-over between consecutive stages under a layer split."""
-    return (np.where(tp > 1, 2.0 * g.layers, 0.0) + np.where(pp > 1, pp - 1, 0.0)).astype(tp.dtype)
+    return _arr(_where(tp > 1, 2.0 * g.layers, 0.0) + _where(pp > 1, pp - 1, 0.0), tp.dtype)
 
 
 def _transfer_s(g: Geometry, tokens, tp, pp, link):
     """Time on the link for the activations of ``tokens`` tokens in one forward pass: a ring
     all-reduce moves 2·(tp−1)/tp of the message twice per layer; a stage hand-over moves it once."""
-    per_byte = (np.where(tp > 1, 2.0 * g.layers * 2.0 * (tp - 1) / tp, 0.0) + np.where(pp > 1, pp - 1, 0.0)) / link
-    return per_byte.astype(link.dtype) * (tokens * (g.hidden * ACTIVATION_BYTES))
+    per_byte = (_where(tp > 1, 2.0 * g.layers * 2.0 * (tp - 1) / tp, 0.0) + _where(pp > 1, pp - 1, 0.0)) / link
+    return _arr(per_byte, link.dtype) * (tokens * (g.hidden * ACTIVATION_BYTES))
 
 
-def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
+def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     """Time per output token (averaged over the output by Simpson's rule), its roofline
     coordinates at the middle step, its 100 % ceiling and the knee batch."""
-    n, tpm, tp, pp = _split(x, ft)
-    B = np.asarray(x.batch, ft)
-    bw = np.asarray(x.bandwidth_gb_s, ft) * 1e9
-    peak = np.asarray(x.peak_tflops, ft) * 1e12
-    link = np.asarray(x.link_gb_s, ft) * 1e9
-    bits = WeightBits(*(np.asarray(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding, x.bits.head)))
-    kv = _Kv(g, x, ft)
+    n, tp, pp, B, bw, peak, link, bits, kv = a.n, a.tp, a.pp, a.B, a.bw, a.peak, a.link, a.bits, a.kv
     W = kv.window
     out_params = g.output_params
     attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)   # FLOPs per token per layer per context token
@@ -241,17 +268,13 @@ def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
 
     w_read = bytes_read(g, bits, g.expert_fraction(B))
     dec_flops_lin = B * 2.0 * (g.flops_params_per_token + out_params)
-    eta_bw = np.asarray(x.eff.decode_bw_fraction, ft)
-    eta_c = np.asarray(x.eff.prefill_compute_fraction, ft)
-    fixed = _fixed_costs(g, x, ft)
-    lat = np.asarray(x.eff.allreduce_latency_us, ft) * 1e-6
+    eta_bw, eta_c, fixed, lat = a.eta_bw, a.eta_c, a.fixed, a.lat
     exchanges = _exchanges(g, tp, pp)
     transfer = _transfer_s(g, B, tp, pp, link)
     comm = exchanges * lat + transfer
 
-    d = np.asarray(x.depth, ft)
-    c0 = d + np.asarray(x.prompt, ft)
-    c1 = c0 + np.asarray(x.output, ft)
+    c0 = a.d + a.s
+    c1 = c0 + a.o
     cm = 0.5 * (c0 + c1)
     eff_bw, eff_c = bw * eta_bw, peak * eta_c
     w_tp = w_read / tp
@@ -286,8 +309,8 @@ def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
     # KV reads grow with B too and push the real knee higher, or remove it at long context.
     f1 = 2.0 * (g.flops_params_per_token + out_params) / tp
     knee = bytes_read(g, bits, 1.0) / tp * peak / (bw * f1)
-    low = decode_tok_s * np.asarray(x.eff.decode_low, ft)
-    high = np.fmin(decode_tok_s * np.asarray(x.eff.decode_high, ft), ceiling)  # never above the roofline
+    low = decode_tok_s * a.decode_band[0]
+    high = np.fmin(decode_tok_s * a.decode_band[1], ceiling)  # never above the roofline
     return {
         "decode_tok_s": decode_tok_s, "decode_low_tok_s": low, "decode_high_tok_s": high,
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
@@ -300,17 +323,10 @@ def decode_step(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
     }
 
 
-def prefill(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
+def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     """Time to process B prompts of s tokens after d cached ones, in micro-batches of the
     runtime's workspace: linear and attention FLOPs, weight reads per micro-batch, fixed costs."""
-    n, tpm, tp, pp = _split(x, ft)
-    B = np.asarray(x.batch, ft)
-    s = np.asarray(x.prompt, ft)
-    d = np.asarray(x.depth, ft)
-    bw = np.asarray(x.bandwidth_gb_s, ft) * 1e9
-    peak = np.asarray(x.peak_tflops, ft) * 1e12
-    link = np.asarray(x.link_gb_s, ft) * 1e9
-    bits = WeightBits(*(np.asarray(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding, x.bits.head)))
+    ft, tp, pp, B, s, d, bw, peak, link, bits = a.ft, a.tp, a.pp, a.B, a.s, a.d, a.bw, a.peak, a.link, a.bits
     W = float(g.window) if g.window else np.inf
     attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)
     ws_tok = np.asarray(x.workspace_tokens, ft)
@@ -321,11 +337,7 @@ def prefill(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
     lin = 2.0 * g.flops_params_per_token * T + 2.0 * g.output_params * B  # logits of the last token only
     # causal attention: each prompt token attends to the cache and half the prompt on average
     att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
-    eta_c = np.asarray(x.eff.prefill_compute_fraction, ft)
-    eta_att = np.asarray(x.eff.attention_compute_fraction, ft)
-    eta_bw = np.asarray(x.eff.decode_bw_fraction, ft)
-    fixed = _fixed_costs(g, x, ft)
-    lat = np.asarray(x.eff.allreduce_latency_us, ft) * 1e-6
+    eta_c, eta_att, eta_bw, fixed, lat = a.eta_c, a.eta_att, a.eta_bw, a.fixed, a.lat
     exchanges = ub * _exchanges(g, tp, pp)
     transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
     # per-configuration coefficients first, so that few operations run over configurations × batches
@@ -337,13 +349,13 @@ def prefill(g: Geometry, x: Inputs, ft=np.float64) -> dict[str, Any]:
     t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_gpu / bw)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        tok_s = np.where(has_prompt, T / t, np.nan)
-        ceiling = np.where(has_prompt, T / t_ceil, np.nan)
-        share = np.where(has_prompt, (lin + att) * (1.0 / (tp * peak)) / np.maximum(t_ceil, 1e-30), np.nan)
-    low = tok_s * np.asarray(x.eff.prefill_low, ft)
-    high = np.fmin(tok_s * np.asarray(x.eff.prefill_high, ft), ceiling)
+        tok_s = _where(has_prompt, T / t, np.nan)
+        ceiling = _where(has_prompt, T / t_ceil, np.nan)
+        share = _where(has_prompt, (lin + att) * (1.0 / (tp * peak)) / np.maximum(t_ceil, 1e-30), np.nan)
+    low = tok_s * a.prefill_band[0]
+    high = np.fmin(tok_s * a.prefill_band[1], ceiling)
     return {
-        "prefill_s": np.where(has_prompt, t, 0.0), "prefill_tok_s": tok_s, "prefill_low_tok_s": low,
+        "prefill_s": _where(has_prompt, t, 0.0), "prefill_tok_s": tok_s, "prefill_low_tok_s": low,
         "prefill_high_tok_s": high, "prefill_ceiling_tok_s": ceiling, "prefill_linear_flops": lin_gpu,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
@@ -358,21 +370,21 @@ def evaluate(g: Geometry, x: Inputs, memory_only: bool = False, dtype=np.float64
     sweeps over hundreds of thousands of configurations use float32 (7 significant digits), which
     halves the memory traffic.
     """
-    plan = memory_plan(g, x, dtype)
+    a = _Arrays(g, x, dtype)
+    plan = memory_plan(g, x, a)
     if memory_only:
         return plan
-    dec = decode_step(g, x, dtype)
-    pre = prefill(g, x, dtype)
+    dec = decode_step(g, a)
+    pre = prefill(g, x, a)
     first_step = dec.pop("_first_step_s")
-    has_prompt = np.asarray(x.batch, dtype) * np.asarray(x.prompt, dtype) > 0
+    has_prompt = a.B * a.s > 0
     # The first token comes out of the prefill pass; with no prompt it takes one decode step.
     # Its band follows the pass that produced it.
-    ttft = np.where(has_prompt, pre["prefill_s"], first_step)
+    ttft = _where(has_prompt, pre["prefill_s"], first_step)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ttft_low = np.where(has_prompt, ttft * pre["prefill_tok_s"] / pre["prefill_high_tok_s"],
+        ttft_low = _where(has_prompt, ttft * pre["prefill_tok_s"] / pre["prefill_high_tok_s"],
                             ttft * dec["decode_tok_s"] / dec["decode_high_tok_s"])
-        ttft_high = np.where(has_prompt, ttft / np.asarray(x.eff.prefill_low, dtype),
-                             ttft / np.asarray(x.eff.decode_low, dtype))
+        ttft_high = _where(has_prompt, ttft / a.prefill_band[0], ttft / a.decode_band[0])
     return replace(plan, **dec, **pre, ttft_s=ttft, ttft_low_s=ttft_low, ttft_high_s=ttft_high)
 
 
