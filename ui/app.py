@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--view", metavar="NAME", choices=VIEW_NAMES, help="tab to show first: " + ", ".join(VIEW_NAMES))
     p.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this file")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot (default 1400x900)")
+    p.add_argument("--theme", choices=("system", "light", "dark"), default="system",
+                   help="colours: follow the system (default), or force light or dark")
     # for benchmarks/gui.py: print a marker on the first painted frame and quit
     p.add_argument("--first-paint-exit", action="store_true", help=argparse.SUPPRESS)
     return p
@@ -36,8 +38,8 @@ def no_display() -> bool:
             and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"))
 
 
-def apply_theme(app) -> None:
-    """Fusion style, dark palette when the system asks for it; plots follow the palette."""
+def apply_theme(app, theme: str = "system") -> None:
+    """Fusion style, dark palette when the system (or ``theme``) asks for it; plots follow the palette."""
     import pyqtgraph as pg
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QColor, QPalette
@@ -48,6 +50,8 @@ def apply_theme(app) -> None:
         dark = app.styleHints().colorScheme() == Qt.ColorScheme.Dark
     except AttributeError:  # Qt < 6.5
         pass
+    if theme != "system":
+        dark = theme == "dark"
     if dark:
         pal = QPalette()
         for role, colour in ((QPalette.ColorRole.Window, "#2b2d30"), (QPalette.ColorRole.WindowText, "#dfe1e5"),
@@ -66,7 +70,7 @@ def apply_theme(app) -> None:
     pg.setConfigOptions(antialias=True, background=c["bg"], foreground=c["fg"])
 
 
-def create_app(argv: list[str]):
+def create_app(argv: list[str], theme: str = "system"):
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
@@ -81,7 +85,7 @@ def create_app(argv: list[str]):
     import advisor
 
     app.setApplicationVersion(advisor.__version__)
-    apply_theme(app)
+    apply_theme(app, theme)
     return app
 
 
@@ -106,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
-    app = create_app([])
+    app = create_app([], args.theme)
     from ui import errors
     from ui.main_window import MainWindow
     from ui.settings import Settings

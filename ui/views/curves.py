@@ -26,17 +26,19 @@ def log_points(lo: int, hi: int, n: int = N_POINTS) -> np.ndarray:
     return np.unique(np.round(np.geomspace(lo, hi, n)).astype(np.int64))
 
 
-class Fill(pg.FillBetweenItem):
-    """A FillBetweenItem that recomputes its path only when told (`refresh`), not on every change of
-    either curve: a view sets both curves, then refreshes once (saves ~5 ms per input change)."""
+class Area:
+    """A filled region between two series: one closed polygon drawn with ``fillLevel='enclosed'``.
+    (pyqtgraph's FillBetweenItem rebuilds its path from both curves' paths on every change, ~0.4 ms each;
+    fifteen of them were a fifth of an input change.)"""
 
-    def setCurves(self, curve1, curve2):  # noqa: N802 - pyqtgraph name
-        super().setCurves(curve1, curve2)
-        for c in self.curves:
-            c.sigPlotChanged.disconnect(self.curveChanged)
+    def __init__(self, plot: pg.PlotItem, brush, name: str | None = None):
+        self.item = plot.plot([], [], pen=INVISIBLE, fillLevel="enclosed", brush=brush, name=name)
 
-    def refresh(self) -> None:
-        self.updatePath()
+    def set(self, x, lo, hi) -> None:
+        x, lo, hi = (np.asarray(a, dtype=float) for a in (x, lo, hi))
+        ok = np.isfinite(x) & np.isfinite(lo) & np.isfinite(hi)
+        x, lo, hi = x[ok], lo[ok], hi[ok]
+        self.item.setData(np.concatenate([x, x[::-1]]), np.concatenate([hi, lo[::-1]]))
 
 
 def _alpha(colour: str, a: int) -> pg.QtGui.QColor:
@@ -45,24 +47,43 @@ def _alpha(colour: str, a: int) -> pg.QtGui.QColor:
     return c
 
 
+def frame(plot: pg.PlotItem, xs, ys, logx: bool = True, logy: bool = True, y0: float | None = None) -> bool:
+    """Set the plot's range by hand, and only when the data left it or shrank to under half of it:
+    the axes then stay still while a slider moves (no tick regeneration, no second paint, no jumping)."""
+    x = np.concatenate([np.asarray(a, dtype=float).ravel() for a in xs])
+    y = np.concatenate([np.asarray(a, dtype=float).ravel() for a in ys])
+    x = x[np.isfinite(x) & ((x > 0) if logx else True)]
+    y = y[np.isfinite(y) & ((y > 0) if logy else True)]
+    if not len(x) or not len(y):
+        return False
+    x0, x1 = (np.log10(x.min()), np.log10(x.max())) if logx else (x.min(), x.max())
+    ylo, yhi = (np.log10(y.min()), np.log10(y.max())) if logy else (min(y.min(), y0 if y0 is not None else y.min()), y.max())
+    want = [(x0, x1 if x1 > x0 else x0 + 1), (ylo, yhi if yhi > ylo else ylo + 1)]
+    (cx0, cx1), (cy0, cy1) = plot.vb.viewRange()
+    have = getattr(plot, "_framed", None)
+    if have is not None:
+        inside = all(c0 <= w0 and w1 <= c1 for (w0, w1), (c0, c1) in zip(want, ((cx0, cx1), (cy0, cy1))))
+        big_enough = all((w1 - w0) > 0.5 * (c1 - c0) for (w0, w1), (c0, c1) in zip(want, ((cx0, cx1), (cy0, cy1))))
+        if inside and big_enough:
+            return False
+    pad = [0.04 * (w1 - w0) for w0, w1 in want]
+    plot.setRange(xRange=(want[0][0] - pad[0], want[0][1] + pad[0]),
+                  yRange=(want[1][0] - pad[1] * (0 if (not logy and y0 is not None) else 1), want[1][1] + pad[1] * 3),
+                  padding=0)
+    plot._framed = want
+    return True
+
+
 class Band:
     """A line with a shaded band (low–high) around it; all items made once."""
 
     def __init__(self, plot: pg.PlotItem, colour: str, name: str, width: float = 2.0):
-        # an invisible pen, not pen=None: with no pen pyqtgraph builds no path, and the fill stays empty
-        self.lo = pg.PlotDataItem([], [], pen=INVISIBLE)
-        self.hi = pg.PlotDataItem([], [], pen=INVISIBLE)
-        self.fill = Fill(self.lo, self.hi, brush=_alpha(colour, 50))
-        plot.addItem(self.lo)
-        plot.addItem(self.hi)
-        plot.addItem(self.fill)
+        self.area = Area(plot, _alpha(colour, 50))
         self.line = plot.plot([], [], pen=pg.mkPen(colour, width=width), name=name)
 
     def set(self, x, y, lo, hi) -> None:
-        self.lo.setData(x, lo)
-        self.hi.setData(x, hi)
+        self.area.set(x, lo, hi)
         self.line.setData(x, y)
-        self.fill.refresh()
 
 
 class CurvesView(LazyView):
@@ -88,6 +109,7 @@ class CurvesView(LazyView):
                 p.getAxis(ax).enableAutoSIPrefix(False)
             p.setMenuEnabled(False)
             p.addLegend(offset=(-5, 5), labelTextSize="7pt")
+            p.disableAutoRange()  # framed by hand in render (see `frame`)
             return p
 
         # 1 decode vs batch
@@ -131,34 +153,27 @@ class CurvesView(LazyView):
 
     def _stack(self, plot: pg.PlotItem) -> dict[str, object]:
         col = self.colors
-        base = pg.PlotDataItem([], [], pen=INVISIBLE)
-        plot.addItem(base)
         tops, fills = [], []
-        prev = base
         for _, label, ck in MEMORY_LAYERS:
-            top = plot.plot([], [], pen=pg.mkPen(col[ck], width=1), name=label)
-            fill = Fill(prev, top, brush=_alpha(col[ck], 110))
-            plot.addItem(fill)
-            tops.append(top)
-            fills.append(fill)
-            prev = top
+            fills.append(Area(plot, _alpha(col[ck], 110)))
+            tops.append(plot.plot([], [], pen=pg.mkPen(col[ck], width=1), name=label))
         usable = plot.plot([], [], pen=pg.mkPen(col["d"], width=2, style=Qt.PenStyle.DashLine), name="usable")
-        free = Fill(prev, usable, brush=_alpha(col["muted"], 35))
-        plot.addItem(free)
+        free = Area(plot, _alpha(col["muted"], 35))
         now = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["muted"], style=Qt.PenStyle.DotLine))
         plot.addItem(now, ignoreBounds=True)
-        return {"base": base, "tops": tops, "usable": usable, "now": now, "fills": fills + [free]}
+        return {"tops": tops, "usable": usable, "now": now, "fills": fills, "free": free}
 
     def _fill_stack(self, stack, c, x, now_x) -> None:
         acc = np.zeros_like(x, dtype=float)
-        stack["base"].setData(x, acc.copy())
-        for (attr, _, _), top in zip(MEMORY_LAYERS, stack["tops"]):
+        for (attr, _, _), top, area in zip(MEMORY_LAYERS, stack["tops"], stack["fills"]):
+            below = acc
             acc = acc + np.nan_to_num(np.asarray(getattr(c, attr), dtype=float))
-            top.setData(x, acc.copy())
-        stack["usable"].setData(x, np.asarray(c.usable_gb, dtype=float))
+            top.setData(x, acc)
+            area.set(x, below, acc)
+        usable = np.asarray(c.usable_gb, dtype=float)
+        stack["usable"].setData(x, usable)
+        stack["free"].set(x, acc, np.maximum(acc, usable))
         stack["now"].setPos(math.log10(max(now_x, 1)))
-        for f in stack["fills"]:
-            f.refresh()
 
     def render(self) -> None:
         s = self.session
@@ -208,4 +223,13 @@ class CurvesView(LazyView):
             self.ctx_ceiling.setData(x, cd.decode_ceiling_tok_s)
             self.ctx_now.setData([wl.depth_tokens + wl.prompt_tokens + wl.output_tokens], [p.decode_tok_s])
             self._fill_stack(self.mem_ctx, cd, x, wl.depth_tokens + wl.prompt_tokens + wl.output_tokens)
+        if cb is not None:
+            frame(self.p_batch, [cb.x], [cb.decode_low_tok_s, cb.throughput_high_tok_s, cb.decode_ceiling_tok_s])
+            frame(self.p_mem_batch, [cb.x], [self.mem_batch["tops"][-1].yData, cb.usable_gb], logy=False, y0=0.0)
+        if cp is not None:
+            frame(self.p_prompt, [cp.x], [cp.ttft_low_ms, cp.ttft_high_ms, ceiling])
+            frame(self.p_prefill, [cp.x], [cp.prefill_low_tok_s, cp.prefill_high_tok_s, cp.prefill_ceiling_tok_s])
+        if cd is not None:
+            frame(self.p_ctx, [x], [cd.decode_low_tok_s, cd.decode_ceiling_tok_s])
+            frame(self.p_mem_ctx, [x], [self.mem_ctx["tops"][-1].yData, cd.usable_gb], logy=False, y0=0.0)
         self.data = {"batch": cb, "prompt": cp, "depth": cd}

@@ -56,7 +56,7 @@ class RooflineView(LazyView):
         for name, (label, ck, sym) in POINT_STYLE.items():
             size = 13 if name in ("prefill", "decode") else 10
             self.points[name] = pi.plot([], [], pen=None, symbol=sym, symbolSize=size, symbolBrush=col[ck],
-                                        symbolPen=pg.mkPen(col["fg"], width=0.6), name=label)
+                                        symbolPen=pg.mkPen(col["fg"], width=0.6))
             t = pg.TextItem("", color=col[ck], anchor=(0, 1.1))
             pi.addItem(t, ignoreBounds=True)
             self.labels[name] = t
@@ -68,6 +68,7 @@ class RooflineView(LazyView):
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.current: dict[str, object] = {}
         self._roof_key = None
+        self._in_legend: set[str] = set()
 
     # ------------------------------------------------------------------
     def render(self) -> None:
@@ -137,6 +138,12 @@ class RooflineView(LazyView):
                 item.setVisible(False)
                 self.labels[name].setVisible(False)
         self.bands.setData(bx, by, connect="pairs")
+        if seen != self._in_legend:  # the legend lists only the points on the chart (all-reduce comes and goes)
+            self._in_legend = seen
+            self.legend.clear()
+            for name in POINT_STYLE:
+                if name in seen:
+                    self.legend.addItem(self.points[name], POINT_STYLE[name][0])
         self.current = {p.name: p for p in r.points}
         roof_key = (self.session.cfg.hardware.key, self.session.cfg.gpus, tuple(sorted(roofs)))
         if roof_key != self._roof_key:  # re-frame only when the device changes, not on every slider step
