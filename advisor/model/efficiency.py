@@ -86,6 +86,10 @@ class Efficiency:
         """The elements ``index`` of an `Efficiency` of arrays (numpy fancy indexing)."""
         return replace(self, **{f: np.asarray(getattr(self, f))[index] for f in RATE_FIELDS + BAND_FIELDS})
 
+    def take_flat(self, flat_index) -> "Efficiency":
+        """The elements at ``flat_index`` of the raveled arrays (one gather instead of a 2-D one)."""
+        return replace(self, **{f: np.ravel(getattr(self, f)).take(flat_index) for f in RATE_FIELDS + BAND_FIELDS})
+
 
 #: 100 % of both roofs and no fixed costs: the plain roofline most calculators print.
 IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, basis="ideal roofline", level="ideal")

@@ -105,7 +105,7 @@ class Tables:
             peak_tflops=self.peak[h, r, q], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
-            gpus=g, eff=self.eff.take((h, r)) if eff is None else eff,
+            gpus=g, eff=self.eff.take_flat(h * len(self.runtimes) + r) if eff is None else eff,
             batch=batch, prompt=prompt, output=output, depth=depth)
 
     def indices(self, section: str, keys: Sequence[str] | None) -> np.ndarray:

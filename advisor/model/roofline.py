@@ -144,6 +144,16 @@ def _where(cond, a, b):
     return np.where(cond, a, b)
 
 
+def _choose(cond, if_true, if_false):
+    """np.where(cond, if_true(), if_false()), computing a branch only where some element takes it
+    (in a sweep every configuration usually has a prompt: the other branch would be wasted)."""
+    if np.all(cond):
+        return if_true()
+    if not np.any(cond):
+        return if_false()
+    return np.where(cond, if_true(), if_false())
+
+
 def _arr(v, ft):
     """``v`` in the working dtype: an array, or a numpy scalar when it is a single number (numpy
     scalar arithmetic is several times faster than 0-d arrays, and one prediction is all scalars)."""
@@ -349,13 +359,14 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_gpu / bw)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        tok_s = _where(has_prompt, T / t, np.nan)
-        ceiling = _where(has_prompt, T / t_ceil, np.nan)
-        share = _where(has_prompt, (lin + att) * (1.0 / (tp * peak)) / np.maximum(t_ceil, 1e-30), np.nan)
+        tok_s = _choose(has_prompt, lambda: T / t, lambda: np.nan)
+        ceiling = _choose(has_prompt, lambda: T / t_ceil, lambda: np.nan)
+        share = _choose(has_prompt, lambda: (lin + att) * (1.0 / (tp * peak)) / np.maximum(t_ceil, 1e-30),
+                        lambda: np.nan)
     low = tok_s * a.prefill_band[0]
     high = np.fmin(tok_s * a.prefill_band[1], ceiling)
     return {
-        "prefill_s": _where(has_prompt, t, 0.0), "prefill_tok_s": tok_s, "prefill_low_tok_s": low,
+        "prefill_s": _choose(has_prompt, lambda: t, lambda: 0.0), "prefill_tok_s": tok_s, "prefill_low_tok_s": low,
         "prefill_high_tok_s": high, "prefill_ceiling_tok_s": ceiling, "prefill_linear_flops": lin_gpu,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
@@ -380,11 +391,11 @@ def evaluate(g: Geometry, x: Inputs, memory_only: bool = False, dtype=np.float64
     has_prompt = a.B * a.s > 0
     # The first token comes out of the prefill pass; with no prompt it takes one decode step.
     # Its band follows the pass that produced it.
-    ttft = _where(has_prompt, pre["prefill_s"], first_step)
+    ttft = _choose(has_prompt, lambda: pre["prefill_s"], lambda: first_step)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ttft_low = _where(has_prompt, ttft * pre["prefill_tok_s"] / pre["prefill_high_tok_s"],
-                            ttft * dec["decode_tok_s"] / dec["decode_high_tok_s"])
-        ttft_high = _where(has_prompt, ttft / a.prefill_band[0], ttft / a.decode_band[0])
+        ttft_low = _choose(has_prompt, lambda: ttft * pre["prefill_tok_s"] / pre["prefill_high_tok_s"],
+                           lambda: ttft * dec["decode_tok_s"] / dec["decode_high_tok_s"])
+        ttft_high = _choose(has_prompt, lambda: ttft / a.prefill_band[0], lambda: ttft / a.decode_band[0])
     return replace(plan, **dec, **pre, ttft_s=ttft, ttft_low_s=ttft_low, ttft_high_s=ttft_high)
 
 

@@ -9,7 +9,7 @@ a row of batch sizes and handed to `advisor.model.roofline.evaluate` in one go.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -21,14 +21,19 @@ from advisor.model.inputs import Tables, tables_for
 from advisor.model.roofline import Result, Workload, evaluate
 
 
-class FlatValues(Mapping):
-    """A `Result` of (batches, configurations) arrays read as flat arrays, one element per
-    batch × configuration. Flattened on first access only: a caller that reads five of the
-    fifty fields does not pay for copying the other forty-five."""
+#: Configurations evaluated together: each temporary array of a chunk (× batch sizes) stays in
+#: the CPU's cache, which makes the whole sweep ~1.5× faster than one pass over everything.
+CHUNK = 4096
 
-    def __init__(self, result: Result, shape: tuple[int, int]):
-        self._result, self._shape = result, shape
-        self._names = result.names()
+
+class FlatValues(Mapping):
+    """`Result`s of (batches, configurations) arrays, one per chunk of configurations, read as
+    flat arrays with one element per batch × configuration (batch-major). A field is joined on
+    first access only: a caller that reads five of the fifty fields does not pay for the rest."""
+
+    def __init__(self, results: list[Result], batches: int, sizes: list[int]):
+        self._results, self._batches, self._sizes = results, batches, sizes
+        self._names = results[0].names() if results else []
         self._flat: dict[str, np.ndarray] = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
@@ -36,7 +41,8 @@ class FlatValues(Mapping):
         if v is None:
             if key not in self._names:
                 raise KeyError(key)
-            v = np.broadcast_to(getattr(self._result, key), self._shape).ravel()
+            parts = [np.broadcast_to(getattr(r, key), (self._batches, n)) for r, n in zip(self._results, self._sizes)]
+            v = np.concatenate(parts, axis=1).ravel() if parts else np.empty(0)
             self._flat[key] = v
         return v
 
@@ -47,22 +53,28 @@ class FlatValues(Mapping):
         return len(self._names)
 
 
-@dataclass(frozen=True)
 class SweepResult:
-    """Flat arrays, one element per configuration that can run × batch (batch-major)."""
+    """Flat arrays, one element per configuration that can run × batch (batch-major): the index
+    arrays into the tables (``hw``, ``rt``, ``q``, ``kv``), ``gpus``, ``batch`` and the ``values``."""
 
-    model: Model
-    tables: Tables
-    hw: np.ndarray
-    rt: np.ndarray
-    q: np.ndarray
-    kv: np.ndarray
-    gpus: np.ndarray
-    batch: np.ndarray
-    values: FlatValues
+    def __init__(self, model: Model, tables: Tables, configs: tuple[np.ndarray, ...], batches: np.ndarray,
+                 values: FlatValues):
+        self.model, self.tables, self.values = model, tables, values
+        self._configs, self._batches = configs, batches
+
+    def _flat(self, i: int) -> np.ndarray:
+        # built on first use: one configuration column repeated for every batch size
+        return np.tile(self._configs[i], self._batches.size)
+
+    hw = cached_property(lambda self: self._flat(0))
+    rt = cached_property(lambda self: self._flat(1))
+    q = cached_property(lambda self: self._flat(2))
+    kv = cached_property(lambda self: self._flat(3))
+    gpus = cached_property(lambda self: self._flat(4))
+    batch = cached_property(lambda self: np.repeat(self._batches, self._configs[0].size))
 
     def __len__(self) -> int:
-        return int(self.hw.size)
+        return int(self._configs[0].size * self._batches.size)
 
     def row(self, i: int) -> dict:
         """Configuration ``i`` with every value the sweep computed for it."""
@@ -92,20 +104,23 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
         ok &= ~t.expert_only[qi][None, None, :, None]
     a, b_, c, d = np.nonzero(ok)
     h, r, q, k = hi[a], ri[b_], qi[c], ki[d]
-    g_axis = np.asarray(gpus, dtype=int)
-    g = np.repeat(g_axis[None, :], h.size, axis=0).ravel()
-    h, r, q, k = (np.repeat(x, g_axis.size) for x in (h, r, q, k))
-    fits_count = g <= t.max_gpus[h]
-    h, r, q, k, g = h[fits_count], r[fits_count], q[fits_count], k[fits_count], g[fits_count]
+    # every combination at every GPU count the hardware is used with
+    g_axis = np.asarray(gpus, dtype=np.int32)
+    usable = g_axis[None, :] <= t.max_gpus[h][:, None]
+    pick, which = np.nonzero(usable)
+    h, r, q, k, g = h[pick], r[pick], q[pick], k[pick], g_axis[which]
     batches = np.asarray(batch if batch is not None else (workload.batch,), dtype=int)
     # per-configuration inputs are a row (1, N) and batch is a column (B, 1): terms that do not
     # depend on the batch are computed once per configuration, and the long axis is the last
     # one, so numpy's inner loops run over configurations (a short last axis is ~20× slower)
-    row = (lambda x: x[None, :])
-    x = t.gather(row(h), row(r), row(q), row(k), row(g).astype(np.float32), batch=batches[:, None],
-                 prompt=workload.prompt_tokens, output=workload.output_tokens, depth=workload.depth_tokens)
-    result = evaluate(geometry(model), x, memory_only=memory_only, dtype=np.float32)
-    shape = (batches.size, h.size)
-    h, r, q, k, g = (np.tile(v, batches.size) for v in (h, r, q, k, g))
-    b = np.repeat(batches, shape[1])
-    return SweepResult(model, t, h, r, q, k, g, b, FlatValues(result, shape))
+    geo = geometry(model)
+    g_f = g.astype(np.float32)
+    results, sizes = [], []
+    for start in range(0, max(h.size, 1), CHUNK):
+        part = slice(start, start + CHUNK)
+        x = t.gather(h[None, part], r[None, part], q[None, part], k[None, part], g_f[None, part],
+                     batch=batches[:, None], prompt=workload.prompt_tokens, output=workload.output_tokens,
+                     depth=workload.depth_tokens)
+        results.append(evaluate(geo, x, memory_only=memory_only, dtype=np.float32))
+        sizes.append(int(h[part].size))
+    return SweepResult(model, t, (h, r, q, k, g), batches, FlatValues(results, batches.size, sizes))
