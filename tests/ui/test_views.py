@@ -212,3 +212,22 @@ def test_about_and_copy(window):
     window.show_view("roofline")
     window.act_copy.trigger()
     assert "Llama" in QGuiApplication.clipboard().text()
+
+
+def test_unknown_name_is_reported_in_the_status_bar(window, qtbot):
+    before = window.session.cfg
+    picker = window.inputs.hw_picker
+    qtbot.keyClicks(picker.search, "zzz no such gpu 9999")
+    qtbot.keyClick(picker.search, Qt.Key.Key_Return)
+    assert window.session.cfg == before
+    assert "⚠" in window.statusBar().currentMessage()
+
+
+def test_model_filters_narrow_the_picker(window):
+    picker = window.inputs.model_picker
+    moe = picker.filters["is_moe"]
+    moe.setCurrentIndex(moe.findData("True"))
+    keys = [picker.combo.itemData(i) for i in range(picker.combo.count())]
+    cat = window.session.cat
+    assert all(cat.models[k].is_moe or k == window.session.cfg.model.key for k in keys)
+    assert len(keys) < len(cat.models)

@@ -13,6 +13,9 @@ from advisor.text.format import num
 from ui.widgets import LogSlider, fill_choices, memory_gib
 
 ALL = "All"
+#: what the first entry of each filter says, and how a value is shown
+FILTER_ALL = {"family": "All families", "is_moe": "Dense and MoE", "vendor": "All vendors", "kind": "All kinds"}
+FILTER_VALUE = {"is_moe": {"False": "Dense", "True": "MoE"}}
 PARALLELISM = (("", "runtime default"), ("tp", "tensor parallel (tp)"), ("pp", "layer split (pp)"))
 
 
@@ -89,13 +92,14 @@ class Picker(QWidget):
         """Refill the filters from the catalog (after a reload)."""
         for field, c in self.filters.items():
             values = sorted({str(getattr(e, field)) for e in self.entries().values()})
-            cur = c.currentText()
+            cur = c.currentData()
             c.blockSignals(True)
             c.clear()
-            c.addItem(ALL)
-            c.addItems(values)
-            if cur in values:
-                c.setCurrentText(cur)
+            c.addItem(FILTER_ALL.get(field, ALL), ALL)
+            for v in values:
+                c.addItem(FILTER_VALUE.get(field, {}).get(v, v), v)
+            i = c.findData(cur)
+            c.setCurrentIndex(max(i, 0))
             c.blockSignals(False)
         self._fill_combo()
 
@@ -103,7 +107,7 @@ class Picker(QWidget):
         return self.session.cfg.hardware.key if self.section == "hardware" else self.session.cfg.model.key
 
     def _fill_combo(self) -> None:
-        want = {f: c.currentText() for f, c in self.filters.items() if c.currentText() not in ("", ALL)}
+        want = {f: c.currentData() for f, c in self.filters.items() if c.currentData() not in (None, "", ALL)}
         current = self.current_key()
         items = [e for e in self.entries().values()
                  if all(str(getattr(e, f)) == v for f, v in want.items()) or e.key == current]
@@ -166,7 +170,7 @@ class InputsPanel(QScrollArea):
         lay = QVBoxLayout(g)
         self.model_picker = Picker(session, "models", (("family", "Family"), ("is_moe", "Dense/MoE")),
                                    "Search models…")
-        self.model_picker.filters["is_moe"].setToolTip("False = dense, True = mixture of experts")
+        self.model_picker.filters["is_moe"].setToolTip("Dense models or mixtures of experts (MoE)")
         lay.addWidget(self.model_picker)
         self.model_facts = QLabel()
         self.model_facts.setWordWrap(True)

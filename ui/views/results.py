@@ -173,9 +173,9 @@ class ResultsView(QWidget):
             basis = html.escape(p.efficiency_basis or "default efficiency profile")
             cal = "calibrated against measurements" if p.calibrated else "not calibrated against measurements"
             parts.append(f"<i>Efficiency profile: {basis} ({cal}).</i>")
-            flagged = [n for n in p.notes if any(w in n.lower() for w in ("borrow", "extrapolat", "profile"))]
-            for n in flagged:
-                parts.append(f"<i>{html.escape(n, quote=False)}</i>")
+            # the notes say when the profile is borrowed from other hardware or extrapolated
+            for n in p.notes:
+                parts.append(f"<i>Note: {html.escape(n, quote=False)}</i>")
         self.why_box.setHtml("<br>".join(parts))
         self.why_box.show()
 
