@@ -26,7 +26,8 @@ from advisor.data.errors import AdvisorError
 from advisor.model.config import configure
 from advisor.model.predict import predict
 from advisor.model.geometry import kv_bytes_per_token
-from advisor.text.format import duration_ms, json_text, num, table
+from advisor.text.format import json_text, table
+from advisor.text.summary import prediction_summary
 from advisor.data.userdata import write_atomic
 
 EXIT_OK, EXIT_UNMET, EXIT_USAGE, EXIT_NO_ACCELERATOR, EXIT_INTERNAL = 0, 1, 2, 3, 70
@@ -151,35 +152,7 @@ def _predict_one(cat: Catalog, **names: Any):
 
 
 def _print_prediction(p) -> None:
-    w = f"batch {p.batch}, prompt {p.prompt_tokens:,}, output {p.output_tokens:,}"
-    if p.depth_tokens:
-        w += f", {p.depth_tokens:,} tokens already cached"
-    gpus = f"{p.gpus} × " if p.gpus > 1 else ""
-    print(f"{p.model} · {p.quant} weights · {p.kv_dtype} KV cache · {p.runtime} on {gpus}{p.hardware}")
-    print(f"workload: {w}" + (f"; {p.parallelism}" if p.gpus > 1 else ""))
-    print()
-    verdict = "fits" if p.fits else f"DOES NOT FIT (short by {num(p.shortfall_gb)} GB)"
-    per = " per GPU" if p.gpus > 1 else ""
-    print(f"Memory{per}: {num(p.per_gpu_total_gb)} GB needed of {num(p.per_gpu_usable_gb)} GB usable — {verdict}")
-    print(f"  weights {num(p.weights_gb)} GB · KV cache {num(p.kv_gb)} GB · workspace {num(p.workspace_gb)} GB"
-          f" · runtime {num(p.overhead_gb)} GB   (totals over {p.gpus} GPU{'s' if p.gpus > 1 else ''})")
-    ctx = p.prompt_tokens + p.output_tokens + p.depth_tokens
-    print(f"  max batch at {ctx:,} tokens each: {p.max_batch:,} · max context at batch 1: {p.max_context:,} tokens"
-          f" · KV {num(p.kv_bytes_per_token / 1024)} KiB/token")
-    if p.prompt_tokens:
-        print(f"Prefill: TTFT {duration_ms(p.ttft_ms)} ({duration_ms(p.ttft_low_ms)}–{duration_ms(p.ttft_high_ms)})"
-              f" · {num(p.prefill_tok_s)} tok/s ({num(p.prefill_low_tok_s)}–{num(p.prefill_high_tok_s)})"
-              f" · ceiling {num(p.prefill_ceiling_tok_s)} · {p.prefill_bound}-bound")
-    else:
-        print(f"Prefill: none (no prompt) · first token after {duration_ms(p.ttft_ms)}")
-    if p.output_tokens:
-        print(f"Decode: {num(p.decode_tok_s)} tok/s per sequence ({num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)})"
-              f" · ceiling {num(p.decode_ceiling_tok_s)} · {p.bound}-bound · throughput {num(p.throughput_tok_s)} tok/s")
-        print(f"  roofline: {num(p.bandwidth_gb_s)} GB/s, {num(p.peak_tflops)} TFLOPS {p.compute_dtype}; "
-              f"weights alone turn compute-bound beyond batch ≈ {num(p.knee_batch)}")
-    print(f"Efficiency: {p.efficiency_basis}")
-    for note in p.notes:
-        print(f"note: {note}")
+    print("\n".join(prediction_summary(p)))
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
