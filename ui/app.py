@@ -1,6 +1,6 @@
 """Entry point of the desktop app: ``advisor-gui`` (and ``advisor`` with no arguments).
 
-    advisor-gui                          open the window
+    advisor-gui [SIZING.yaml]            open the window (and a saved sizing)
     advisor-gui --smoke                  start, load the whole catalog, render every view once, exit 0
     advisor-gui --screenshot FILE.png [--view NAME]   grab the window headless and exit
 """
@@ -21,6 +21,7 @@ NO_DISPLAY = ("advisor-gui: no display found (DISPLAY and WAYLAND_DISPLAY are un
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="advisor-gui", description="LLM hardware-sizing advisor — desktop app")
+    p.add_argument("file", nargs="?", help="a sizing file to open (.yaml or .json, saved with File → Save)")
     p.add_argument("--smoke", action="store_true", help="render every view once and exit (0 = all good)")
     p.add_argument("--screenshot", metavar="FILE.png", help="save a picture of the window and exit")
     p.add_argument("--view", metavar="NAME", choices=VIEW_NAMES, help="tab to show first: " + ", ".join(VIEW_NAMES))
@@ -135,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"advisor-gui: {exc}", file=sys.stderr)
             return 1
         raise
+    if args.file:
+        window.open_file(args.file)  # a bad file is reported in the status bar; the app still opens
     if args.view:
         window.show_view(args.view)
     if args.screenshot:

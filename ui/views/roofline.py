@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from advisor.text.format import duration_ms, num
+from ui.views.curves import frame
 from ui.widgets import LazyView, plot_colors
 
 POINT_STYLE = {  # name: (label, colour key, symbol)
@@ -43,6 +44,7 @@ class RooflineView(LazyView):
         for ax in ("bottom", "left"):
             pi.getAxis(ax).enableAutoSIPrefix(False)
         pi.setMenuEnabled(False)
+        pi.disableAutoRange()
         self.legend = pi.addLegend(offset=(10, 10), labelTextSize="8pt")
         self.roofs: dict[str, pg.PlotDataItem] = {}
         self.roof_labels: dict[str, pg.TextItem] = {}
@@ -57,7 +59,8 @@ class RooflineView(LazyView):
             size = 13 if name in ("prefill", "decode") else 10
             self.points[name] = pi.plot([], [], pen=None, symbol=sym, symbolSize=size, symbolBrush=col[ck],
                                         symbolPen=pg.mkPen(col["fg"], width=0.6))
-            t = pg.TextItem("", color=col[ck], anchor=(0, 1.1))
+            # prefill sits under the roofs' labels (right end): its label goes below-left of the point
+            t = pg.TextItem("", color=col[ck], anchor=(1.1, -0.1) if name == "prefill" else (0, 1.1))
             pi.addItem(t, ignoreBounds=True)
             self.labels[name] = t
         self.hover = QLabel(" ")
@@ -67,7 +70,6 @@ class RooflineView(LazyView):
         lay.addWidget(self.hover)
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.current: dict[str, object] = {}
-        self._roof_key = None
         self._in_legend: set[str] = set()
 
     # ------------------------------------------------------------------
@@ -81,12 +83,16 @@ class RooflineView(LazyView):
         if not roofs and r.peak_tflops and math.isfinite(r.peak_tflops):
             roofs = {r.compute_dtype or "peak": r.peak_tflops}
         # one item per dtype, created when a device with that dtype first shows up; hidden otherwise
+        # dtypes with the same peak (fp16/bf16, fp8/int8) share one line and one label
+        same: dict[float, list[str]] = {}
+        for dtype, peak in roofs.items():
+            same.setdefault(peak, []).append(dtype)
         for dtype, peak in roofs.items():
             item = self.roofs.get(dtype)
             if item is None:
                 item = self.plot_item.plot([], [])
                 self.roofs[dtype] = item
-                t = pg.TextItem("", anchor=(1, 1.05))
+                t = pg.TextItem("", anchor=(1, 1.05))  # above the right end of the roof
                 self.plot_item.addItem(t, ignoreBounds=True)
                 self.roof_labels[dtype] = t
             in_force = dtype == r.compute_dtype
@@ -96,11 +102,16 @@ class RooflineView(LazyView):
             ridge = peak * 1000.0 / bw
             item.setData([ridge, X_MAX], [peak, peak])
             item.setVisible(True)
+            group = same[peak]
+            in_force_group = r.compute_dtype in group
+            item.setPen(pg.mkPen(col["d"], width=2.5) if in_force_group else pen)
             label = self.roof_labels[dtype]
-            label.setText(f"{dtype} {num(peak)} TFLOP/s" + (" (in force)" if in_force else ""))
-            label.setColor(col["d"] if in_force else col["muted"])
+            first = dtype == group[0]
+            label.setText(f"{' / '.join(group)} {num(peak)} TFLOP/s" + (f" ({r.compute_dtype} in force)"
+                                                                        if in_force_group else ""))
+            label.setColor(col["d"] if in_force_group else col["muted"])
             label.setPos(math.log10(X_MAX), math.log10(peak))
-            label.setVisible(True)
+            label.setVisible(first)
         for dtype, item in self.roofs.items():
             if dtype not in roofs:
                 item.setVisible(False)
@@ -145,12 +156,11 @@ class RooflineView(LazyView):
                 if name in seen:
                     self.legend.addItem(self.points[name], POINT_STYLE[name][0])
         self.current = {p.name: p for p in r.points}
-        roof_key = (self.session.cfg.hardware.key, self.session.cfg.gpus, tuple(sorted(roofs)))
-        if roof_key != self._roof_key:  # re-frame only when the device changes, not on every slider step
-            self._roof_key = roof_key
-            ys = [v for v in roofs.values()] + [bw * X_MIN / 1000.0]
-            self.plot_item.setRange(xRange=(math.log10(X_MIN), math.log10(X_MAX)),
-                                    yRange=(math.log10(min(ys) / 3), math.log10(max(ys) * 3)), padding=0)
+        # re-frame only when something left the view (or it got much too big), not on every slider step
+        pts = [p for p in r.points if p.intensity > 0 and p.attained_tflops > 0]
+        xs = [X_MIN, X_MAX] + [p.intensity for p in pts]
+        ys = list(roofs.values()) + [bw * X_MIN / 1000.0] + [p.low_tflops for p in pts] + [p.high_tflops for p in pts]
+        frame(self.plot_item, [xs], [np.asarray(ys) * f for f in (0.5, 2.0)])
         self.hover.setText(self.describe("decode") or " ")
 
     # ------------------------------------------------------------------
