@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from advisor import api
 from advisor.text.format import duration_ms, num
 from ui.session import MAX_COMPARE, describe
-from ui.views.curves import log_points
+from ui.views.curves import frame, log_points
 from ui.widgets import plot_colors
 
 ROWS = (  # label, getter(prediction) -> text
@@ -72,6 +72,8 @@ class CompareView(QWidget):
             p.getAxis("left").enableAutoSIPrefix(False)
             p.setMenuEnabled(False)
             p.addLegend(offset=(-5, 5), labelTextSize="7pt")
+            p.disableAutoRange()
+            p.setMouseEnabled(x=False, y=False)
         self.lines_batch = [self.p_batch.plot([], [], pen=pg.mkPen(col[k], width=2), name=f"#{i + 1}")
                             for i, k in enumerate(SERIES)]
         self.lines_prompt = [self.p_prompt.plot([], [], pen=pg.mkPen(col[k], width=2), name=f"#{i + 1}")
@@ -126,6 +128,7 @@ class CompareView(QWidget):
                 self.table.setItem(i, j, item)
         for plot in (self.p_batch, self.p_prompt):
             plot.legend.clear()
+        bx, by, px, py = [], [], [], []
         for i in range(MAX_COMPARE):
             lb, lp = self.lines_batch[i], self.lines_prompt[i]
             if i < len(cfgs):
@@ -136,8 +139,12 @@ class CompareView(QWidget):
                                                           - cfg.workload.depth_tokens)), cfg)
                 if cb is not None:
                     lb.setData(cb.x, np.where(cb.fits, cb.decode_tok_s, np.nan), connect="finite")
+                    bx.append(cb.x)
+                    by.append(np.where(cb.fits, cb.decode_tok_s, np.nan))
                 if cp is not None:
                     lp.setData(cp.x, cp.ttft_ms)
+                    px.append(cp.x)
+                    py.append(cp.ttft_ms)
                 lb.setVisible(True)
                 lp.setVisible(True)
                 label = f"#{i + 1} {_short(cfg)}"
@@ -148,6 +155,10 @@ class CompareView(QWidget):
                 lp.setData([], [])
                 lb.setVisible(False)
                 lp.setVisible(False)
+        if bx:
+            frame(self.p_batch, bx, by)
+        if px:
+            frame(self.p_prompt, px, py)
         self.hint.setText(f"{len(cfgs)} of {MAX_COMPARE} pinned" + (" — pin one more to compare" if len(cfgs) == 1
                                                                     else ""))
 

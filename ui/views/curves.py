@@ -71,7 +71,44 @@ def frame(plot: pg.PlotItem, xs, ys, logx: bool = True, logy: bool = True, y0: f
                   yRange=(want[1][0] - pad[1] * (0 if (not logy and y0 is not None) else 1), want[1][1] + pad[1] * 3),
                   padding=0)
     plot._framed = want
+    for axis, (w0, w1), is_log, p in (("bottom", want[0], logx, pad[0]), ("left", want[1], logy, pad[1] * 3)):
+        if is_log:
+            plot.getAxis(axis).setTicks(log_ticks(w0 - p, w1 + p))
     return True
+
+
+def short_number(v: float) -> str:
+    """1, 20, 500, 2k, 10k, 1M, 0.1 — tick labels that stay short."""
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
+def log_ticks(lo: float, hi: float) -> list[list[tuple[float, str]]]:
+    """Ticks for a log axis between 10**lo and 10**hi: decades labelled, 2–9 as unlabelled minor
+    ticks; when fewer than two decades show, 2 and 5 are labelled too. (pyqtgraph labels every minor
+    tick of a short log axis, and the labels overlap.)"""
+    major, minor = [], []
+    for d in range(math.floor(lo), math.ceil(hi) + 1):
+        for m in range(1, 10):
+            v = d + math.log10(m)
+            if lo <= v <= hi:
+                (major if m == 1 else minor).append((v, m))
+    labelled = [v for v, _ in major]
+    if len(labelled) < 2:
+        labelled += [v for v, m in minor if m in (2, 5)]
+    labelled = sorted(set(labelled))
+    rest = [v for v, _ in minor if v not in labelled]
+    return [[(v, short_number(10 ** v)) for v in labelled], [(v, "") for v in rest]]
+
+
+def _clip_memory(total, usable) -> np.ndarray:
+    """What a memory plot frames: the usable line and the stack up to 2.5× it (past that, the weights
+    and the usable line would shrink to nothing under a KV cache that far out of reach anyway)."""
+    total, usable = np.asarray(total, dtype=float), np.asarray(usable, dtype=float)
+    cap = 2.5 * np.nanmax(usable) if usable.size and np.isfinite(usable).any() else np.inf
+    return np.concatenate([np.minimum(total, cap), usable])
 
 
 class Band:
@@ -110,6 +147,7 @@ class CurvesView(LazyView):
             p.setMenuEnabled(False)
             p.addLegend(offset=(-5, 5), labelTextSize="7pt")
             p.disableAutoRange()  # framed by hand in render (see `frame`)
+            p.setMouseEnabled(x=False, y=False)  # computed charts: nothing to pan or zoom
             return p
 
         # 1 decode vs batch
@@ -225,11 +263,13 @@ class CurvesView(LazyView):
             self._fill_stack(self.mem_ctx, cd, x, wl.depth_tokens + wl.prompt_tokens + wl.output_tokens)
         if cb is not None:
             frame(self.p_batch, [cb.x], [cb.decode_low_tok_s, cb.throughput_high_tok_s, cb.decode_ceiling_tok_s])
-            frame(self.p_mem_batch, [cb.x], [self.mem_batch["tops"][-1].yData, cb.usable_gb], logy=False, y0=0.0)
+            frame(self.p_mem_batch, [cb.x], [_clip_memory(self.mem_batch["tops"][-1].yData, cb.usable_gb)],
+                  logy=False, y0=0.0)
         if cp is not None:
             frame(self.p_prompt, [cp.x], [cp.ttft_low_ms, cp.ttft_high_ms, ceiling])
             frame(self.p_prefill, [cp.x], [cp.prefill_low_tok_s, cp.prefill_high_tok_s, cp.prefill_ceiling_tok_s])
         if cd is not None:
             frame(self.p_ctx, [x], [cd.decode_low_tok_s, cd.decode_ceiling_tok_s])
-            frame(self.p_mem_ctx, [x], [self.mem_ctx["tops"][-1].yData, cd.usable_gb], logy=False, y0=0.0)
+            frame(self.p_mem_ctx, [x], [_clip_memory(self.mem_ctx["tops"][-1].yData, cd.usable_gb)],
+                  logy=False, y0=0.0)
         self.data = {"batch": cb, "prompt": cp, "depth": cd}

@@ -115,8 +115,10 @@ class RecommendView(QWidget):
         self.btn_load.clicked.connect(self.load_selected)
         self.btn_copy.clicked.connect(self.copy_launch)
         self.table.doubleClicked.connect(lambda _i: self.load_selected())
-        QShortcut(QKeySequence("Ctrl+Shift+C"), self.table, self.copy_launch)
-        QShortcut(QKeySequence(Qt.Key.Key_Return), self.table, self.load_selected)
+        for keys, slot in (("Ctrl+Shift+C", self.copy_launch), (Qt.Key.Key_Return, self.load_selected),
+                           (Qt.Key.Key_Enter, self.load_selected)):
+            sc = QShortcut(QKeySequence(keys), self.table, slot)
+            sc.setContext(Qt.ShortcutContext.WidgetShortcut)  # only while the table has the focus
         session.sig_inputs_changed.connect(self._on_inputs_changed)
         self._last_req = None
 

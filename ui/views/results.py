@@ -90,12 +90,23 @@ class ResultsView(QWidget):
         self.notes.setTextFormat(Qt.TextFormat.RichText)
         self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.notes)
+        self.why_frame = QFrame()
+        wl = QHBoxLayout(self.why_frame)
+        wl.setContentsMargins(0, 0, 0, 0)
         self.why_box = QTextBrowser()
         self.why_box.setObjectName("why_box")
-        self.why_box.setMaximumHeight(150)
+        self.why_box.setMinimumHeight(150)
+        self.why_box.setMaximumHeight(240)
         self.why_box.setOpenLinks(False)
-        self.why_box.hide()
-        lay.addWidget(self.why_box)
+        wl.addWidget(self.why_box, 1)
+        close = QToolButton()
+        close.setText("✕")
+        close.setAutoRaise(True)
+        close.setToolTip("Hide the explanation (Esc)")
+        close.clicked.connect(self.hide_why)
+        wl.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.why_frame.hide()
+        lay.addWidget(self.why_frame)
         self.why_shown = ""
         session.sig_results_changed.connect(self.render)
         self.render()
@@ -164,24 +175,27 @@ class ResultsView(QWidget):
         if ex is not None:
             parts.append(f"<b>{html.escape(ex.title)}</b>")
             if ex.formula:
-                parts.append(f"<pre>{html.escape(ex.formula)}</pre>")
+                parts.append(f"<code>{html.escape(ex.formula)}</code>")
             if ex.text:
                 parts.append(html.escape(ex.text).replace("\n", "<br>"))
         else:
             parts.append(f"<b>{html.escape(name)}</b>: no explanation available")
         if p is not None:
-            basis = html.escape(p.efficiency_basis or "default efficiency profile")
-            cal = "calibrated against measurements" if p.calibrated else "not calibrated against measurements"
-            parts.append(f"<i>Efficiency profile: {basis} ({cal}).</i>")
+            said = (ex.text or "") if ex is not None else ""
+            if "Efficiency profile" not in said:
+                basis = html.escape(p.efficiency_basis or "default efficiency profile")
+                cal = "calibrated against measurements" if p.calibrated else "not calibrated against measurements"
+                parts.append(f"<i>Efficiency profile: {basis} ({cal}).</i>")
             # the notes say when the profile is borrowed from other hardware or extrapolated
             for n in p.notes:
-                parts.append(f"<i>Note: {html.escape(n, quote=False)}</i>")
+                if n not in said:
+                    parts.append(f"<i>Note: {html.escape(n, quote=False)}</i>")
         self.why_box.setHtml("<br>".join(parts))
-        self.why_box.show()
+        self.why_frame.show()
 
     def hide_why(self) -> None:
         self.why_shown = ""
-        self.why_box.hide()
+        self.why_frame.hide()
 
 
 def _band(lo: float, hi: float) -> str:

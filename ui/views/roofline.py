@@ -45,6 +45,7 @@ class RooflineView(LazyView):
             pi.getAxis(ax).enableAutoSIPrefix(False)
         pi.setMenuEnabled(False)
         pi.disableAutoRange()
+        pi.setMouseEnabled(x=False, y=False)
         self.legend = pi.addLegend(offset=(10, 10), labelTextSize="8pt")
         self.roofs: dict[str, pg.PlotDataItem] = {}
         self.roof_labels: dict[str, pg.TextItem] = {}
