@@ -131,9 +131,43 @@ class Session(QObject):
             quant = base.quant if self._ok(api.formats_for(self.cat, rt, model), base.quant.key) else d.quant
         if kv is None:
             kv = base.kv_dtype if self._ok(api.kv_dtypes_for(self.cat, rt), base.kv_dtype.key) else d.kv_dtype
+        self._fit_context(base, model, changes)
         cfg = base.replace(hardware=hw, model=model, runtime=rt, quant=quant, kv_dtype=kv, **changes)
-        cfg.check()
+        try:
+            cfg.check()
+        except api.AdvisorError:
+            if cfg.gpus > 1 and hw is not base.hardware and "gpus" not in changes:
+                # the new device is not used that many at a time: start it at one
+                cfg = cfg.replace(gpus=1)
+                cfg.check()
+                self.sig_message.emit(f"{hw.name}: GPU count reset to 1")
+            else:
+                raise
         return cfg
+
+    def _fit_context(self, base: "api.Config", model, changes: dict[str, Any]) -> None:
+        """Keep depth + prompt + output within the model's context: a workload field that was moved
+        stops at the limit; after a model change, depth gives way first, then prompt, then output."""
+        wl = base.workload
+        vals = {"prompt": int(changes.get("prompt", wl.prompt_tokens)),
+                "output": int(changes.get("output", wl.output_tokens)),
+                "depth": int(changes.get("depth", wl.depth_tokens))}
+        over = sum(vals.values()) - int(model.native_context)
+        if over <= 0:
+            return
+        moved = [k for k in WORKLOAD_KEYS if k in changes and k != "batch"]
+        order = moved + [k for k in ("depth", "prompt", "output") if k not in moved]
+        for k in order:
+            floor = 0 if k == "depth" else 1
+            take = min(over, max(0, vals[k] - floor))
+            vals[k] -= take
+            over -= take
+            if over <= 0:
+                break
+        if over > 0:
+            return  # cannot fit: let check() say why
+        changes.update(vals)
+        self.sig_message.emit(f"context limited to {model.native_context:,} tokens, {model.name}'s native context")
 
     def set_inputs(self, merge: str = "", **changes: Any) -> bool:
         """Apply input changes (hardware/model/quant/kv_dtype/runtime as spec, key or name; gpus,

@@ -231,3 +231,29 @@ def test_model_filters_narrow_the_picker(window):
     cat = window.session.cat
     assert all(cat.models[k].is_moe or k == window.session.cfg.model.key for k in keys)
     assert len(keys) < len(cat.models)
+
+
+def test_workload_stays_within_the_models_context(window):
+    s = window.session
+    ctx = s.cfg.model.native_context
+    window.inputs.spin_prompt.setValue(ctx)  # with 128 output tokens this would overflow the context
+    w = s.cfg.workload
+    assert w.prompt_tokens + w.output_tokens + w.depth_tokens == ctx
+    assert w.output_tokens == 128
+    small = min(s.cat.models.values(), key=lambda m: m.native_context)
+    assert small.native_context < ctx
+    assert s.set_inputs(model=small.key)  # a shorter model shrinks the workload instead of refusing
+    w = s.cfg.workload
+    assert w.prompt_tokens + w.output_tokens + w.depth_tokens <= small.native_context
+
+
+def test_copy_launch_line(window, qtbot):
+    from PySide6.QtGui import QGuiApplication
+
+    view = window.recommend
+    view.spin_max_gpus.setValue(1)
+    window.show_view("recommend")
+    qtbot.waitUntil(lambda: view.model.rowCount() > 0, timeout=15000)
+    view.table.selectRow(0)
+    view.btn_copy.click()
+    assert QGuiApplication.clipboard().text() == view.selected().launch != ""
