@@ -257,3 +257,23 @@ def test_copy_launch_line(window, qtbot):
     view.table.selectRow(0)
     view.btn_copy.click()
     assert QGuiApplication.clipboard().text() == view.selected().launch != ""
+
+
+def test_a_catalog_entry_that_failed_validation_is_shown_and_the_app_runs(qtbot, private_user_data, settings_path):
+    from advisor import api
+
+    from ui.main_window import MainWindow
+    from ui.session import Session
+    from ui.settings import Settings
+
+    private_user_data.mkdir(parents=True, exist_ok=True)
+    (private_user_data / "mine.yaml").write_text(
+        "hardware:\n- key: my-gpu\n  vendor: NVIDIA\n  name: My GPU\n  kind: consumer\n  family: nvidia-ada\n"
+        "  memory_gib: lots\n  bandwidth_gb_s: 1000\n  source: me\n")
+    cat = api.load_catalog()
+    assert cat.issues
+    w = MainWindow(session=Session(cat), settings=Settings(settings_path), restore=False)
+    qtbot.addWidget(w)
+    assert "skipped" in w.catalog_label.text()
+    assert "my-gpu" in w.catalog_label.toolTip() or "memory" in w.catalog_label.toolTip()
+    assert w.session.prediction is not None
