@@ -9,14 +9,10 @@ figures are still printed); 70 an internal error. Errors are one line on stderr,
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 
-import math
 import os
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Sequence
 
 from advisor import __version__
@@ -26,9 +22,9 @@ from advisor.data.errors import AdvisorError
 from advisor.model.config import configure
 from advisor.model.predict import predict
 from advisor.model.geometry import kv_bytes_per_token
+from advisor.cli.csvio import csv_value, read_csv, write_csv
 from advisor.text.format import json_text, table
 from advisor.text.summary import prediction_summary
-from advisor.data.userdata import write_atomic
 
 EXIT_OK, EXIT_UNMET, EXIT_USAGE, EXIT_NO_ACCELERATOR, EXIT_INTERNAL = 0, 1, 2, 3, 70
 
@@ -174,45 +170,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _read_csv(path: str) -> tuple[list[str], list[dict[str, str]]]:
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise AdvisorError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise AdvisorError(f"{path} is not UTF-8 text") from None
-    try:
-        reader = csv.DictReader(io.StringIO(text))
-        header = list(reader.fieldnames or [])
-        rows = list(reader)
-    except csv.Error as exc:
-        raise AdvisorError(f"{path} is not valid CSV: {exc}") from None
-    if not header:
-        raise AdvisorError(f"{path} is empty (expected a header row)")
-    return header, rows
-
-
-def _write_csv(path: str | None, header: list[str], rows: list[dict[str, Any]]) -> None:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=header, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    if path and path != "-":
-        write_atomic(Path(path), buf.getvalue())
-    else:
-        sys.stdout.write(buf.getvalue())
-
-
-def _csv_value(v: Any) -> Any:
-    if isinstance(v, float):
-        return "" if not math.isfinite(v) else f"{v:.6g}"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return v
-
-
 def _predict_cases(cat: Catalog, args: argparse.Namespace) -> int:
-    header, rows = _read_csv(args.cases)
+    header, rows = read_csv(args.cases)
     norm = {h: h.strip().lower() for h in header}
     missing = [c for c in ("hardware", "model") if c not in norm.values()]
     if missing:
@@ -231,14 +190,14 @@ def _predict_cases(cat: Catalog, args: argparse.Namespace) -> int:
                              prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"))
             d = p.to_dict()
             for c in PREDICT_CSV_OUTPUTS[:-1]:
-                result[c] = _csv_value(d[c])
+                result[c] = csv_value(d[c])
             # a configuration that does not fit is a result (fits=false), not a failed row
             result["error"] = "" if p.fits else (p.notes[0] if p.notes else "does not fit")
         except AdvisorError as exc:
             result["error"] = str(exc)
             failed += 1
         out_rows.append(result)
-    _write_csv(args.out, out_header, out_rows)
+    write_csv(args.out, out_header, out_rows)
     if failed:
         print(f"advisor: {failed} of {len(rows)} row(s) could not be computed (see the error column)", file=sys.stderr)
         return EXIT_UNMET
@@ -307,9 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra_commands():
     """Subcommands that live in their own modules, each with a ``register(subparsers)``."""
-    from advisor.cli import fidelity as cli_fidelity, recommend as cli_recommend
+    from advisor.cli import fidelity as cli_fidelity, recommend as cli_recommend, serve as cli_serve
 
-    return [cli_recommend.register, cli_fidelity.register]
+    return [cli_recommend.register, cli_serve.register, cli_fidelity.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import re
 from bisect import insort
+from heapq import heapify, heappop, heappush
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -100,7 +101,7 @@ class NameIndex:
         self._compact: dict[str, list[str]] = {}
         self._extra: dict[str, frozenset[str]] = {}
         # for nearest(): per entry, its distinct token sets as sorted strings, and its normalised name
-        self._near: list[tuple[str, list[_Variant], _Text]] = []
+        self._near: list[tuple[str, list[_Variant], _Text, _Most]] = []
         # for suggest(): per entry (display, key) and its normalised names "\n"-joined, its names'
         # token-prefix sets, and its raw names lower-cased
         self._typeahead: list[tuple[str, str, str, list[frozenset[str]], str]] = []
@@ -131,7 +132,8 @@ class NameIndex:
             if mem:
                 extra |= {f"{mem:g}", "gb"}
             self._extra[e.key] = frozenset(extra)
-            self._near.append((e.name, list(variants.values()), _Text(normalise(e.name))))
+            vs = list(variants.values())
+            self._near.append((e.name, vs, _Text(normalise(e.name)), _Most(vs)))
             self._typeahead.append((e.name, e.key, "\n" + "\n".join(forms), prefixes,
                                     "\n".join(str(n).lower() for n in names)))
         self._typeahead.sort(key=lambda t: (t[0].casefold(), t[0], t[1]))
@@ -202,20 +204,55 @@ class NameIndex:
         qn = _Text(normalise(query))
         qset = set(tokens(query))
         qs = _Text(" ".join(sorted(qset)))
-        bounded = []
-        for i, (display, variants, dn) in enumerate(self._near):
-            bound = qn.quick_ratio(dn) * 0.9
-            for v in variants:
-                overlap = len(qset & v.tokens) / max(len(qset | v.tokens), 1)
-                bound = max(bound, qs.quick_ratio(v.text) * 0.6 + overlap * 0.4)
+        qn_counts, qn_size = tuple(qn.counts.items()), qn.size
+        qs_counts, qs_size = tuple(qs.counts.items()), qs.size
+        qlen = max(len(qset), 1)
+        # Best first over upper bounds of the score (difflib's quick_ratio ≥ ratio in place of ratio):
+        # a coarse one per entry from its display name and, for its names together, the most of each
+        # character any has, the shortest length and the query tokens any has over the query's size;
+        # popped, a coarse bound is refined per name, a refined one scored exactly. It stops when no
+        # bound left can reach the n-th score.
+        heap: list[tuple[float, int, int, float]] = []  # (-bound, refined?, entry, display bound)
+        for i, (display, variants, dn, most) in enumerate(self._near):
+            theirs, size = dn.counts, qn_size + dn.size
+            matches = 0
+            for ch, k in qn_counts:
+                m = theirs.get(ch, 0)
+                matches += k if k < m else m
+            shown = (2.0 * matches / size if size else 1.0) * 0.9
+            theirs, size = most.counts, qs_size + most.size
+            matches = 0
+            for ch, k in qs_counts:
+                m = theirs.get(ch, 0)
+                matches += k if k < m else m
+            bound = (2.0 * matches / size if size else 1.0) * 0.6 + len(qset & most.tokens) / qlen * 0.4
+            if shown > bound:
+                bound = shown
             if bound > 0.3:  # the exact score is at most the bound, and must exceed 0.3
-                bounded.append((bound, i))
-        bounded.sort(key=lambda b: -b[0])
+                heap.append((-bound, 0, i, shown))
+        heapify(heap)
         best: list[tuple[float, str, int]] = []  # (-score, name, entry order), sorted
-        for bound, i in bounded:
-            if len(best) >= n and bound < -best[-1][0]:
-                break  # neither this nor any later entry can reach the n-th score
-            display, variants, dn = self._near[i]
+        while heap:
+            neg, refined, i, shown = heappop(heap)
+            if len(best) >= n and -neg < -best[-1][0]:
+                break  # neither this nor any entry left can reach the n-th score
+            display, variants, dn, _ = self._near[i]
+            if not refined:
+                bound = shown
+                for v in variants:
+                    toks = v.tokens
+                    theirs, size = v.text.counts, qs_size + v.text.size
+                    matches = 0
+                    for ch, k in qs_counts:
+                        m = theirs.get(ch, 0)
+                        matches += k if k < m else m
+                    b = ((2.0 * matches / size if size else 1.0) * 0.6
+                         + len(qset & toks) / max(len(qset | toks), 1) * 0.4)
+                    if b > bound:
+                        bound = b
+                if bound > 0.3:
+                    heappush(heap, (-bound, 1, i, shown))
+                continue
             score = 0.0
             for v in variants:
                 ratio = difflib.SequenceMatcher(None, qs.text, v.text.text).ratio()
@@ -312,3 +349,19 @@ class _Variant:
     def __init__(self, text: str, toks: frozenset[str]):
         self.text = _Text(text)
         self.tokens = toks
+
+
+class _Most:
+    """Over an entry's variants: each character's highest count, the shortest length, all tokens."""
+
+    __slots__ = ("counts", "size", "tokens")
+
+    def __init__(self, variants: list[_Variant]):
+        counts: dict[str, int] = {}
+        for v in variants:
+            for ch, k in v.text.counts.items():
+                if k > counts.get(ch, 0):
+                    counts[ch] = k
+        self.counts = counts
+        self.size = min((v.text.size for v in variants), default=0)
+        self.tokens = frozenset().union(*(v.tokens for v in variants))

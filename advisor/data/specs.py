@@ -243,6 +243,16 @@ class Runtime:
     step_overhead_us: float = _f("num", True, min=0, max=10_000_000)
     #: fraction of dense peak reached by the attention (score and value) products in prefill
     attention_compute_fraction: float = _f("num", default=0.3, min=0.01, max=1.0)
+    #: Continuous batching: running sequences at most by default (vLLM --max-num-seqs, SGLang
+    #: --max-running-requests, TensorRT-LLM max_batch_size, llama-server -np slots)
+    max_seqs: int = _f("int", default=256, min=1, max=1_000_000)
+    #: Tokens one engine step processes at most, decode and prompt chunks together (vLLM
+    #: max_num_batched_tokens, SGLang chunked_prefill_size, TensorRT-LLM max_num_tokens,
+    #: llama-server -b); empty = workspace_tokens
+    chunk_tokens: int | None = _f("int", min=1, max=10_000_000)
+    #: True: the KV cache is paged, a sequence holds only the blocks of its current length;
+    #: False: each slot reserves its whole context up front (llama-server)
+    paged_kv: bool = _f("bool", default=True)
     launch: str = _f("str")
     #: Loads the weight formats and KV types of this runtime (a backend or an older build of it).
     formats_of: str = _f("str")

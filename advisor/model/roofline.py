@@ -125,6 +125,7 @@ class Result:
     prefill_exchanges: Any = None
     prefill_transfer_s: Any = None
     prefill_compute_share: Any = None  # ideal compute time / ideal time: ≥ 0.5 = compute-bound
+    prefill_compute_s: Any = None     # the linear and attention FLOPs at the attained compute rate
     ttft_s: Any = None
     ttft_low_s: Any = None
     ttft_high_s: Any = None
@@ -354,8 +355,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     w_gpu = w_bytes / tp
     lin_gpu, att_gpu, bytes_gpu = lin / tp, att / tp, ub * w_gpu
     per_pass = w_gpu / (bw * eta_bw) + fixed
-    t = (lin * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
-         + ub * per_pass + exchanges * lat + transfer)
+    compute = lin * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
+    t = compute + ub * per_pass + exchanges * lat + transfer
     t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_gpu / bw)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -370,6 +371,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         "prefill_high_tok_s": high, "prefill_ceiling_tok_s": ceiling, "prefill_linear_flops": lin_gpu,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
+        "prefill_compute_s": compute,
     }
 
 

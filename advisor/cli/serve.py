@@ -1,0 +1,189 @@
+"""`advisor serve`: a server under load — concurrent clients, a request rate, or everything queued."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+from advisor.cli.csvio import csv_value, read_csv, write_csv
+from advisor.data.catalog import Catalog, user_catalog
+from advisor.data.errors import AdvisorError
+from advisor.model.config import configure, whole_number
+from advisor.model.serving import Load, concurrency_sweep, serve
+from advisor.text.format import duration_ms, json_text, num, table
+
+EXIT_OK, EXIT_UNMET = 0, 1
+SERVE_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "parallel", "prompt", "output", "concurrency",
+                    "rate"]
+SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_p90_ms", "itl_ms", "itl_p90_ms", "e2e_ms", "throughput_tok_s",
+                     "request_rate_rps", "running_batch", "bound", "error"]
+DEFAULT_PROMPT, DEFAULT_OUTPUT = 1024, 256
+
+
+def _fraction(name: str, text: Any, default: float = 0.0) -> float:
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return default
+    try:
+        v = float(str(text).strip())
+    except ValueError:
+        raise AdvisorError(f"{name} must be a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise AdvisorError(f"{name} must be a finite number, got {text!r}")
+    return v
+
+
+def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=False, think_s=None,
+              prefix_hit=None, max_seqs=None, chunk_tokens=None) -> Load:
+    """A `Load` from what the user typed; exactly one of concurrency, rate or offline."""
+    rate_text = str(rate).strip().lower() if rate not in (None, "") else ""
+    if rate_text in ("inf", "infinity", "offline"):
+        offline, rate_text = True, ""
+    given = [x for x in (concurrency not in (None, ""), bool(rate_text), offline) if x]
+    if len(given) > 1:
+        raise AdvisorError("give one of --concurrency, --rate or --offline")
+    common = dict(prompt_tokens=whole_number("prompt", prompt, DEFAULT_PROMPT),
+                  output_tokens=whole_number("output", output, DEFAULT_OUTPUT),
+                  think_s=_fraction("think-s", think_s), prefix_hit=_fraction("prefix-hit", prefix_hit),
+                  max_seqs=whole_number("max-seqs", max_seqs, 0) or None,
+                  chunk_tokens=whole_number("chunk-tokens", chunk_tokens, 0) or None)
+    if offline:
+        load = Load(kind="offline", **common)
+    elif rate_text:
+        load = Load(kind="open", rate_rps=_fraction("rate", rate_text), **common)
+    else:
+        load = Load(kind="closed", concurrency=float(whole_number("concurrency", concurrency, 1)), **common)
+    load.check()
+    return load
+
+
+def _load_text(load: Load) -> str:
+    if load.kind == "closed":
+        think = f", {num(load.think_s)} s think time" if load.think_s else ""
+        return f"{load.concurrency:g} concurrent client{'s' if load.concurrency != 1 else ''} (closed loop{think})"
+    if load.kind == "open":
+        return f"{num(load.rate_rps)} requests/s (Poisson arrivals)"
+    return "everything queued at once (offline, maximum throughput)"
+
+
+def _print_report(rep) -> None:
+    ld = rep.load
+    gpus = f"{rep.gpus} × " if rep.gpus > 1 else ""
+    print(f"{rep.model} · {rep.quant} weights · {rep.kv_dtype} KV cache · {rep.runtime} on {gpus}{rep.hardware}")
+    hit = f", {ld.prefix_hit:.0%} of each prompt cached" if ld.prefix_hit else ""
+    print(f"load: {_load_text(ld)}; prompt {ld.prompt_tokens:,}{hit}, output {ld.output_tokens:,} tokens")
+    print(f"scheduler: up to {rep.max_seqs:,} running sequences, {rep.chunk_tokens:,} tokens per step; "
+          f"the KV cache holds {num(rep.kv_capacity)} sequences at this length\n")
+    if not rep.fits:
+        print("Does not fit.")
+    else:
+        print(f"TTFT: {duration_ms(rep.ttft_ms)} mean · p50 {duration_ms(rep.ttft_p50_ms)} · "
+              f"p90 {duration_ms(rep.ttft_p90_ms)}")
+        print(f"Inter-token latency: {duration_ms(rep.itl_ms)} mean · p90 {duration_ms(rep.itl_p90_ms)} "
+              f"({num(rep.tok_s_per_user)} tok/s per user)")
+        if math.isfinite(rep.e2e_ms):
+            print(f"End to end: {duration_ms(rep.e2e_ms)} per request")
+        print(f"Throughput: {num(rep.throughput_tok_s)} output tok/s · {num(rep.request_rate_rps)} requests/s")
+        queue = "" if not rep.queue or not math.isfinite(rep.queue) else f" · {num(rep.queue)} waiting"
+        print(f"Running batch: {num(rep.running_batch)} of {num(rep.capacity)}{queue} · limited by {rep.bound}")
+    print(f"Efficiency: {rep.efficiency_basis}")
+    for n in rep.notes:
+        print(f"note: {n}")
+
+
+def _print_sweep(reports) -> None:
+    rows = [[f"{r.load.concurrency:g}", duration_ms(r.ttft_ms), duration_ms(r.ttft_p90_ms), duration_ms(r.itl_ms),
+             num(r.tok_s_per_user), num(r.throughput_tok_s), num(r.running_batch), num(r.queue), r.bound]
+            for r in reports if r.fits]
+    print(table(["concurrency", "TTFT", "TTFT p90", "ITL", "tok/s/user", "total tok/s", "running", "waiting", "limit"],
+                rows))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    cat = user_catalog()
+    if args.cases:
+        return _serve_cases(cat, args)
+    if not args.hardware or not args.model:
+        raise AdvisorError("serve needs --hardware and --model (or --cases FILE.csv)")
+    cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
+                    runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel)
+    load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
+                     offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
+                     chunk_tokens=args.chunk_tokens)
+    if args.sweep:
+        reports = concurrency_sweep(cat, cfg, load)
+        if args.json:
+            print(json_text({"sweep": [r.to_dict() for r in reports]}))
+        else:
+            _print_report(reports[-1]) if not reports[0].fits else _print_sweep(reports)
+        return EXIT_OK if reports[0].fits else EXIT_UNMET
+    rep = serve(cat, cfg, load)
+    if args.json:
+        print(json_text(rep.to_dict()))
+    else:
+        _print_report(rep)
+    if not rep.fits:
+        print(f"advisor: does not fit: {rep.notes[0]}", file=sys.stderr)
+        return EXIT_UNMET
+    return EXIT_OK
+
+
+def _serve_cases(cat: Catalog, args: argparse.Namespace) -> int:
+    header, rows = read_csv(args.cases)
+    norm = {h: h.strip().lower() for h in header}
+    missing = [c for c in ("hardware", "model") if c not in norm.values()]
+    if missing:
+        raise AdvisorError(f"{args.cases} lacks the column(s) {', '.join(missing)} (expected {','.join(SERVE_CSV_INPUTS)})")
+    out_header = header + [c for c in SERVE_CSV_OUTPUTS if c not in norm.values()]
+    failed, out_rows = 0, []
+    for row in rows:
+        cells = {norm[k]: (v or "").strip() for k, v in row.items() if k in norm}
+        result = dict(row)
+        try:
+            cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
+                            quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
+                            runtime=cells.get("runtime") or None, gpus=cells.get("gpus"),
+                            parallelism=cells.get("parallel") or None)
+            load = load_from(prompt=cells.get("prompt"), output=cells.get("output"),
+                             concurrency=cells.get("concurrency") or None, rate=cells.get("rate") or None,
+                             think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"))
+            rep = serve(cat, cfg, load)
+            d = rep.to_dict()
+            for c in SERVE_CSV_OUTPUTS[:-1]:
+                result[c] = csv_value(d[c])
+            result["error"] = "" if rep.fits else rep.notes[0]
+        except AdvisorError as exc:
+            result["error"] = str(exc)
+            failed += 1
+        out_rows.append(result)
+    write_csv(args.out, out_header, out_rows)
+    if failed:
+        print(f"advisor: {failed} of {len(rows)} row(s) could not be computed (see the error column)", file=sys.stderr)
+        return EXIT_UNMET
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="a server under load: TTFT, inter-token latency and throughput for N users")
+    p.add_argument("--hardware", help="accelerator name")
+    p.add_argument("--model", help="model name")
+    p.add_argument("--quant", help="weight format (default by runtime)")
+    p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache element type (default f16)")
+    p.add_argument("--runtime", help="serving engine (default by hardware)")
+    p.add_argument("--gpus", help="number of GPUs (default 1)")
+    p.add_argument("--parallel", help="multi-GPU split: tp or pp (default by runtime)")
+    p.add_argument("--prompt", help=f"prompt tokens per request (default {DEFAULT_PROMPT})")
+    p.add_argument("--output", help=f"output tokens per request (default {DEFAULT_OUTPUT})")
+    p.add_argument("--concurrency", help="closed loop: clients, each sending its next request when the last ends")
+    p.add_argument("--rate", help="open loop: Poisson arrivals, requests per second ('inf' = offline)")
+    p.add_argument("--offline", action="store_true", help="everything queued at once: the maximum throughput")
+    p.add_argument("--think-s", dest="think_s", help="closed loop: seconds between a response and the next request")
+    p.add_argument("--prefix-hit", dest="prefix_hit", help="fraction of each prompt served from the prefix cache")
+    p.add_argument("--max-seqs", dest="max_seqs", help="running sequences at most (default: the runtime's)")
+    p.add_argument("--chunk-tokens", dest="chunk_tokens", help="tokens per engine step (default: the runtime's)")
+    p.add_argument("--sweep", action="store_true", help="the throughput–latency curve over concurrency 1, 2, 4 …")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--cases", help="CSV of loads to serve (columns: " + ",".join(SERVE_CSV_INPUTS) + ")")
+    p.add_argument("--out", help="with --cases: write the CSV here (default: standard output)")
+    p.set_defaults(func=cmd_serve)

@@ -1,0 +1,352 @@
+"""Serving under load: continuous batching with chunked prefill, in steady state.
+
+A server runs one engine step after another. Each step decodes one token for every sequence in
+the running batch b and spends what is left of its token budget K (the runtime's chunk size) on
+prompt tokens of arriving requests. Requests beyond what the KV cache or the max-sequences
+setting holds wait in a queue. Per step, with the decode step time τ_dec(b) from the roofline
+kernel (weights read once, every sequence's KV read, fixed costs) and a marginal cost τ_p per
+prompt token (its linear and attention FLOPs at the attained compute rate):
+
+    step time        τ(b) = τ_dec(b) + π · τ_p,   π = prompt tokens per step
+    decode phase     a request decodes D = output − 1 tokens, one per step
+    Little's law     b = X · D · τ           (X requests/s in steady state)
+    prompt tokens    π = X · P′ · τ          (P′ = prompt not served from the prefix cache)
+    ⇒                τ(b) = τ_dec(b) + b · P′ · τ_p / D
+
+Closed loop (C clients, think time Z): C = X · (TTFT + D·τ + Z), solved for b by bisection;
+open loop (Poisson, R requests/s): b = R · D · τ(b); offline (all queued): b at capacity. When
+the demand exceeds the capacity b_max = min(KV capacity, max sequences), b = b_max and the rest
+queue (closed loop: the surplus clients wait; open loop: the queue grows without bound).
+
+TTFT is the steps that carry the prompt's chunks (P′ / (K − b) of them, at least one, each a
+decode step plus its share of the prompt's compute), plus the wait for the step budget (M/D/1 at
+its utilisation), plus the queue. ITL is the step time; its 90th percentile is
+the time of a step that carries a full prompt chunk when such steps are common. Everything is
+vectorised over configurations: the recommender solves the whole catalog in one call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from advisor.data.errors import AdvisorError
+
+LOAD_KINDS = ("closed", "open", "offline")
+#: Batch sizes at which the decode step is evaluated; τ_dec between them is interpolated in log b.
+STEP_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], dtype=float)
+BISECTION_STEPS = 48
+#: Steps that carry a prompt chunk set the 90th-percentile ITL once more than this share of steps do.
+MIXED_STEP_SHARE_FOR_P90 = 0.10
+MAX_CONCURRENCY = 1_000_000
+
+
+@dataclass(frozen=True)
+class Load:
+    """What arrives at the server. Lengths in tokens, time in seconds."""
+
+    kind: str = "closed"              # closed | open | offline
+    concurrency: float = 1.0          # closed loop: clients, each with one request in flight or thinking
+    rate_rps: float = 0.0             # open loop: Poisson arrivals per second
+    think_s: float = 0.0              # closed loop: pause between a response and the next request
+    prompt_tokens: int = 1024
+    output_tokens: int = 256
+    prefix_hit: float = 0.0           # fraction of each prompt found in the prefix cache
+    max_seqs: int | None = None       # running sequences at most (None: the runtime's default)
+    chunk_tokens: int | None = None   # tokens per step, decode and prompt together (None: the runtime's)
+
+    def check(self) -> None:
+        if self.kind not in LOAD_KINDS:
+            raise AdvisorError(f"load must be one of {', '.join(LOAD_KINDS)}, got {self.kind!r}")
+        if self.kind == "closed" and not (1 <= self.concurrency <= MAX_CONCURRENCY):
+            raise AdvisorError(f"concurrency must be between 1 and {MAX_CONCURRENCY:,}, got {self.concurrency:g}")
+        if self.kind == "open" and not (0 < self.rate_rps < 1e6 and math.isfinite(self.rate_rps)):
+            raise AdvisorError(f"rate must be a positive number of requests per second, got {self.rate_rps:g}")
+        if not (0 <= self.think_s < 1e6):
+            raise AdvisorError(f"think time must be between 0 and 1e6 s, got {self.think_s:g}")
+        if self.prompt_tokens < 1 or self.output_tokens < 2:
+            raise AdvisorError("serving needs a prompt of at least 1 token and an output of at least 2")
+        if not (0 <= self.prefix_hit < 1):
+            raise AdvisorError(f"prefix hit must be a fraction in [0, 1), got {self.prefix_hit:g}")
+        for name, v in (("max sequences", self.max_seqs), ("chunk tokens", self.chunk_tokens)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+                raise AdvisorError(f"{name} must be a whole number of at least 1, got {v!r}")
+
+    @property
+    def new_prompt_tokens(self) -> float:
+        """Prompt tokens the server computes: what the prefix cache does not hold (at least one)."""
+        return max(self.prompt_tokens * (1.0 - self.prefix_hit), 1.0)
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """Per configuration (arrays of one shape, or scalars): what the solver needs from the kernel."""
+
+    step_s: Any            # (G, …) decode step time at each STEP_GRID batch, seconds
+    step_compute_s: Any    # (G, …) its compute part (for which roof binds)
+    step_memory_s: Any     # (G, …) its memory part
+    prompt_token_s: Any    # marginal time of one prompt token in a mixed step
+    kv_capacity: Any       # running sequences the KV budget holds at the average context
+    max_seqs: Any
+    chunk_tokens: Any
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Steady-state figures of one load on one or many configurations (arrays of one shape)."""
+
+    ttft_ms: Any
+    ttft_p50_ms: Any
+    ttft_p90_ms: Any
+    itl_ms: Any
+    itl_p90_ms: Any
+    e2e_ms: Any
+    throughput_tok_s: Any      # output tokens per second, all users together
+    request_rate_rps: Any
+    running_batch: Any
+    queue: Any                 # requests waiting for a slot (closed loop: clients; open loop: inf when unstable)
+    capacity: Any              # running sequences at most: min(KV capacity, max sequences)
+    bound: Any                 # compute | memory-bandwidth | kv-capacity | max-seqs | queue
+    saturated: Any
+
+
+def _interp_step(costs: StepCosts, b):
+    """τ_dec(b), its compute and memory parts: log-linear between the grid's batch sizes."""
+    lb = np.log(np.clip(b, 1.0, STEP_GRID[-1]))
+    lg = np.log(STEP_GRID)
+    i = np.clip(np.searchsorted(lg, lb, side="right") - 1, 0, len(lg) - 2)
+    w = (lb - lg[i]) / (lg[i + 1] - lg[i])
+
+    def at(table):
+        t = np.asarray(table, float)
+        lo = np.take_along_axis(t, i[None, ...], axis=0)[0] if t.ndim > 1 else t[i]
+        hi = np.take_along_axis(t, (i + 1)[None, ...], axis=0)[0] if t.ndim > 1 else t[i + 1]
+        return lo * (1 - w) + hi * w
+
+    return at(costs.step_s), at(costs.step_compute_s), at(costs.step_memory_s)
+
+
+def solve(costs: StepCosts, load: Load) -> Serving:
+    """The steady state of ``load`` on every configuration of ``costs`` (vectorised)."""
+    load.check()
+    P = load.new_prompt_tokens
+    D = float(load.output_tokens - 1)
+    tau_p = np.asarray(costs.prompt_token_s, float)
+    K = np.asarray(load.chunk_tokens or costs.chunk_tokens, float)
+    S = np.asarray(load.max_seqs or costs.max_seqs, float)
+    kv_cap = np.floor(np.asarray(costs.kv_capacity, float))
+    cap = np.minimum(kv_cap, S)
+    shape = np.broadcast(tau_p, K, S, kv_cap).shape
+
+    def step(b):
+        t_dec, _, _ = _interp_step(costs, b)
+        return t_dec + b * P * tau_p / D
+
+    def ttft_parts(b, tau, X):
+        budget = np.maximum(K - b, 1.0)
+        chunks = np.maximum(np.ceil(P / budget), 1.0)
+        # the steps that carry this prompt: each decodes the running batch and computes a chunk
+        t_dec, _, _ = _interp_step(costs, b)
+        service = chunks * t_dec + P * tau_p
+        util = np.clip(X * P * tau / budget, 0.0, 0.999)   # share of the prompt budget in use
+        wait = service * util / (2.0 * (1.0 - util))       # M/D/1 mean wait for the budget
+        return service, wait
+
+    b_hi = np.broadcast_to(np.maximum(cap, 1.0), shape).astype(float)
+    if load.kind == "offline":
+        b = b_hi
+        saturated = np.ones(shape, bool)
+    else:
+        # the demand gap rises with b: bisect for where it closes
+        def demand_gap(b):
+            tau = step(b)
+            X = b / (D * tau)
+            if load.kind == "open":
+                return X - load.rate_rps
+            service, wait = ttft_parts(b, tau, X)
+            return b + X * (service + wait + load.think_s) - load.concurrency
+
+        saturated = demand_gap(b_hi) < 0      # even a full running batch does not meet the demand
+        lo, hi = np.zeros(shape), b_hi.copy()
+        for _ in range(BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            below = demand_gap(np.maximum(mid, 1e-9)) < 0
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        b = np.where(saturated, b_hi, 0.5 * (lo + hi))
+    tau = step(b)
+    X = b / (D * tau)
+    service, wait = ttft_parts(b, tau, X)
+    # the queue: closed loop, the clients a full server cannot take; open loop, unbounded past capacity
+    if load.kind == "closed":
+        in_system = b + X * (service + wait) + X * load.think_s
+        queue = np.where(saturated, np.maximum(load.concurrency - in_system, 0.0), 0.0)
+        queue_wait = np.where(X > 0, queue / np.maximum(X, 1e-30), 0.0)
+    elif load.kind == "open":
+        queue = np.where(saturated, np.inf, 0.0)
+        queue_wait = np.where(saturated, np.inf, 0.0)
+    else:
+        queue = np.full(shape, np.nan)
+        queue_wait = np.full(shape, np.nan)
+    ttft = service + wait + queue_wait
+    # tails: the budget wait and the queue are exponential-like (p50 at ln 2, p90 at ln 10 of the
+    # mean); the chunked service is deterministic
+    ttft_p50 = service + (wait + queue_wait) * math.log(2)
+    ttft_p90 = service + (wait + queue_wait) * math.log(10)
+    t_dec, t_comp, t_mem = _interp_step(costs, b)
+    mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
+    full_chunk_step = t_dec + np.maximum(K - b, 0.0) * tau_p
+    itl_p90 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P90, np.maximum(full_chunk_step, tau), tau)
+    e2e = ttft + D * tau
+    limit = np.where(kv_cap <= S, "kv-capacity", "max-seqs")
+    busy = np.where(t_comp + P * tau_p * X * tau > t_mem, "compute", "memory-bandwidth")
+    bound = np.where(saturated, np.where(load.kind == "open", "queue", limit), busy)
+    return Serving(
+        ttft_ms=ttft * 1e3, ttft_p50_ms=ttft_p50 * 1e3, ttft_p90_ms=ttft_p90 * 1e3, itl_ms=tau * 1e3,
+        itl_p90_ms=itl_p90 * 1e3, e2e_ms=e2e * 1e3, throughput_tok_s=X * load.output_tokens, request_rate_rps=X,
+        running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated)
+
+
+# ---- from the kernel to step costs ----------------------------------------------------------------
+
+def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, grid_axis: int = 0) -> StepCosts:
+    """Step costs from a kernel `Result` evaluated at batch = STEP_GRID (along ``grid_axis``),
+    prompt = the new prompt tokens after a cached depth, output = the load's output."""
+    step_s = 1.0 / np.asarray(r.decode_tok_s, float)
+    comp = np.asarray(r.decode_compute_s, float)
+    mem = np.asarray(r.decode_memory_s, float)
+    first = (slice(None),) * grid_axis + (0,)
+    # prompt work is linear in its tokens: the per-token cost is the same on every grid row
+    prompt_token_s = np.asarray(r.prefill_compute_s, float)[first] / load.new_prompt_tokens
+    seq_bytes = np.asarray(r.kv_seq_bytes, float)
+    seq_bytes = seq_bytes[first] if seq_bytes.ndim > grid_axis and seq_bytes.shape[grid_axis] > 1 else seq_bytes
+    budget = np.asarray(r.kv_budget_gpu_bytes, float)
+    budget = budget[first] if budget.ndim > grid_axis and budget.shape[grid_axis] > 1 else budget
+    full = load.prompt_tokens + load.output_tokens
+    # a paged cache holds each sequence at its current length, on average prompt + output / 2
+    # (KV grows linearly with context; sliding windows make this conservative)
+    mean_len = np.where(np.asarray(paged, bool), (load.prompt_tokens + load.output_tokens / 2.0) / full, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kv_capacity = np.where(budget > 0, budget / np.maximum(seq_bytes * mean_len, 1e-30), 0.0)
+    return StepCosts(step_s=step_s, step_compute_s=comp, step_memory_s=mem,
+                     prompt_token_s=np.squeeze(prompt_token_s), kv_capacity=np.squeeze(kv_capacity),
+                     max_seqs=max_seqs, chunk_tokens=chunk_tokens)
+
+
+def runtime_scheduler(rt) -> tuple[int, int, bool]:
+    """(max sequences, tokens per step, paged KV) of a runtime's default scheduler."""
+    return rt.max_seqs, rt.chunk_tokens or rt.workspace_tokens, rt.paged_kv
+
+
+# ---- one configuration ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServeReport:
+    """A load on one configuration: the steady state as plain numbers, with what set it."""
+
+    hardware: str
+    model: str
+    quant: str
+    kv_dtype: str
+    runtime: str
+    gpus: int
+    load: Load
+    max_seqs: int
+    chunk_tokens: int
+    kv_capacity: float          # running sequences the KV cache holds at the average context
+    fits: bool                  # the weights fit and at least one sequence's KV does
+    ttft_ms: float
+    ttft_p50_ms: float
+    ttft_p90_ms: float
+    itl_ms: float
+    itl_p90_ms: float
+    e2e_ms: float
+    throughput_tok_s: float
+    request_rate_rps: float
+    running_batch: float
+    queue: float
+    capacity: float
+    bound: str
+    saturated: bool
+    efficiency_basis: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def tok_s_per_user(self) -> float:
+        """Decode speed one user sees: one token per inter-token latency."""
+        return 1e3 / self.itl_ms if self.itl_ms > 0 else math.nan
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d["load"] = asdict(self.load)
+        d["tok_s_per_user"] = self.tok_s_per_user
+        d["notes"] = list(self.notes)
+        return d
+
+
+def serve(cat, cfg, load: Load) -> ServeReport:
+    """The steady state of ``load`` on the configuration ``cfg`` (a `Config`)."""
+    from advisor.model.efficiency import efficiency_for
+    from advisor.model.notes import efficiency_note
+    from advisor.model.predict import evaluate_config
+
+    load.check()
+    cfg.check(check_context=False)
+    if load.prompt_tokens + load.output_tokens > cfg.model.native_context:
+        raise AdvisorError(f"prompt + output of {load.prompt_tokens + load.output_tokens:,} tokens exceeds "
+                           f"{cfg.model.name}'s native context of {cfg.model.native_context:,}")
+    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
+    P = load.new_prompt_tokens
+    r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P,
+                        output=load.output_tokens)
+    seqs, chunk, paged = runtime_scheduler(cfg.runtime)
+    seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
+    costs = costs_from_result(r, load, paged, seqs, chunk)
+    fits = float(costs.kv_capacity) >= 1
+    notes = []
+    if fits:
+        s = solve(costs, load)
+        v = {k: float(np.asarray(getattr(s, k)).reshape(-1)[0]) for k in (
+            "ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "itl_ms", "itl_p90_ms", "e2e_ms", "throughput_tok_s",
+            "request_rate_rps", "running_batch", "queue", "capacity")}
+        bound, saturated = str(np.asarray(s.bound).reshape(-1)[0]), bool(np.asarray(s.saturated).reshape(-1)[0])
+    else:
+        v = dict.fromkeys(("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "itl_ms", "itl_p90_ms", "e2e_ms",
+                           "throughput_tok_s", "request_rate_rps", "running_batch", "queue"), math.nan)
+        v["capacity"] = 0.0
+        bound, saturated = "kv-capacity", True
+        notes.append("does not fit: after the weights there is no room for one sequence's KV cache of "
+                     f"{load.prompt_tokens + load.output_tokens:,} tokens")
+    if saturated and fits and load.kind == "closed":
+        notes.append(f"saturated: {v['capacity']:.0f} sequences run at once ({bound}); "
+                     f"{v['queue']:.0f} of {load.concurrency:g} clients wait in the queue")
+    if saturated and fits and load.kind == "open":
+        notes.append(f"unstable: {load.rate_rps:g} requests/s exceeds the {v['request_rate_rps']:.3g}/s the server "
+                     f"completes at capacity ({v['capacity']:.0f} sequences, {bound}); the queue grows without bound")
+    why = efficiency_note(eff, cfg.runtime, cfg.hardware)
+    if why:
+        notes.append(why)
+    return ServeReport(
+        hardware=cfg.hardware.name, model=cfg.model.name, quant=cfg.quant.name, kv_dtype=cfg.kv_dtype.name,
+        runtime=cfg.runtime.name, gpus=cfg.gpus, load=load, max_seqs=int(seqs), chunk_tokens=int(chunk),
+        kv_capacity=float(costs.kv_capacity), fits=fits, bound=bound, saturated=saturated,
+        efficiency_basis=eff.basis, notes=tuple(notes), **v)
+
+
+def concurrency_sweep(cat, cfg, load: Load, limit: int = 4096) -> list[ServeReport]:
+    """The throughput–latency curve: closed-loop concurrency 1, 2, 4 … up to two steps past saturation."""
+    out: list[ServeReport] = []
+    c, past = 1, 0
+    while c <= limit and past < 2:
+        rep = serve(cat, cfg, Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)}))
+        out.append(rep)
+        if not rep.fits:
+            break
+        past += rep.saturated
+        c *= 2
+    return out
