@@ -157,7 +157,28 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"advisor-gui: saved {args.screenshot} ({window.current_view_name()} tab)")
         return 0
+    _quit_on_signals(window)
     return app.exec()
+
+
+def _quit_on_signals(window) -> None:
+    """Ctrl+C in the terminal (or SIGTERM) closes the window properly, saving the settings."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    def close(*_args) -> None:
+        window.close()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, close)
+        except (ValueError, OSError):  # not the main thread, or not supported here
+            pass
+    # Python runs signal handlers only between bytecodes: wake it up regularly while Qt waits
+    window._signal_timer = QTimer(window)
+    window._signal_timer.timeout.connect(lambda: None)
+    window._signal_timer.start(250)
 
 
 def _exit_on_first_paint(app, window) -> None:

@@ -425,9 +425,15 @@ class MainWindow(QMainWindow):
     def restore_settings(self) -> None:
         st = self.settings
         geo = st.get("window/geometry")
-        if not geo.isEmpty():
-            self.restoreGeometry(geo)
+        if not geo.isEmpty() and self.restoreGeometry(geo):
             self._clamp_to_screen()
+        else:  # first start: most of the screen, at most 1400 × 900
+            screen = QGuiApplication.primaryScreen()
+            avail = screen.availableGeometry() if screen is not None else None
+            if avail is not None and avail.width() > 0:
+                self.resize(min(1400, int(avail.width() * 0.9)), min(900, int(avail.height() * 0.9)))
+            else:
+                self.resize(1400, 900)
         state = st.get("window/state")
         if not state.isEmpty():
             self.restoreState(state)
