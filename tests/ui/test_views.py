@@ -277,3 +277,25 @@ def test_a_catalog_entry_that_failed_validation_is_shown_and_the_app_runs(qtbot,
     assert "skipped" in w.catalog_label.text()
     assert "my-gpu" in w.catalog_label.toolTip() or "memory" in w.catalog_label.toolTip()
     assert w.session.prediction is not None
+
+
+def test_dragging_the_batch_slider_with_the_mouse(window, qtbot):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QStyle, QStyleOptionSlider
+
+    slider = window.inputs.batch.slider
+    opt = QStyleOptionSlider()
+    slider.initStyleOption(opt)
+    handle = slider.style().subControlRect(QStyle.ComplexControl.CC_Slider, opt,
+                                           QStyle.SubControl.SC_SliderHandle, slider)
+    start = handle.center()
+    qtbot.mousePress(slider, Qt.MouseButton.LeftButton, pos=start)
+    for i in range(1, 11):
+        qtbot.mouseMove(slider, QPoint(start.x() + i * (slider.width() // 20), start.y()))
+    qtbot.mouseRelease(slider, Qt.MouseButton.LeftButton, pos=QPoint(start.x() + slider.width() // 2, start.y()))
+    s = window.session
+    assert s.cfg.workload.batch > 1
+    assert window.inputs.spin_batch.value() == s.cfg.workload.batch
+    assert s.prediction.batch == s.cfg.workload.batch
+    s.undo()  # the whole drag is one undo step
+    assert s.cfg.workload.batch == 1
