@@ -20,7 +20,13 @@ MAX_ROWS = 300
 
 
 def reason_text(r) -> str:
-    """One unmet requirement in words (api has no text helper for `Reason` yet)."""
+    """One unmet requirement in words: api.reason_text where the core has it, else a plain rendering."""
+    core = getattr(api, "reason_text", None)
+    if core is not None:
+        try:
+            return str(core(r))
+        except Exception:  # noqa: BLE001 - fall back to the plain rendering below
+            pass
     what = {"quality": "quality", "memory": "memory", "ttft": "TTFT", "tok_s": "speed", "budget_usd": "budget",
             "budget_usd_hour": "hourly budget"}.get(getattr(r, "constraint", ""), getattr(r, "constraint", "?"))
     req, got, unit = getattr(r, "required", None), getattr(r, "achieved", None), getattr(r, "unit", "")
@@ -47,17 +53,16 @@ COLUMNS = [
     Column("Runtime", lambda c: c.runtime.name),
     Column("Weights", lambda c: c.quant.name),
     Column("KV", lambda c: c.kv_dtype.name),
-    Column("Users", lambda c: int(c.users)),
     Column("TTFT", lambda c: float(c.ttft_ms), "Time to first token at this load", fmt=duration_ms),
     Column("tok/s/user", lambda c: float(c.tok_s), "Decode speed per user"),
-    Column("Aggregate tok/s", lambda c: float(c.throughput_tok_s)),
-    Column("Max users", lambda c: int(c.max_batch), "Users that fit in memory at the full context"),
-    Column("Memory GB", lambda c: float(c.memory_needed_gb), "Needed per GPU (of usable)",
-           row_tip=lambda c: f"{num(c.memory_needed_gb)} of {num(c.memory_usable_gb)} GB usable per GPU"),
+    Column("Aggregate tok/s", lambda c: float(c.throughput_tok_s), "Decode tokens per second, all users"),
     Column("$/hour", lambda c: _money(c.cost_usd_hour), "Cloud price for all GPUs", row_tip=lambda c: c.price_note),
     Column("Purchase $", lambda c: _money(c.cost_usd), "List price for all GPUs", row_tip=lambda c: c.price_note),
     Column("Reason", lambda c: reasons(c), "Why it passes or fails", row_tip=lambda c: reasons(c, "\n"),
            colour=lambda c: None if c.ok else "#d23c3c"),
+    Column("Max users", lambda c: int(c.max_batch), "Users that fit in memory at the full context"),
+    Column("Memory GB", lambda c: float(c.memory_needed_gb), "Needed per GPU (of usable)",
+           row_tip=lambda c: f"{num(c.memory_needed_gb)} of {num(c.memory_usable_gb)} GB usable per GPU"),
     Column("Launch", lambda c: c.launch, "Command line to start it (select the row and press Ctrl+Shift+C)"),
 ]
 
@@ -99,7 +104,7 @@ class RecommendView(QWidget):
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("recommend_table")
         lay.addWidget(self.table, 1)
-        for i, w in enumerate((24, 190, 45, 90, 80, 55, 50, 75, 75, 90, 70, 80, 70, 80, 260)):
+        for i, w in enumerate((24, 200, 42, 95, 85, 60, 70, 70, 95, 60, 80, 300, 70, 80, 260)):
             self.table.setColumnWidth(i, w)
         self.rec: api.Recommendation | None = None
         self.computing = False
@@ -191,7 +196,8 @@ class RecommendView(QWidget):
         self.model.set_rows(rows)
         basis = {"hour": "cloud $/hour", "purchase": "purchase price", "headroom": "headroom"}.get(rec.cost_basis,
                                                                                                   rec.cost_basis)
-        shown = f"showing {len(rows):,}" + (" (the best)" if len(rows) >= MAX_ROWS else "")
+        what = "closest misses" if mode == "misses" else "rows"
+        shown = f"showing {len(rows):,} {what}" + (" (the first)" if len(rows) >= MAX_ROWS else "")
         self.status.setText(f"{rec.n_passing:,} of {len(rec):,} configurations meet the requirements · ranked by "
                             f"{basis} · {shown} · {rec.elapsed_ms:,.0f} ms")
         if rec.n_passing == 0 and mode == "passing":
