@@ -119,6 +119,10 @@ class MainWindow(QMainWindow):
         s.sig_catalog_changed.connect(self._update_catalog_label)
         self.workers.sig_busy_changed.connect(lambda n: self.busy_label.setText(f"working… ({n})" if n else ""))
         self.tabs.currentChanged.connect(lambda _i: self._update_actions())
+        try:  # follow the system's light/dark switch while running (Qt ≥ 6.5)
+            QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
+        except AttributeError:
+            pass
         if restore:
             self.restore_settings()
         self._update_actions()
@@ -250,6 +254,23 @@ class MainWindow(QMainWindow):
             self.catalog_label.setStyleSheet("")
             self.catalog_label.setToolTip("Shipped catalog plus your own additions")
         self.catalog_label.setText(text)
+
+    def _on_color_scheme_changed(self, *_args) -> None:
+        """Re-apply the palette and recolour the charts' backgrounds, axes and text."""
+        import pyqtgraph as pg
+        from PySide6.QtWidgets import QApplication
+
+        from ui.app import apply_theme
+        from ui.widgets import plot_colors
+
+        apply_theme(QApplication.instance())
+        c = plot_colors()
+        for w in self.findChildren(pg.GraphicsView):
+            w.setBackground(c["bg"])
+            for item in w.scene().items():
+                if isinstance(item, pg.AxisItem):
+                    item.setPen(c["fg"])
+                    item.setTextPen(c["fg"])
 
     # ------------------------------------------------------------------ messages
     def show_error(self, message: str) -> None:

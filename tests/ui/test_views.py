@@ -299,3 +299,11 @@ def test_dragging_the_batch_slider_with_the_mouse(window, qtbot):
     assert s.prediction.batch == s.cfg.workload.batch
     s.undo()  # the whole drag is one undo step
     assert s.cfg.workload.batch == 1
+
+
+def test_recolours_when_the_system_switches_light_and_dark(window):
+    import pyqtgraph as pg
+
+    window.show_view("curves")
+    window._on_color_scheme_changed()  # what Qt calls on a system switch; must not fail
+    assert all(isinstance(w, pg.GraphicsView) for w in window.findChildren(pg.GraphicsView))
