@@ -85,31 +85,43 @@ def main() -> None:
             times.append((time.perf_counter() - t0) * 1000)
         rows.append((f"input → redraw, {tab} tab shown", statistics.median(times), pct(times, 0.95), "ms"))
 
-    # recommendations in the worker while the GUI thread keeps ticking
+    # recommendations in the worker while the GUI thread keeps repainting
     win.session.set_inputs(model="llama 3.1 70b", batch=50)
     win.show_view("recommend")
     view = win.recommend
     settle()
     win.workers.wait(30000)
     settle()
-    ticks: list[float] = []
-    timer = QTimer()
-    timer.setInterval(10)
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
-    timer.start()
-    done = []
-    view.compute()
-    t0 = time.perf_counter()
-    win.workers.sig_busy_changed.connect(lambda n: n == 0 and done.append(time.perf_counter()) and None)
-    while not done and time.perf_counter() - t0 < 60:
-        app.processEvents()
-        time.sleep(0.001)
-    settle()
-    t_rec = (done[0] - t0) * 1000 if done else float("nan")
-    timer.stop()
-    gaps = [(b - a) * 1000 for a, b in zip(ticks, ticks[1:])] or [float("nan")]
-    rows.append(("recommendations 70B × 50 users (worker)", t_rec, t_rec, "ms"))
-    rows.append((f"  GUI timer ticks meanwhile (10 ms timer): {len(ticks)}; longest gap", max(gaps), max(gaps), "ms"))
+
+    def ranked(label: str) -> None:
+        ticks: list[float] = []
+
+        def tick() -> None:
+            win.results.repaint()  # a synchronous repaint on the GUI thread, while the worker ranks
+            ticks.append(time.perf_counter())
+
+        timer = QTimer()
+        timer.setInterval(10)
+        timer.timeout.connect(tick)
+        timer.start()
+        done: list[float] = []
+        win.workers.sig_busy_changed.connect(lambda n: done.append(time.perf_counter()) if n == 0 else None)
+        t0 = time.perf_counter()
+        view.compute()
+        while not done and time.perf_counter() - t0 < 60:
+            app.processEvents()
+            time.sleep(0.001)
+        settle()
+        t_rec = (done[0] - t0) * 1000 if done else float("nan")
+        timer.stop()
+        gaps = [(b - a) * 1000 for a, b in zip(ticks, ticks[1:])] or [float("nan")]
+        rows.append((f"recommendations 70B × 50 users, {label}", t_rec, t_rec, "ms"))
+        rows.append((f"  repaints meanwhile (10 ms timer): {len(ticks)}; longest gap", max(gaps), max(gaps), "ms"))
+
+    ranked("first run (worker)")
+    win.session.set_inputs(prompt=1024)  # a new workload: ranked again
+    view._timer.stop()
+    ranked("after an input change")
     rows.insert(0, ("cold start → first painted window", statistics.median(starts) * 1000,
                     pct(starts, 0.95) * 1000, "ms"))
 
