@@ -57,6 +57,7 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         budget_usd=_number("budget-usd", args.budget_usd), budget_usd_hour=_number("budget-usd-hour", args.budget_usd_hour),
         runtimes=runtimes, min_quality_rank=floor.quality_rank if floor else 0, quality_floor=floor.name if floor else "",
         max_ppl_delta=_number("max-ppl", args.max_ppl), kv_dtypes=kv, safe=bool(args.safe),
+        think_s=_number("think-s", args.think_s) or 0.0, burst=bool(args.burst),
     )
 
 
@@ -98,6 +99,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         cands = rec.all() if not args.top else _distinct(rec.passing, top_n) + rec.closest_misses(top_n)
         doc = {"model": req.model.name, "users": rec.users, "context_tokens": req.context,
                "prompt_tokens": req.prompt_tokens, "output_tokens": req.output_tokens, "ttft_ms_target": req.ttft_ms,
+               "load": rec.load_kind, "think_s": req.think_s,
                "tok_s_target": req.tok_s, "safe": req.safe, "cost_basis": rec.cost_basis,
                "configurations": len(rec), "passing": rec.n_passing, "sweep_ms": round(rec.elapsed_ms, 1),
                "candidates": [candidate_record(c) for c in cands]}
@@ -108,9 +110,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         targets.append(f"TTFT ≤ {duration_ms(req.ttft_ms)}")
     if req.tok_s:
         targets.append(f"≥ {num(req.tok_s)} tok/s per user")
-    users = f"{rec.users} concurrent user{'s' if rec.users > 1 else ''}"
-    if req.rps:
-        users += f" (from {num(req.rps)} requests/s by Little's law)"
+    if rec.load_kind == "open":
+        users = f"{num(req.rps)} requests/s (Poisson arrivals, ≈ {rec.users} in flight)"
+    else:
+        users = f"{rec.users} concurrent user{'s' if rec.users > 1 else ''}"
+        users += " arriving at once (burst)" if req.burst else (
+            f" (closed loop, {num(req.think_s)} s think time)" if req.think_s else " (closed loop)")
     print(f"{req.model.name} for {users} · prompt {req.prompt_tokens:,} · output {req.output_tokens:,} · "
           f"context {req.context:,}" + (f" · targets: {', '.join(targets)}" if targets else ""))
     if req.safe:
@@ -134,7 +139,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                      f"{duration_ms(c.ttft_ms)} ({duration_ms(c.ttft_safe_ms)})", f"{num(c.tok_s)} ({num(c.tok_s_safe)})",
                      num(c.throughput_tok_s), f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}",
                      _cost_cell(c, rec.cost_basis), _quality_cell(c.quant)])
-    print(table(["#", "configuration", "runtime", "weights", "KV", "TTFT (safe)", "tok/s/user (safe)", "total tok/s",
+    ttft_head = "TTFT (safe)" if req.burst else "TTFT p90 (safe)"
+    print(table(["#", "configuration", "runtime", "weights", "KV", ttft_head, "tok/s/user (safe)", "total tok/s",
                  "mem/GPU GB", "cost", "quality"], rows))
     print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band.")
     print("\nLaunch:")
@@ -188,8 +194,12 @@ def register(sub) -> None:
     p.add_argument("--prompt", help="typical prompt tokens (default 1024)")
     p.add_argument("--output", help="typical output tokens (default 256)")
     p.add_argument("--context", help="longest context every user must be able to reach (default prompt + output)")
-    p.add_argument("--users", help="concurrent users (sequences decoded together)")
-    p.add_argument("--rps", help="or a request rate; converted to concurrency by Little's law")
+    p.add_argument("--users", help="concurrent users: clients of a server, each sending its next request when "
+                                   "the last one is answered (with --burst: prompts arriving at the same instant)")
+    p.add_argument("--rps", help="or Poisson arrivals, requests per second")
+    p.add_argument("--think-s", dest="think_s", help="with --users: seconds a user waits before the next request")
+    p.add_argument("--burst", action="store_true",
+                   help="judge all users' prompts arriving at once, decoded as one static batch (no queueing)")
     p.add_argument("--ttft-ms", dest="ttft_ms", help="time-to-first-token target, ms")
     p.add_argument("--tok-s", dest="tok_s", help="per-user decode speed target, tokens/s")
     p.add_argument("--hardware-kind", dest="hardware_kind",

@@ -253,6 +253,8 @@ class Runtime:
     #: True: the KV cache is paged, a sequence holds only the blocks of its current length;
     #: False: each slot reserves its whole context up front (llama-server)
     paged_kv: bool = _f("bool", default=True)
+    #: where the three scheduler figures come from; without it they are the spec's defaults
+    scheduler_source: str = _f("str")
     launch: str = _f("str")
     #: Loads the weight formats and KV types of this runtime (a backend or an older build of it).
     formats_of: str = _f("str")

@@ -73,6 +73,10 @@ class Tables:
         cols = [runtime_columns(r) for r in rt]
         self.rt_cols = {c: np.array([row[c] for row in cols]) for c in RUNTIME_COLUMNS}
         self.tensor_parallel = np.array([r.parallelism == "tp" for r in rt])
+        # the continuous-batching scheduler of each runtime (advisor.model.serving)
+        self.max_seqs = np.array([r.max_seqs for r in rt], dtype=float)
+        self.chunk_tokens = np.array([r.chunk_tokens or r.workspace_tokens for r in rt], dtype=float)
+        self.paged_kv = np.array([r.paged_kv for r in rt], dtype=bool)
         bits = [weight_bits(x) for x in q]
         self.bits = WeightBits(*(np.array([getattr(b, f) for b in bits]) for f in WeightBits.__dataclass_fields__))
         self.kv_bits = np.array([x.bits for x in kv], dtype=float)

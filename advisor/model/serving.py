@@ -36,9 +36,9 @@ import numpy as np
 from advisor.data.errors import AdvisorError
 
 LOAD_KINDS = ("closed", "open", "offline")
-#: Batch sizes at which the decode step is evaluated; τ_dec between them is interpolated in log b.
+#: Batch sizes at which the decode step is evaluated; τ_dec between them is interpolated linearly.
 STEP_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], dtype=float)
-BISECTION_STEPS = 48
+BISECTION_STEPS = 36
 #: Steps that carry a prompt chunk set the 90th-percentile ITL once more than this share of steps do.
 MIXED_STEP_SHARE_FOR_P90 = 0.10
 MAX_CONCURRENCY = 1_000_000
@@ -113,20 +113,24 @@ class Serving:
     saturated: Any
 
 
-def _interp_step(costs: StepCosts, b):
-    """τ_dec(b), its compute and memory parts: log-linear between the grid's batch sizes."""
-    lb = np.log(np.clip(b, 1.0, STEP_GRID[-1]))
-    lg = np.log(STEP_GRID)
-    i = np.clip(np.searchsorted(lg, lb, side="right") - 1, 0, len(lg) - 2)
-    w = (lb - lg[i]) / (lg[i + 1] - lg[i])
+class _StepTable:
+    """A table of per-grid-batch values, (G, …) per configuration, read at any batch b by linear
+    interpolation between the grid's batch sizes (the decode step is close to linear in b: it
+    reads the weights once and every sequence's KV). Converted and flattened once per solve."""
 
-    def at(table):
-        t = np.asarray(table, float)
-        lo = np.take_along_axis(t, i[None, ...], axis=0)[0] if t.ndim > 1 else t[i]
-        hi = np.take_along_axis(t, (i + 1)[None, ...], axis=0)[0] if t.ndim > 1 else t[i + 1]
-        return lo * (1 - w) + hi * w
+    def __init__(self, table, shape):
+        t = np.asarray(table)
+        self.flat = np.broadcast_to(t.reshape(STEP_GRID.size, *([1] * len(shape))) if t.ndim == 1 else t,
+                                    (STEP_GRID.size, *shape)).reshape(STEP_GRID.size, -1)
+        self.cols = np.arange(self.flat.shape[1])
+        self.shape = shape
 
-    return at(costs.step_s), at(costs.step_compute_s), at(costs.step_memory_s)
+    def at(self, b):
+        bb = np.clip(np.asarray(b, float).reshape(-1), 1.0, STEP_GRID[-1])
+        i = np.clip(np.searchsorted(STEP_GRID, bb, side="right") - 1, 0, STEP_GRID.size - 2)
+        w = (bb - STEP_GRID[i]) / (STEP_GRID[i + 1] - STEP_GRID[i])
+        lo, hi = self.flat[i, self.cols], self.flat[i + 1, self.cols]
+        return (lo + (hi - lo) * w).reshape(self.shape)
 
 
 def solve(costs: StepCosts, load: Load) -> Serving:
@@ -140,16 +144,15 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     kv_cap = np.floor(np.asarray(costs.kv_capacity, float))
     cap = np.minimum(kv_cap, S)
     shape = np.broadcast(tau_p, K, S, kv_cap).shape
+    step_table = _StepTable(costs.step_s, shape)
 
-    def step(b):
-        t_dec, _, _ = _interp_step(costs, b)
-        return t_dec + b * P * tau_p / D
+    def step(b, t_dec=None):
+        return (step_table.at(b) if t_dec is None else t_dec) + b * P * tau_p / D
 
-    def ttft_parts(b, tau, X):
+    def ttft_parts(b, tau, X, t_dec):
         budget = np.maximum(K - b, 1.0)
         chunks = np.maximum(np.ceil(P / budget), 1.0)
         # the steps that carry this prompt: each decodes the running batch and computes a chunk
-        t_dec, _, _ = _interp_step(costs, b)
         service = chunks * t_dec + P * tau_p
         util = np.clip(X * P * tau / budget, 0.0, 0.999)   # share of the prompt budget in use
         wait = service * util / (2.0 * (1.0 - util))       # M/D/1 mean wait for the budget
@@ -162,11 +165,12 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     else:
         # the demand gap rises with b: bisect for where it closes
         def demand_gap(b):
-            tau = step(b)
+            t_dec = step_table.at(b)
+            tau = step(b, t_dec)
             X = b / (D * tau)
             if load.kind == "open":
                 return X - load.rate_rps
-            service, wait = ttft_parts(b, tau, X)
+            service, wait = ttft_parts(b, tau, X, t_dec)
             return b + X * (service + wait + load.think_s) - load.concurrency
 
         saturated = demand_gap(b_hi) < 0      # even a full running batch does not meet the demand
@@ -177,9 +181,10 @@ def solve(costs: StepCosts, load: Load) -> Serving:
             lo = np.where(below, mid, lo)
             hi = np.where(below, hi, mid)
         b = np.where(saturated, b_hi, 0.5 * (lo + hi))
-    tau = step(b)
+    t_dec = step_table.at(b)
+    tau = step(b, t_dec)
     X = b / (D * tau)
-    service, wait = ttft_parts(b, tau, X)
+    service, wait = ttft_parts(b, tau, X, t_dec)
     # the queue: closed loop, the clients a full server cannot take; open loop, unbounded past capacity
     if load.kind == "closed":
         in_system = b + X * (service + wait) + X * load.think_s
@@ -196,7 +201,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     # mean); the chunked service is deterministic
     ttft_p50 = service + (wait + queue_wait) * math.log(2)
     ttft_p90 = service + (wait + queue_wait) * math.log(10)
-    t_dec, t_comp, t_mem = _interp_step(costs, b)
+    t_comp, t_mem = _StepTable(costs.step_compute_s, shape).at(b), _StepTable(costs.step_memory_s, shape).at(b)
     mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
     full_chunk_step = t_dec + np.maximum(K - b, 0.0) * tau_p
     itl_p90 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P90, np.maximum(full_chunk_step, tau), tau)
@@ -212,28 +217,29 @@ def solve(costs: StepCosts, load: Load) -> Serving:
 
 # ---- from the kernel to step costs ----------------------------------------------------------------
 
-def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, grid_axis: int = 0) -> StepCosts:
-    """Step costs from a kernel `Result` evaluated at batch = STEP_GRID (along ``grid_axis``),
-    prompt = the new prompt tokens after a cached depth, output = the load's output."""
-    step_s = 1.0 / np.asarray(r.decode_tok_s, float)
-    comp = np.asarray(r.decode_compute_s, float)
-    mem = np.asarray(r.decode_memory_s, float)
-    first = (slice(None),) * grid_axis + (0,)
-    # prompt work is linear in its tokens: the per-token cost is the same on every grid row
-    prompt_token_s = np.asarray(r.prefill_compute_s, float)[first] / load.new_prompt_tokens
-    seq_bytes = np.asarray(r.kv_seq_bytes, float)
-    seq_bytes = seq_bytes[first] if seq_bytes.ndim > grid_axis and seq_bytes.shape[grid_axis] > 1 else seq_bytes
-    budget = np.asarray(r.kv_budget_gpu_bytes, float)
-    budget = budget[first] if budget.ndim > grid_axis and budget.shape[grid_axis] > 1 else budget
+def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens) -> StepCosts:
+    """Step costs from kernel results at batch = STEP_GRID along the first axis, with prompt =
+    the new prompt tokens after a cached depth and output = the load's output. ``r`` has the
+    `Result` fields as attributes: (G, …) arrays, or (…) for those that do not depend on the batch."""
+    step_s = 1.0 / r.decode_tok_s
+    # prompt work is linear in its tokens: the per-token cost is the same at every grid batch
+    prompt_token_s = _first(r.prefill_compute_s) / load.new_prompt_tokens
+    seq_bytes, budget = _first(r.kv_seq_bytes), _first(r.kv_budget_gpu_bytes)
     full = load.prompt_tokens + load.output_tokens
     # a paged cache holds each sequence at its current length, on average prompt + output / 2
     # (KV grows linearly with context; sliding windows make this conservative)
     mean_len = np.where(np.asarray(paged, bool), (load.prompt_tokens + load.output_tokens / 2.0) / full, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         kv_capacity = np.where(budget > 0, budget / np.maximum(seq_bytes * mean_len, 1e-30), 0.0)
-    return StepCosts(step_s=step_s, step_compute_s=comp, step_memory_s=mem,
-                     prompt_token_s=np.squeeze(prompt_token_s), kv_capacity=np.squeeze(kv_capacity),
-                     max_seqs=max_seqs, chunk_tokens=chunk_tokens)
+    return StepCosts(step_s=step_s, step_compute_s=r.decode_compute_s, step_memory_s=r.decode_memory_s,
+                     prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
+                     chunk_tokens=chunk_tokens)
+
+
+def _first(a):
+    """The first grid row of a (G, …) array; a batch-independent value as it is."""
+    a = np.asarray(a)
+    return a[0] if a.ndim and a.shape[0] == STEP_GRID.size else a
 
 
 def runtime_scheduler(rt) -> tuple[int, int, bool]:
@@ -328,6 +334,9 @@ def serve(cat, cfg, load: Load) -> ServeReport:
     if saturated and fits and load.kind == "open":
         notes.append(f"unstable: {load.rate_rps:g} requests/s exceeds the {v['request_rate_rps']:.3g}/s the server "
                      f"completes at capacity ({v['capacity']:.0f} sequences, {bound}); the queue grows without bound")
+    if not cfg.runtime.scheduler_source and not (load.max_seqs and load.chunk_tokens):
+        notes.append(f"the catalog does not state {cfg.runtime.name}'s scheduler defaults: assumed {seqs:,} running "
+                     f"sequences and {chunk:,} tokens per step (set --max-seqs and --chunk-tokens)")
     why = efficiency_note(eff, cfg.runtime, cfg.hardware)
     if why:
         notes.append(why)

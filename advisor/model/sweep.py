@@ -46,6 +46,20 @@ class FlatValues(Mapping):
             self._flat[key] = v
         return v
 
+    def table(self, key: str) -> np.ndarray:
+        """Field ``key`` as a (batches, configurations) array, without flattening."""
+        if key not in self._names:
+            raise KeyError(key)
+        parts = [np.broadcast_to(getattr(r, key), (self._batches, n)) for r, n in zip(self._results, self._sizes)]
+        return np.concatenate(parts, axis=1) if parts else np.empty((self._batches, 0))
+
+    def first_row(self, key: str) -> np.ndarray:
+        """Field ``key`` at the first batch size, one element per configuration."""
+        if key not in self._names:
+            raise KeyError(key)
+        parts = [np.broadcast_to(getattr(r, key), (self._batches, n))[0] for r, n in zip(self._results, self._sizes)]
+        return np.concatenate(parts) if parts else np.empty(0)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
@@ -75,6 +89,11 @@ class SweepResult:
 
     def __len__(self) -> int:
         return int(self._configs[0].size * self._batches.size)
+
+    @property
+    def configurations(self) -> tuple[np.ndarray, ...]:
+        """(hardware, runtime, quant, kv, gpus) index arrays, one element per configuration."""
+        return self._configs
 
     def row(self, i: int) -> dict:
         """Configuration ``i`` with every value the sweep computed for it."""

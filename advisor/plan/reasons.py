@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: The constraints a candidate is judged against, in the order their reasons are listed.
-CONSTRAINTS = ("quality", "memory", "ttft", "tok_s", "budget_usd", "budget_usd_hour")
+CONSTRAINTS = ("quality", "memory", "load", "ttft", "tok_s", "budget_usd", "budget_usd_hour")
 
 
 @dataclass(frozen=True)
@@ -19,5 +19,5 @@ class Reason:
     constraint: str        # one of CONSTRAINTS
     required: float | None
     achieved: float | None
-    unit: str              # "GB per GPU", "ms", "tok/s per user", "USD", "USD/h", "quality rank", "+ppl"
+    unit: str              # "GB per GPU", "requests/s", "ms", "tok/s per user", "USD", "USD/h", "quality rank", "+ppl"
     detail: dict[str, Any] = field(default_factory=dict)

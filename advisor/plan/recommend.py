@@ -17,6 +17,7 @@ from advisor.data.catalog import Catalog
 from advisor.data.errors import AdvisorError
 from advisor.model.roofline import MAX_BATCH, Workload
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
 from advisor.model.sweep import sweep
 from advisor.plan.reasons import Reason
 
@@ -35,8 +36,9 @@ class Requirements:
     prompt_tokens: int = 1024
     output_tokens: int = 256
     context_tokens: int | None = None        # longest context that must fit (default prompt + output)
-    users: int | None = None                 # concurrent sequences
-    rps: float | None = None                 # or a request rate (converted by Little's law)
+    users: int | None = None                 # concurrent users: clients in a closed loop (burst: sequences at once)
+    rps: float | None = None                 # or a Poisson request rate (open loop)
+    think_s: float = 0.0                     # closed loop: pause between a response and the next request
     ttft_ms: float | None = None
     tok_s: float | None = None               # per-user decode speed
     hardware_kinds: tuple[str, ...] = ()
@@ -51,6 +53,7 @@ class Requirements:
     max_ppl_delta: float | None = None
     kv_dtypes: tuple[str, ...] = DEFAULT_KV
     safe: bool = False                       # judge by the pessimistic edge of the band
+    burst: bool = False                      # judge all users' prompts arriving at once (a static batch)
 
     @property
     def context(self) -> int:
@@ -111,7 +114,9 @@ class Candidate:
     max_batch: int                # sequences at the full context
     max_context: int              # at one user
     prefill_compute_share: float
-    bound: str                    # which roof binds decode
+    bound: str                    # what limits it: memory(-bandwidth), compute, kv-capacity, max-seqs, queue
+    running_batch: float          # sequences decoding together (serving) or the batch (burst)
+    queue: float                  # requests waiting (serving; 0 in burst)
     cost_usd: float | None
     cost_usd_hour: float | None
     price_note: str
@@ -163,6 +168,7 @@ class Recommendation:
         self.cost_basis = basis
         self.elapsed_ms = elapsed_ms
         self.n_passing = int(arrays["ok"].sum())
+        self.load_kind = "burst" if req.burst else ("open" if req.rps and not req.users else "closed")
         self._cache: dict[int, Candidate] = {}
 
     def __len__(self) -> int:
@@ -196,29 +202,32 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     t = s.tables
     hw, rt, q, kv = t.hardware[s.hw[i]], t.runtimes[s.rt[i]], t.quants[s.q[i]], t.kv_dtypes[s.kv[i]]
     g = int(s.gpus[i])
-    v = s.values
     usd, hour, note = _price(hw, g)
     c = Candidate(hw, rt, q, kv, g, rec.users, float(a["ttft"][i]), float(a["ttft_safe"][i]), float(a["tok"][i]),
-                  float(a["tok_safe"][i]), float(v["throughput_tok_s"][i]), float(a["needed"][i]),
-                  float(a["usable"][i]), int(rec._memory.values["max_batch"][i]), int(v["max_context"][i]),
-                  float(v["prefill_compute_share"][i]),
-                  "compute" if v["decode_compute_s"][i] > v["decode_memory_s"][i] else "memory", usd, hour, note)
+                  float(a["tok_safe"][i]), float(a["throughput"][i]), float(a["needed"][i]),
+                  float(a["usable"][i]), int(rec._memory.values["max_batch"][i]), int(a["max_context"][i]),
+                  float(a["compute_share"][i]), str(a["bound"][i]), float(a["running"][i]), float(a["queue"][i]),
+                  usd, hour, note)
     fail: list[Reason] = []
     quality = _quality_reason(q, req)
     if quality:
         fail.append(quality)
     if not a["fits"][i]:
         fail.append(Reason("memory", float(a["needed"][i]), float(a["usable"][i]), "GB per GPU",
-                           {"room_for": c.max_batch, "users": rec.users, "context": req.context}))
+                           {"room_for": c.max_batch, "users": rec.users if req.burst else 1, "context": req.context}))
+    serving = {"serving": not req.burst, "running": c.running_batch, "capacity": float(a["capacity"][i]),
+               "queue": c.queue, "load": rec.load_kind, "users": rec.users}
+    if not req.burst and not a["load_ok"][i]:
+        fail.append(Reason("load", req.rps, float(a["rate"][i]), "requests/s", serving | {"bound": c.bound}))
     if req.ttft_ms and not a["ttft_ok"][i]:
         share = c.prefill_compute_share
         fail.append(Reason("ttft", req.ttft_ms, float(a["judge_ttft"][i]), "ms",
                            {"compute_share": share if math.isfinite(share) else None,
-                            "peak_fraction": float(a["peak_share"][i])}))
+                            "peak_fraction": float(a["peak_share"][i]), "bound": c.bound} | serving))
     if req.tok_s and not a["tok_ok"][i]:
         fail.append(Reason("tok_s", req.tok_s, float(a["judge_tok"][i]), "tok/s per user",
                            {"bound": c.bound, "bandwidth_fraction": float(a["bw_share"][i]),
-                            "bandwidth_gb_s": hw.bandwidth_gb_s}))
+                            "bandwidth_gb_s": hw.bandwidth_gb_s} | serving))
     if req.budget_usd is not None and not a["budget_ok"][i]:
         fail.append(Reason("budget_usd", req.budget_usd, usd, "USD"))
     if req.budget_usd_hour is not None and not a["budget_hour_ok"][i]:
@@ -253,32 +262,31 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     if not kv_keys:
         raise AdvisorError("no KV-cache dtype matches --kv-dtype")
     gpus = [g for g in GPU_COUNTS if g <= req.max_gpus] or [1]
-    typical = Workload(batch=users, prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens)
-    # memory is judged at the longest context every user may reach
+    keys = dict(hardware=hw_keys, runtimes=rt_keys, quants=None, kv_dtypes=kv_keys, gpus=gpus)
     extra = req.context - req.prompt_tokens - req.output_tokens
-    full = Workload(batch=users, prompt_tokens=req.prompt_tokens + extra, output_tokens=req.output_tokens)
-    speed = sweep(cat, req.model, typical, hardware=hw_keys, runtimes=rt_keys, quants=None, kv_dtypes=kv_keys, gpus=gpus)
-    memory = sweep(cat, req.model, full, hardware=hw_keys, runtimes=rt_keys, quants=None, kv_dtypes=kv_keys, gpus=gpus,
-                   memory_only=True)
+    if req.burst:
+        # all users' prompts at once: a static batch, and memory for every user at the longest context
+        speed = sweep(cat, req.model, Workload(batch=users, prompt_tokens=req.prompt_tokens,
+                                               output_tokens=req.output_tokens), **keys)
+        memory = sweep(cat, req.model, Workload(batch=users, prompt_tokens=req.prompt_tokens + extra,
+                                                output_tokens=req.output_tokens), memory_only=True, **keys)
+        a = _judge_burst(speed)
+    else:
+        # a server under load: the decode step at every batch size, then the steady state; memory
+        # must hold one user at the longest context (more users queue, which TTFT shows)
+        speed = sweep(cat, req.model, Workload(batch=1, prompt_tokens=req.prompt_tokens,
+                                               output_tokens=max(req.output_tokens, 2)), batch=STEP_GRID, **keys)
+        memory = sweep(cat, req.model, Workload(batch=1, prompt_tokens=req.prompt_tokens + extra,
+                                                output_tokens=req.output_tokens), memory_only=True, **keys)
+        a = _judge_serving(speed, req, users)
     t = speed.tables
-    v, mv = speed.values, memory.values
-    a: dict[str, np.ndarray] = {}
+    mv = memory.values
     a["needed"] = (mv["weights_gpu_bytes"] + mv["kv_gpu_bytes"] + mv["workspace_gpu_bytes"] + mv["overhead_gpu_bytes"]) / 1e9
     a["usable"] = mv["usable_gpu_bytes"] / 1e9
     a["fits"] = mv["fits"].astype(bool)
-    a["ttft"] = v["ttft_s"] * 1e3
-    a["tok"] = v["decode_tok_s"]
-    a["ttft_safe"] = v["ttft_high_s"] * 1e3
-    a["tok_safe"] = v["decode_low_tok_s"]
     a["judge_ttft"] = a["ttft_safe"] if req.safe else a["ttft"]
     a["judge_tok"] = a["tok_safe"] if req.safe else a["tok"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # attained fractions of the roofs, for the verdicts
-        peak = t.peak[speed.hw, speed.rt, speed.q] * 1e12
-        bw = t.hw_cols["bandwidth_gb_s"][speed.hw] * 1e9
-        a["peak_share"] = (v["prefill_linear_flops"] + v["prefill_attention_flops"]) / peak / v["prefill_s"]
-        a["bw_share"] = v["decode_bytes"] / bw * a["tok"]
-    n = len(speed)
+    n = len(memory)
     ratios = [np.minimum(a["usable"] / np.maximum(a["needed"], 1e-9), 1.0)]
     a["ttft_ok"] = np.ones(n, bool)
     a["tok_ok"] = np.ones(n, bool)
@@ -288,31 +296,104 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     if req.tok_s:
         a["tok_ok"] = a["judge_tok"] >= req.tok_s
         ratios.append(a["judge_tok"] / req.tok_s)
+    cfg_hw, cfg_q, cfg_gpus = memory.hw, memory.q, memory.gpus   # one entry per configuration
     q_ok = np.array([_quality_reason(q, req) is None for q in t.quants])
-    a["quality_ok"] = q_ok[speed.q]
+    a["quality_ok"] = q_ok[cfg_q]
     # unit prices per hardware (nan = unknown), times the GPU count of each configuration
     unit = np.array([[p or np.nan for p in _price(h, 1)[:2]] for h in t.hardware], dtype=float)
-    usd = unit[speed.hw, 0] * speed.gpus
-    hour = unit[speed.hw, 1] * speed.gpus
+    usd = unit[cfg_hw, 0] * cfg_gpus
+    hour = unit[cfg_hw, 1] * cfg_gpus
     a["budget_ok"] = np.ones(n, bool) if req.budget_usd is None else (usd <= req.budget_usd)
     a["budget_hour_ok"] = np.ones(n, bool) if req.budget_usd_hour is None else (hour <= req.budget_usd_hour)
     a["headroom"] = np.nan_to_num(np.minimum.reduce(ratios), nan=0.0)
-    a["ok"] = a["fits"] & a["ttft_ok"] & a["tok_ok"] & a["quality_ok"] & a["budget_ok"] & a["budget_hour_ok"]
+    a["ok"] = (a["fits"] & a["load_ok"] & a["ttft_ok"] & a["tok_ok"] & a["quality_ok"] & a["budget_ok"]
+               & a["budget_hour_ok"])
     ok_idx = np.flatnonzero(a["ok"])
     basis = _cost_basis(req, np.isfinite(hour[ok_idx]).sum(), np.isfinite(usd[ok_idx]).sum())
     cost = hour if basis == "hour" else usd if basis == "purchase" else np.full(n, np.nan)
-    quality = np.array([q.quality_rank for q in t.quants])[speed.q]
+    quality = np.array([q.quality_rank for q in t.quants])[cfg_q]
     # rank: priced first (cheapest), then better quality, then more headroom, then fewer GPUs
-    keys = (speed.gpus[ok_idx], -a["headroom"][ok_idx], -quality[ok_idx], np.nan_to_num(cost[ok_idx], nan=0.0),
-            ~np.isfinite(cost[ok_idx]))
-    ranked = ok_idx[np.lexsort(keys)]
+    order_keys = (cfg_gpus[ok_idx], -a["headroom"][ok_idx], -quality[ok_idx], np.nan_to_num(cost[ok_idx], nan=0.0),
+                  ~np.isfinite(cost[ok_idx]))
+    ranked = ok_idx[np.lexsort(order_keys)]
     fail_idx = np.flatnonzero(~a["ok"])
     failing = fail_idx[np.argsort(-a["headroom"][fail_idx], kind="stable")]
     a["pareto"] = np.zeros(n, bool)
     a["pareto"][ok_idx] = _pareto(np.column_stack([np.where(np.isfinite(cost[ok_idx]), cost[ok_idx], np.inf),
                                                    -a["tok"][ok_idx], -quality[ok_idx]]))
     elapsed = (time.perf_counter() - t0) * 1e3
-    return Recommendation(req, users, speed, memory, a, np.concatenate([ranked, failing]), basis, elapsed)
+    return Recommendation(req, users, memory, memory, a, np.concatenate([ranked, failing]), basis, elapsed)
+
+
+def _judge_burst(speed) -> dict[str, np.ndarray]:
+    """Speeds of all users' prompts processed together, then decoded as one static batch."""
+    t, v = speed.tables, speed.values
+    a: dict[str, np.ndarray] = {}
+    a["ttft"] = v["ttft_s"] * 1e3
+    a["tok"] = v["decode_tok_s"]
+    a["ttft_safe"] = v["ttft_high_s"] * 1e3
+    a["tok_safe"] = v["decode_low_tok_s"]
+    a["throughput"] = v["throughput_tok_s"]
+    a["max_context"] = v["max_context"]
+    a["compute_share"] = v["prefill_compute_share"]
+    a["bound"] = np.where(v["decode_compute_s"] > v["decode_memory_s"], "compute", "memory")
+    a["running"] = speed.batch.astype(float)
+    a["queue"] = np.zeros(len(speed))
+    a["capacity"] = v["max_batch"]
+    a["load_ok"] = np.ones(len(speed), bool)
+    a["rate"] = np.full(len(speed), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # attained fractions of the roofs, for the verdicts
+        peak = t.peak[speed.hw, speed.rt, speed.q] * 1e12
+        bw = t.hw_cols["bandwidth_gb_s"][speed.hw] * 1e9
+        a["peak_share"] = (v["prefill_linear_flops"] + v["prefill_attention_flops"]) / peak / v["prefill_s"]
+        a["bw_share"] = v["decode_bytes"] / bw * a["tok"]
+    return a
+
+
+def _judge_serving(grid, req: Requirements, users: int) -> dict[str, np.ndarray]:
+    """The steady state of the load on every configuration, from the decode step at STEP_GRID batches."""
+    t, v = grid.tables, grid.values
+    hw, rt, q, _, _ = grid.configurations
+    load = Load(kind="open" if req.rps and not req.users else "closed", concurrency=float(users),
+                rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
+                output_tokens=max(req.output_tokens, 2))
+
+    class _Grid:  # the fields the serving model reads: per batch (G, n) or per configuration (n,)
+        decode_tok_s = v.table("decode_tok_s")
+        decode_compute_s = v.table("decode_compute_s")
+        decode_memory_s = v.table("decode_memory_s")
+        prefill_compute_s = v.first_row("prefill_compute_s")
+        kv_seq_bytes = v.first_row("kv_seq_bytes")
+        kv_budget_gpu_bytes = v.first_row("kv_budget_gpu_bytes")
+
+    costs = costs_from_result(_Grid, load, t.paged_kv[rt], t.max_seqs[rt], t.chunk_tokens[rt])
+    s = solve(costs, load)
+    band = t.eff.take_flat(hw * len(t.runtimes) + rt)
+    n = hw.size
+    a: dict[str, np.ndarray] = {}
+    a["ttft"] = s.ttft_p90_ms                       # judged at the 90th percentile
+    a["tok"] = 1e3 / s.itl_ms
+    a["ttft_safe"] = a["ttft"] / band.prefill_low
+    a["tok_safe"] = a["tok"] * band.decode_low
+    a["throughput"] = s.throughput_tok_s
+    a["max_context"] = v.first_row("max_context")
+    a["compute_share"] = v.first_row("prefill_compute_share")
+    a["bound"] = s.bound
+    a["running"] = s.running_batch
+    a["queue"] = s.queue
+    a["capacity"] = s.capacity
+    a["rate"] = s.request_rate_rps
+    # an open loop past capacity never catches up; a full closed loop makes users wait, which a
+    # TTFT target judges where one is given (without one, every user must be served at once)
+    a["load_ok"] = ~s.saturated if (load.kind == "open" or not req.ttft_ms) else np.ones(n, bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        peak = t.peak[hw, rt, q] * 1e12
+        bw = t.hw_cols["bandwidth_gb_s"][hw] * 1e9
+        a["peak_share"] = (v.first_row("prefill_linear_flops") + v.first_row("prefill_attention_flops")) / peak \
+            / v.first_row("prefill_s")
+        a["bw_share"] = v.first_row("decode_bytes") / bw / costs.step_s[0]  # of spec bandwidth, at batch 1
+    return a
 
 
 def _cost_basis(req: Requirements, n_hourly: int, n_purchase: int) -> str:

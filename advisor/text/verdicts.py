@@ -18,6 +18,17 @@ def reason_text(r: Reason) -> str:
         users = d.get("users", 0)
         extra = f" (room for {room} of {users} users at {d['context']:,} tokens)" if 0 < room < users else ""
         return f"needs {num(r.required)} GB per GPU, has {num(r.achieved)}{extra}"
+    if r.constraint == "load" and d.get("load") == "open":
+        return (f"cannot keep up with {num(r.required)} requests/s: completes {num(r.achieved)}/s with "
+                f"{num(d['capacity'])} running sequences ({_limit(d['bound'])}); the queue grows without bound")
+    if r.constraint == "load":
+        return (f"{_serving_why(d)} of {num(d['users'])} users: the rest wait for a free slot "
+                f"(give a TTFT target to accept some waiting)")
+    if r.constraint == "ttft" and d.get("serving"):
+        return f"TTFT p90 {duration_ms(r.achieved)} > {duration_ms(r.required)} target: {_serving_why(d)}"
+    if r.constraint == "tok_s" and d.get("serving"):
+        return (f"{num(r.achieved)} tok/s per user < {num(r.required)} target: each step decodes "
+                f"{num(d['running'])} sequences ({_limit(d['bound'])})")
     if r.constraint == "ttft":
         share = d.get("compute_share")
         why = "prefill" if share is None else ("prefill compute-bound" if share >= 0.5 else "prefill memory-bound")
@@ -31,6 +42,23 @@ def reason_text(r: Reason) -> str:
     if r.constraint == "budget_usd_hour":
         return f"${r.achieved:.2f}/h is over the ${r.required:.2f}/h budget" if r.achieved else "no hourly price in the catalog"
     return f"{r.constraint}: needs {num(r.required)} {r.unit}, has {num(r.achieved)}"
+
+
+def _limit(bound: str) -> str:
+    return {"kv-capacity": "the KV cache is full", "max-seqs": "the max-sequences setting is reached",
+            "queue": "arrivals outpace service", "compute": "compute-bound",
+            "memory-bandwidth": "memory-bandwidth-bound", "memory": "memory-bandwidth-bound"}.get(bound, bound)
+
+
+def _serving_why(d: dict) -> str:
+    """What makes a served request wait: a full server (and how many queue), or slow steps."""
+    if d["bound"] in ("kv-capacity", "max-seqs"):
+        what = "the KV cache holds" if d["bound"] == "kv-capacity" else "the max-sequences setting allows"
+        queue = f"; {num(d['queue'])} queue" if d.get("queue") and d["queue"] > 0 else ""
+        return f"{what} {num(d['capacity'])} running sequences{queue}"
+    if d["bound"] == "queue":
+        return "arrivals outpace service: the queue grows without bound"
+    return f"prompt processing is {_limit(d['bound'])} with {num(d['running'])} sequences running"
 
 
 def verdict(ok: bool, reasons: list[Reason]) -> str:
@@ -57,4 +85,5 @@ def candidate_record(c) -> dict:
         "cost_usd": c.cost_usd, "cost_usd_hour": c.cost_usd_hour, "price_note": c.price_note,
         "quality_rank": c.quant.quality_rank, "ppl_delta": c.quant.ppl_delta,
         "headroom": c.headroom, "pareto": c.pareto, "launch": c.launch or None,
+        "bound": c.bound, "running_batch": c.running_batch, "queue": c.queue,
     }
