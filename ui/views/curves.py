@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QScrollArea, QVBoxLayout
 
 from ui.widgets import LazyView, plot_colors
 
@@ -132,7 +132,12 @@ class CurvesView(LazyView):
         lay.setContentsMargins(2, 2, 2, 2)
         self.glw = pg.GraphicsLayoutWidget()
         self.glw.setObjectName("curves_layout")
-        lay.addWidget(self.glw)
+        # in a scroll area: below ~2 × 230 px per plot the charts scroll instead of being crushed
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll.setWidget(self.glw)
+        lay.addWidget(self.scroll)
         dash = Qt.PenStyle.DashLine
 
         def new_plot(row, column, title, xlabel, ylabel, logx=True, logy=True):
@@ -184,10 +189,27 @@ class CurvesView(LazyView):
         self.p_prefill = new_plot(1, 2, "Prefill speed vs prompt", "prompt (tokens)", "prompt tok/s")
         self.prefill = Band(self.p_prefill, col["b"], "prefill")
         self.prefill_ceiling = self.p_prefill.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
-        self.glw.ci.layout.setColumnStretchFactor(0, 1)
-        self.glw.ci.layout.setColumnStretchFactor(1, 1)
-        self.glw.ci.layout.setColumnStretchFactor(2, 1)
+        self.plots = [self.p_batch, self.p_prompt, self.p_ctx, self.p_mem_ctx, self.p_mem_batch, self.p_prefill]
+        self.columns = 3
+        self.glw.setMinimumHeight(2 * 230)
         self.data: dict[str, object] = {}
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.arrange(3 if event.size().width() >= 1000 else 2)
+
+    def arrange(self, columns: int) -> None:
+        """Lay the six charts out in ``columns`` columns (3 on a wide window, 2 on a narrow one)."""
+        if columns == self.columns:
+            return
+        self.columns = columns
+        ci = self.glw.ci
+        for p in self.plots:
+            ci.removeItem(p)
+        for i, p in enumerate(self.plots):
+            ci.addItem(p, row=i // columns, col=i % columns)
+        rows = -(-len(self.plots) // columns)
+        self.glw.setMinimumHeight(rows * 230)
 
     def _stack(self, plot: pg.PlotItem) -> dict[str, object]:
         col = self.colors

@@ -255,10 +255,12 @@ class InputsPanel(QScrollArea):
         col.addWidget(g)
         col.addStretch(1)
         self.setWidget(inner)
-        self.setMinimumWidth(370)
         for combo in inner.findChildren(QComboBox):  # long names must not widen the panel past the window
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             combo.setMinimumContentsLength(6)
+        # wide enough for the content and a vertical scroll bar, so nothing is clipped at the right
+        bar = self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
+        self.setMinimumWidth(max(340, inner.minimumSizeHint().width() + bar + 6))
 
         # wiring: widget → session
         s = session
