@@ -208,7 +208,9 @@ def _metric(row: dict[str, str]) -> tuple[str, Workload] | str:
     test = row.get("test", "").strip()
     batch_text = row.get("batch", "1") or "1"
     if "poisson" in batch_text.lower() or "rps" in batch_text.lower():
-        return "serving under load (Poisson arrivals, dynamic batching, variable ShareGPT lengths) is not modelled"
+        return ("serving under Poisson load with ShareGPT's variable request lengths: `advisor serve` models such a "
+                "load, but no source we found states the dataset's mean prompt and output lengths, so the rows "
+                "cannot be given a workload")
     batch = _first_int(batch_text) or 1
     in_len, out_len = row.get("input_len", ""), row.get("output_len", "")
     if "sharegpt" in (in_len + out_len).lower():
