@@ -86,6 +86,8 @@ class RecommendView(QWidget):
         self.spin_max_gpus.setPrefix("≤ ")
         self.spin_max_gpus.setSuffix(" GPUs")
         self.spin_max_gpus.setToolTip("Largest number of GPUs a candidate may use")
+        self.check_pareto = QCheckBox("Pareto only")
+        self.check_pareto.setToolTip("Show only rows that nothing else beats on both cost and speed (★)")
         self.check_safe = QCheckBox("Safe margins")
         self.check_safe.setToolTip("Rank by the pessimistic end of each band")
         self.btn_load = QPushButton("&Load into inputs")
@@ -94,6 +96,7 @@ class RecommendView(QWidget):
         bar.addWidget(self.filter, 2)
         bar.addWidget(self.combo_show)
         bar.addWidget(self.spin_max_gpus)
+        bar.addWidget(self.check_pareto)
         bar.addWidget(self.check_safe)
         bar.addWidget(self.btn_load)
         bar.addWidget(self.btn_copy)
@@ -115,6 +118,7 @@ class RecommendView(QWidget):
         self._timer.timeout.connect(self.compute)
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
         self.combo_show.currentIndexChanged.connect(self._fill)
+        self.check_pareto.toggled.connect(self._fill)
         self.spin_max_gpus.valueChanged.connect(self.schedule)
         self.check_safe.toggled.connect(self.schedule)
         self.btn_load.clicked.connect(self.load_selected)
@@ -193,6 +197,8 @@ class RecommendView(QWidget):
             rows = rec.top(MAX_ROWS) + rec.closest_misses(MAX_ROWS)
         else:
             rows = rec.top(MAX_ROWS)
+        if self.check_pareto.isChecked():
+            rows = [c for c in rows if c.pareto]
         self.model.set_rows(rows)
         basis = {"hour": "cloud $/hour", "purchase": "purchase price", "headroom": "headroom"}.get(rec.cost_basis,
                                                                                                   rec.cost_basis)
