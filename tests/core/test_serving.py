@@ -1,0 +1,321 @@
+"""The analytic serving model (`advisor.model.serving`) against a step-by-step simulator of the
+scheduler it describes, plus properties of the analytic model.
+
+The simulator is the reference: it runs the engine steps one by one (continuous batching, FCFS
+chunked prefill, a slot limit) with the same per-step costs the analytic model uses, so any gap
+between the two is the analytic model's approximation (Little's law at mean values, M/D/1 for the
+wait for the prompt budget), not a difference in the physics.
+"""
+
+import heapq
+import math
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor import api
+from advisor.model import serving
+from advisor.model.efficiency import efficiency_for
+from advisor.model.predict import evaluate_config
+from advisor.model.serving import STEP_GRID, Load, StepCosts
+
+
+def decode_step_s(costs: StepCosts, batches) -> list[float]:
+    """τ_dec(b) at each b, read from the cost table the way `solve` reads it (the module's own
+    interpolation between the grid's batch sizes, so that both sides use the same step time)."""
+    if hasattr(serving, "_interp_step"):
+        return serving._interp_step(costs, np.asarray(batches, float))[0].tolist()
+    table = serving._StepTable(costs.step_s, ())
+    return [float(table.at(float(b))) for b in batches]
+
+
+# ---- the reference: a discrete-event simulator of the scheduler ------------------------------------
+
+
+@dataclass
+class Sim:
+    ttft_ms: float              # mean, arrival → end of the step that finishes the prompt (queue included)
+    itl_ms: float               # mean time between a request's output tokens
+    throughput_tok_s: float     # output tokens (first tokens included) per second of wall time
+    running_batch: float        # time-averaged number of sequences in the decode phase
+    completed: int              # requests measured (after the warm-up)
+    queue: list = field(repr=False)     # (time, requests waiting for a slot) after every step
+
+
+def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, warmup: float = 0.2) -> Sim:
+    """Run ``steps`` engine steps of ``load`` on ``costs``; measure after the first ``warmup`` share
+    of the completed requests."""
+    rng = np.random.default_rng(seed)
+    P = max(int(round(load.new_prompt_tokens)), 1)
+    D = load.output_tokens - 1
+    K = int(load.chunk_tokens or costs.chunk_tokens)
+    cap = int(min(math.floor(float(costs.kv_capacity)), load.max_seqs or costs.max_seqs))
+    tau_p = float(costs.prompt_token_s)
+    # τ_dec(b) for b = 0 … cap, tabulated once; a step with no decoding sequence still costs τ_dec(1)
+    tdec = decode_step_s(costs, [max(b, 1) for b in range(cap + 1)])
+    if load.kind == "closed":
+        # clients start at random over one request's life (think time included): started together,
+        # their prompts would share steps and, with fixed output lengths, stay in that convoy forever
+        b = min(int(load.concurrency), cap)
+        life = (D + 1) * tdec[b] + (b + 1) * P * tau_p + load.think_s
+        arrivals = sorted(rng.uniform(0.0, life, int(load.concurrency)).tolist())
+    else:
+        arrivals = [rng.exponential(1.0 / load.rate_rps)]      # Poisson: the next arrival, drawn as we go
+    waiting = deque()           # arrived, no slot yet (FCFS)
+    prefill = deque()           # admitted, [arrival time, prompt tokens left], FCFS
+    finishes = defaultdict(list)    # step number → (arrival, first-token time) of the requests it completes
+    n_dec, t, step = 0, 0.0, 0
+    log, done, queue = [], [], []
+    for _ in range(steps):
+        while arrivals and arrivals[0] <= t:
+            a = heapq.heappop(arrivals)
+            waiting.append(a)
+            if load.kind == "open":
+                heapq.heappush(arrivals, a + rng.exponential(1.0 / load.rate_rps))
+        while waiting and len(prefill) + n_dec < cap:          # a slot per admitted request
+            prefill.append([waiting.popleft(), P])
+        if not prefill and n_dec == 0:                          # idle: wait for the next arrival
+            t = arrivals[0]
+            continue
+        # the step decodes n_dec sequences and fills the rest of its budget with prompt tokens, FCFS
+        # (at least one, as in the analytic model, so prompts always move)
+        budget, pi = max(K - n_dec, 1), 0
+        for r in prefill:
+            take = min(r[1], budget - pi)
+            if take <= 0:
+                break
+            r[1] -= take
+            pi += take
+        dt = tdec[n_dec] + pi * tau_p
+        t += dt
+        step += 1
+        b = n_dec
+        for arrival, first in finishes.pop(step, ()):          # their last token came out in this step
+            n_dec -= 1
+            done.append((arrival, first, t))
+            if load.kind == "closed":
+                # exponential think time of the load's mean: the jitter of real clients, which keeps
+                # them from merging into lockstep convoys (the analytic model uses only the mean)
+                heapq.heappush(arrivals, t + (rng.exponential(load.think_s) if load.think_s else 0.0))
+        firsts = 0
+        while prefill and prefill[0][1] == 0:                   # prompt done: first token now, D decode steps follow
+            finishes[step + D].append((prefill.popleft()[0], t))
+            n_dec += 1
+            firsts += 1
+        log.append((t - dt, dt, b, b + firsts))
+        queue.append((t, len(waiting)))
+    kept = done[int(warmup * len(done)):]
+    s = np.array([x for x in log if x[0] >= kept[0][2]])
+    span = t - s[0, 0]                                          # wall time, idle gaps included
+    return Sim(ttft_ms=1e3 * np.mean([f - a for a, f, _ in kept]),
+               itl_ms=1e3 * np.mean([(c - f) / D for _, f, c in kept]),
+               throughput_tok_s=s[:, 3].sum() / span, running_batch=(s[:, 2] * s[:, 1]).sum() / span,
+               completed=len(kept), queue=queue)
+
+
+# ---- step costs ------------------------------------------------------------------------------------
+
+CAT = api.load_catalog(user=False)
+CFG = api.configure(CAT, hardware="H100 SXM5 80GB", model="Llama-3.1-70B", quant="fp8", runtime="vllm", gpus=2,
+                    kv_dtype="fp8")
+
+
+def real_costs(load: Load, cfg=CFG) -> StepCosts:
+    """What `serving.serve` hands to `solve`: the kernel on the batch grid, then the step costs."""
+    eff = efficiency_for(CAT.profiles, cfg.runtime, cfg.hardware)
+    P = load.new_prompt_tokens
+    r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
+    seqs, chunk, paged = serving.runtime_scheduler(cfg.runtime)
+    return serving.costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk)
+
+
+def synthetic_costs(kv=64.5, tau_p=5e-5, chunk=2048, max_seqs=256, base=0.02, per_seq=3e-4) -> StepCosts:
+    """A simple step: 20 ms fixed plus 0.3 ms per decoding sequence; prompts 50 µs a token."""
+    return StepCosts(step_s=base + per_seq * STEP_GRID, step_compute_s=per_seq / 3 * STEP_GRID,
+                     step_memory_s=base + per_seq / 2 * STEP_GRID, prompt_token_s=tau_p, kv_capacity=kv,
+                     max_seqs=max_seqs, chunk_tokens=chunk)
+
+
+LONG = dict(prompt_tokens=5000, output_tokens=500)     # the motivating workload: long prompts, 70B FP8
+SHORT = dict(prompt_tokens=3000, output_tokens=200)    # synthetic: 3000 > K − b, every prompt is chunked
+COSTS_LONG = real_costs(Load(**LONG))                  # capacity 88 sequences (KV), K = 8192
+COSTS_SYN = synthetic_costs()                          # capacity 64 sequences (KV), K = 2048
+
+
+def analytic(costs, load):
+    s = serving.solve(costs, load)
+    return {k: float(np.asarray(getattr(s, k))) for k in ("ttft_ms", "itl_ms", "throughput_tok_s", "running_batch",
+                                                          "request_rate_rps")} | {
+        "saturated": bool(np.asarray(s.saturated)), "bound": str(np.asarray(s.bound))}
+
+
+def close(a, b, rel, abs_=0.0):
+    return abs(a - b) <= max(rel * abs(b), abs_)
+
+
+def check_agreement(costs, load, ttft_rel=0.25, ttft_abs_ms=20.0, **sim_kw):
+    a, s = analytic(costs, load), simulate(costs, load, **sim_kw)
+    why = f"analytic {a} vs simulated {s}"
+    assert close(a["throughput_tok_s"], s.throughput_tok_s, 0.10), why
+    assert close(a["itl_ms"], s.itl_ms, 0.10), why
+    assert close(a["running_batch"], s.running_batch, 0.10, 1.0), why
+    assert close(a["ttft_ms"], s.ttft_ms, ttft_rel, ttft_abs_ms), why
+    return a, s
+
+
+# ---- 1. closed loop: light load, the knee, saturation ----------------------------------------------
+
+@pytest.mark.parametrize("costs,shape,c", [
+    *[(COSTS_LONG, LONG, c) for c in (1, 4, 16, 50, 64, 88, 100, 200, 400)],
+    *[(COSTS_SYN, SHORT, c) for c in (1, 8, 32, 80, 200)],
+])
+def test_closed_loop_agrees_with_simulator(costs, shape, c):
+    """No think time, light load to saturated: throughput, ITL and running batch within 10 %, mean TTFT
+    within 25 % or 20 ms (70B FP8 on 2×H100, 5000/500 tokens, capacity 88; and a synthetic step with
+    chunked prompts, capacity 64). Reached: throughput and ITL within 4 %, TTFT within 6 %."""
+    check_agreement(costs, Load(kind="closed", concurrency=c, **shape))
+
+
+def test_closed_loop_just_below_capacity_with_chunked_prompts():
+    """Loosened: TTFT within 50 %. The synthetic case at C = 60 of 64 slots, 3000-token prompts over a
+    1989-token budget: the analytic TTFT is ~37 % high (316 vs 231 ms). Clients with no think time and
+    fixed output lengths come back right after their own last step, so their prompts hardly ever meet;
+    the M/D/1 wait the analytic model adds (utilisation 0.45) does not happen."""
+    check_agreement(COSTS_SYN, Load(kind="closed", concurrency=60, **SHORT), ttft_rel=0.5)
+
+
+@pytest.mark.parametrize("costs,shape", [(COSTS_LONG, LONG), (COSTS_SYN, SHORT)])
+def test_closed_loop_with_think_time_agrees(costs, shape):
+    """8 clients, 5 s (exponential) think time, well below the knee: same tolerances as without
+    (TTFT is ~13 % low: see the known disagreement below)."""
+    check_agreement(costs, Load(kind="closed", concurrency=8, think_s=5.0, **shape), steps=60_000)
+
+
+# ---- 2. open loop -----------------------------------------------------------------------------------
+
+def capacity_rate(costs, shape):
+    return analytic(costs, Load(kind="offline", **shape))["request_rate_rps"]
+
+
+@pytest.mark.parametrize("costs,shape,share", [(COSTS_LONG, LONG, 0.2), (COSTS_LONG, LONG, 0.35),
+                                               (COSTS_SYN, SHORT, 0.2), (COSTS_SYN, SHORT, 0.35)])
+def test_open_loop_below_capacity_agrees(costs, shape, share):
+    """Poisson arrivals at 20 % and 35 % of the capacity rate: throughput and ITL within 10 %, TTFT
+    within 25 % or 20 ms (reached: TTFT 9–18 % low, the rest within 5 %). Long runs (120,000 steps): at light load the
+    Poisson count of a short run alone moves the throughput by 10 %. At 50 % the TTFT is already
+    20–25 % low, past it see the known disagreement below."""
+    check_agreement(costs, Load(kind="open", rate_rps=share * capacity_rate(costs, shape), **shape), steps=120_000)
+
+
+@pytest.mark.parametrize("costs,shape", [(COSTS_LONG, LONG), (COSTS_SYN, SHORT)])
+def test_open_loop_past_capacity_is_a_growing_queue(costs, shape):
+    """At 1.3× the capacity rate the analytic model says saturated ('queue', TTFT infinite) and the
+    simulated queue grows roughly at the surplus rate while the server runs at capacity."""
+    x_max = capacity_rate(costs, shape)
+    load = Load(kind="open", rate_rps=1.3 * x_max, **shape)
+    a, s = analytic(costs, load), simulate(costs, load, steps=10_000)
+    assert a["saturated"] and a["bound"] == "queue" and math.isinf(float(np.asarray(serving.solve(costs, load).ttft_ms)))
+    (t1, q1), (t2, q2) = s.queue[len(s.queue) // 2], s.queue[-1]
+    assert 0 < q1 < q2
+    assert close((q2 - q1) / (t2 - t1), 0.3 * x_max, 0.35)
+    assert close(s.throughput_tok_s, a["throughput_tok_s"], 0.10)
+
+
+# ---- known disagreement: the wait for the prompt budget --------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="TTFT too low under random arrivals: the analytic M/D/1 wait takes as its "
+                   "utilisation the share of the token budget used in an average step, X·P′·τ/(K−b) (0.05 for the "
+                   "70B case at 80 % load), not the share of time spent on prompt work, ≈ X·P′·(τ_p + τ_dec/(K−b)) "
+                   "(0.54); near capacity it misses most of the wait for the prompt budget")
+@pytest.mark.parametrize("costs,shape,load", [
+    (COSTS_LONG, LONG, dict(kind="open", share=0.8)),        # analytic 378 ms, simulated ~700 ms
+    (COSTS_SYN, SHORT, dict(kind="open", share=0.8)),        # analytic 239 ms, simulated ~400 ms
+    (COSTS_LONG, LONG, dict(kind="closed", concurrency=32, think_s=5.0)),   # analytic 372 ms, simulated ~600 ms
+])
+def test_known_disagreement_ttft_near_capacity(costs, shape, load):
+    """Random arrivals near capacity: the simulated TTFT is 1.5–2× the analytic one (see the reason).
+    Strict: this test fails as soon as the analytic model agrees, so the marker must then go."""
+    if load["kind"] == "open":
+        load = dict(kind="open", rate_rps=load["share"] * capacity_rate(costs, shape))
+    check_agreement(costs, Load(**load, **shape), steps=60_000)
+
+
+# ---- 3. properties of the analytic model ------------------------------------------------------------
+
+def sweep(costs, shape, cs, **kw):
+    return [analytic(costs, Load(kind="closed", concurrency=c, **shape, **kw)) for c in cs]
+
+
+@pytest.mark.parametrize("costs,shape", [(COSTS_LONG, LONG), (COSTS_SYN, SHORT)])
+def test_throughput_rises_then_saturates_flat_and_ttft_turns_up(costs, shape):
+    cs = [1, 2, 4, 8, 16, 32, 48, 64, 88, 96, 128, 256, 512, 1024]
+    rows = sweep(costs, shape, cs)
+    x = [r["throughput_tok_s"] for r in rows]
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(x, x[1:])), x
+    sat = [r for r in rows if r["saturated"]]
+    assert sat and all(math.isclose(r["throughput_tok_s"], sat[0]["throughput_tok_s"], rel_tol=1e-9) for r in sat)
+    # TTFT barely moves below the knee and grows with the surplus clients past it
+    light, knee = rows[0]["ttft_ms"], rows[cs.index(32)]["ttft_ms"]
+    assert knee < 1.5 * light
+    assert rows[-1]["ttft_ms"] > 10 * knee and rows[-2]["ttft_ms"] > 4 * knee
+
+
+COST_DRAW = st.builds(synthetic_costs, kv=st.floats(1.5, 500), tau_p=st.floats(1e-6, 2e-4),
+                      chunk=st.sampled_from([512, 2048, 8192]), max_seqs=st.sampled_from([16, 256, 1024]),
+                      base=st.floats(0.002, 0.05), per_seq=st.floats(1e-5, 1e-3))
+LOAD_DRAW = st.fixed_dictionaries({"concurrency": st.floats(1, 2000), "think_s": st.sampled_from([0.0, 2.0]),
+                                   "prompt_tokens": st.integers(1, 8000), "output_tokens": st.integers(2, 1000)})
+PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPS
+@given(COST_DRAW, LOAD_DRAW, st.floats(1.05, 3.0))
+def test_more_concurrency_never_lowers_throughput(costs, load, k):
+    lo = analytic(costs, Load(kind="closed", **load))
+    hi = analytic(costs, Load(kind="closed", **(load | {"concurrency": min(load["concurrency"] * k, 1e6)})))
+    assert hi["throughput_tok_s"] >= lo["throughput_tok_s"] * (1 - 1e-6)
+
+
+@PROPS
+@given(COST_DRAW, LOAD_DRAW, st.floats(1.05, 4.0))
+def test_more_kv_capacity_never_lowers_throughput(costs, load, k):
+    from dataclasses import replace
+
+    lo = analytic(costs, Load(kind="closed", **load))
+    hi = analytic(replace(costs, kv_capacity=costs.kv_capacity * k), Load(kind="closed", **load))
+    assert hi["throughput_tok_s"] >= lo["throughput_tok_s"] * (1 - 1e-6)
+
+
+@PROPS
+@given(COST_DRAW, LOAD_DRAW, st.integers(1, 4000))
+def test_longer_prompt_never_lowers_ttft(costs, load, more):
+    lo = analytic(costs, Load(kind="closed", **load))
+    hi = analytic(costs, Load(kind="closed", **(load | {"prompt_tokens": load["prompt_tokens"] + more})))
+    assert hi["ttft_ms"] >= lo["ttft_ms"] * (1 - 1e-6)
+
+
+@PROPS
+@given(COST_DRAW, LOAD_DRAW)
+def test_itl_p90_at_least_mean(costs, load):
+    s = serving.solve(costs, Load(kind="closed", **load))
+    assert float(s.itl_p90_ms) >= float(s.itl_ms) * (1 - 1e-12)
+    assert float(s.ttft_p90_ms) >= float(s.ttft_p50_ms) * (1 - 1e-12)
+
+
+def test_longer_prompt_never_lowers_ttft_on_the_real_configuration():
+    ttft = [serving.serve(CAT, CFG, Load(kind="closed", concurrency=50, prompt_tokens=p, output_tokens=500)).ttft_ms
+            for p in (500, 1000, 2000, 5000, 10000, 20000)]
+    assert all(b >= a for a, b in zip(ttft, ttft[1:])), ttft
+
+
+def test_70b_fp8_on_two_h100_serves_50_users_with_long_prompts_under_a_second():
+    """The motivating public measurement: Llama 3.1 70B FP8 on 2×H100 with an FP8 KV cache, 50 concurrent
+    users, 5000-token prompts and 500-token outputs: TTFT well under a second, not saturated."""
+    rep = serving.serve(CAT, CFG, Load(kind="closed", concurrency=50, prompt_tokens=5000, output_tokens=500))
+    assert rep.fits and not rep.saturated
+    assert rep.ttft_ms < 1000
+    assert rep.capacity >= 50 and rep.queue == 0
