@@ -104,6 +104,10 @@ def test_a_recommendation_row_loads_into_the_inputs(window, qtbot):
     view.table.selectRow(0)
     c = view.selected()
     assert c.ok
+    view.btn_copy.click()  # the launch line goes to the clipboard
+    from PySide6.QtGui import QGuiApplication
+
+    assert QGuiApplication.clipboard().text() == c.launch != ""
     view.btn_load.click()
     assert s.cfg.hardware.key == c.hardware.key
     assert (s.cfg.runtime.key, s.cfg.quant.key, s.cfg.kv_dtype.key, s.cfg.gpus) == \
@@ -248,17 +252,6 @@ def test_workload_stays_within_the_models_context(window):
     w = s.cfg.workload
     assert w.prompt_tokens + w.output_tokens + w.depth_tokens <= small.native_context
 
-
-def test_copy_launch_line(window, qtbot):
-    from PySide6.QtGui import QGuiApplication
-
-    view = window.recommend
-    view.spin_max_gpus.setValue(1)
-    window.show_view("recommend")
-    qtbot.waitUntil(lambda: view.model.rowCount() > 0, timeout=15000)
-    view.table.selectRow(0)
-    view.btn_copy.click()
-    assert QGuiApplication.clipboard().text() == view.selected().launch != ""
 
 
 def test_a_catalog_entry_that_failed_validation_is_shown_and_the_app_runs(qtbot, private_user_data, settings_path):
