@@ -159,11 +159,13 @@ def _price(hw: Hardware, gpus: int) -> tuple[float | None, float | None, str]:
 class Recommendation:
     """Every configuration considered, judged; candidates are built on demand (there can be 100k)."""
 
-    def __init__(self, req: Requirements, users: int, speed, memory, arrays: dict, order: np.ndarray,
+    def __init__(self, req: Requirements, users: int, configs, arrays: dict, order: np.ndarray,
                  basis: str, elapsed_ms: float):
         self.requirements = req
         self.users = users
-        self._speed, self._memory, self._a = speed, memory, arrays
+        # ``configs``: a sweep with one entry per configuration (its index arrays name them);
+        # ``arrays``: everything judged about them, in the same order
+        self._configs, self._a = configs, arrays
         self._order = order              # passing first (ranked), then failing by headroom
         self.cost_basis = basis
         self.elapsed_ms = elapsed_ms
@@ -198,14 +200,14 @@ class Recommendation:
 
 
 def _build(rec: Recommendation, i: int) -> Candidate:
-    s, a, req = rec._speed, rec._a, rec.requirements
+    s, a, req = rec._configs, rec._a, rec.requirements
     t = s.tables
     hw, rt, q, kv = t.hardware[s.hw[i]], t.runtimes[s.rt[i]], t.quants[s.q[i]], t.kv_dtypes[s.kv[i]]
     g = int(s.gpus[i])
     usd, hour, note = _price(hw, g)
     c = Candidate(hw, rt, q, kv, g, rec.users, float(a["ttft"][i]), float(a["ttft_safe"][i]), float(a["tok"][i]),
                   float(a["tok_safe"][i]), float(a["throughput"][i]), float(a["needed"][i]),
-                  float(a["usable"][i]), int(rec._memory.values["max_batch"][i]), int(a["max_context"][i]),
+                  float(a["usable"][i]), int(a["max_batch"][i]), int(a["max_context"][i]),
                   float(a["compute_share"][i]), str(a["bound"][i]), float(a["running"][i]), float(a["queue"][i]),
                   usd, hour, note)
     fail: list[Reason] = []
@@ -284,6 +286,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     a["needed"] = (mv["weights_gpu_bytes"] + mv["kv_gpu_bytes"] + mv["workspace_gpu_bytes"] + mv["overhead_gpu_bytes"]) / 1e9
     a["usable"] = mv["usable_gpu_bytes"] / 1e9
     a["fits"] = mv["fits"].astype(bool)
+    a["max_batch"] = mv["max_batch"]               # sequences at the longest context
     a["judge_ttft"] = a["ttft_safe"] if req.safe else a["ttft"]
     a["judge_tok"] = a["tok_safe"] if req.safe else a["tok"]
     n = len(memory)
@@ -322,7 +325,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     a["pareto"][ok_idx] = _pareto(np.column_stack([np.where(np.isfinite(cost[ok_idx]), cost[ok_idx], np.inf),
                                                    -a["tok"][ok_idx], -quality[ok_idx]]))
     elapsed = (time.perf_counter() - t0) * 1e3
-    return Recommendation(req, users, memory, memory, a, np.concatenate([ranked, failing]), basis, elapsed)
+    return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed)
 
 
 def _judge_burst(speed) -> dict[str, np.ndarray]:
