@@ -19,8 +19,10 @@ the demand exceeds the capacity b_max = min(KV capacity, max sequences), b = b_m
 queue (closed loop: the surplus clients wait; open loop: the queue grows without bound).
 
 TTFT is the steps that carry the prompt's chunks (P′ / (K − b) of them, at least one, each a
-decode step plus its share of the prompt's compute), plus the wait for the step budget (M/D/1 at
-its utilisation), plus the queue. ITL is the step time; its 90th percentile is
+decode step plus its share of the prompt's compute), plus — for arrivals at random moments — the
+wait for other prompts (M/D/1 at the share of time spent on prompts) and half a step, plus the
+queue. A step-by-step simulator of the same scheduler in tests/core/test_serving.py is the
+reference this is checked against. ITL is the step time; its 90th percentile is
 the time of a step that carries a full prompt chunk when such steps are common. Everything is
 vectorised over configurations: the recommender solves the whole catalog in one call.
 """
@@ -149,13 +151,22 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     def step(b, t_dec=None):
         return (step_table.at(b) if t_dec is None else t_dec) + b * P * tau_p / D
 
+    # Arrivals at random moments (Poisson, or clients that think for a while) find the server busy
+    # with other prompts and land in the middle of a step; clients with no think time return at the
+    # end of their own last step, so their prompts rarely meet and nobody waits for a step to end.
+    random_arrivals = load.kind == "open" or load.think_s > 0
+
     def ttft_parts(b, tau, X, t_dec):
         budget = np.maximum(K - b, 1.0)
         chunks = np.maximum(np.ceil(P / budget), 1.0)
         # the steps that carry this prompt: each decodes the running batch and computes a chunk
         service = chunks * t_dec + P * tau_p
-        util = np.clip(X * P * tau / budget, 0.0, 0.999)   # share of the prompt budget in use
-        wait = service * util / (2.0 * (1.0 - util))       # M/D/1 mean wait for the budget
+        if not random_arrivals:
+            return service, np.zeros_like(service)
+        # the share of time the server spends on prompts (their chunks' steps), as the utilisation
+        # of an M/D/1 queue for the prompt budget, plus half a step for arriving mid-step
+        util = np.clip(X * P * (tau_p + t_dec / budget), 0.0, 0.999)
+        wait = service * util / (2.0 * (1.0 - util)) + 0.5 * tau
         return service, wait
 
     b_hi = np.broadcast_to(np.maximum(cap, 1.0), shape).astype(float)
