@@ -220,7 +220,8 @@ def gui_main(argv: Sequence[str] | None = None) -> int:
 # ---- parser and main -------------------------------------------------------------------------------
 
 def _add_workload(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", help="sequences decoded together (default 1)")
+    p.add_argument("--batch", help="sequences that start together and decode as one static batch (default 1); "
+                                   "for users of a server under load see 'advisor serve'")
     p.add_argument("--prompt", help="prompt tokens per sequence (default 512)")
     p.add_argument("--output", help="output tokens per sequence (default 128)")
     p.add_argument("--depth", help="tokens already in the KV cache before the prompt (default 0)")
@@ -245,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-catalog", help="load the catalog and the user overlay and report every problem")
     p.set_defaults(func=cmd_check_catalog)
 
-    p = sub.add_parser("predict", help="predict TTFT, decode speed and memory for one configuration")
+    p = sub.add_parser("predict", help="predict TTFT, decode speed and memory for one configuration and a static batch")
     p.add_argument("--hardware", help="accelerator name, e.g. 'rtx 4090', 'H100 SXM', 'M2 Max 38-core'")
     p.add_argument("--model", help="model name, e.g. 'Llama 3.1 8B'")
     p.add_argument("--quant", help="weight format, e.g. q4_k_m, fp8, bf16 (default: Q4_K_M for llama.cpp, BF16 otherwise)")
