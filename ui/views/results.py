@@ -14,12 +14,12 @@ from advisor.text.format import duration_ms, num
 
 CARDS = (  # name, title, explanation key
     ("fits", "Fits in memory", "memory"),
-    ("ttft", "Time to first token", "ttft"),
-    ("decode", "Decode per user", "decode"),
-    ("throughput", "Aggregate decode", "throughput"),
+    ("ttft", "First token", "ttft"),
+    ("decode", "Speed per user", "decode"),
+    ("throughput", "All users", "throughput"),
     ("max_batch", "Max batch", "max_batch"),
     ("max_context", "Max context", "max_context"),
-    ("bound", "Binding roof", "bound"),
+    ("bound", "Bound by", "bound"),
 )
 
 
@@ -52,14 +52,18 @@ class Card(QFrame):
         lay.addWidget(self.value)
         self.detail = QLabel("")
         self.detail.setWordWrap(True)
-        self.detail.setMinimumHeight(28)
         self.detail.setStyleSheet("font-size: 11px;")
         lay.addWidget(self.detail)
 
-    def show_values(self, value: str, detail: str, colour: str = "") -> None:
-        self.value.setText(value)
-        self.value.setStyleSheet(f"color: {colour};" if colour else "")
-        self.detail.setText(detail)
+    def show_values(self, value: str, detail: str, colour: str = "", tooltip: str = "") -> None:
+        if value != self.value.text():
+            self.value.setText(value)
+        style = f"color: {colour};" if colour else ""
+        if style != self.value.styleSheet():
+            self.value.setStyleSheet(style)
+        if detail != self.detail.text():
+            self.detail.setText(detail)
+        self.setToolTip(tooltip or detail)
 
 
 class ResultsView(QWidget):
@@ -126,33 +130,44 @@ class ResultsView(QWidget):
         meet = s.meets_targets()
         good, bad = "#2e9d3a", "#d23c3c"
         c = self.cards
+        # each card: the value, one short line (band · 100 % ceiling), and the long version as tooltip
         if p.fits:
-            c["fits"].show_values("Yes", f"{num(p.total_gb)} of {num(p.usable_gb)} GB usable · "
-                                  f"{num(p.usable_gb - p.total_gb)} GB spare", good)
+            c["fits"].show_values("Yes", f"{num(p.total_gb)} of {num(p.usable_gb)} GB · {num(p.usable_gb - p.total_gb)} "
+                                  f"spare", good, f"Needs {num(p.total_gb)} GB of the {num(p.usable_gb)} GB usable "
+                                  f"({num(p.per_gpu_total_gb)} of {num(p.per_gpu_usable_gb)} GB per GPU)")
         else:
-            c["fits"].show_values("No", f"short by {num(p.shortfall_gb)} GB · needs {num(p.total_gb)} of "
-                                  f"{num(p.usable_gb)} GB usable", bad)
+            c["fits"].show_values("No", f"short by {num(p.shortfall_gb)} GB", bad,
+                                  f"Needs {num(p.total_gb)} GB but only {num(p.usable_gb)} GB are usable: short by "
+                                  f"{num(p.shortfall_gb)} GB")
         ttft_col = {True: good, False: bad}.get(meet["ttft"], "")
-        target = f" · target ≤ {duration_ms(s.targets.ttft_ms)}" if s.targets.ttft_ms > 0 else ""
-        c["ttft"].show_values(duration_ms(p.ttft_ms), f"band {_band_ms(p.ttft_low_ms, p.ttft_high_ms)} · at 100 %: "
-                              f"{duration_ms(_ceiling_ttft(p))}{target}", ttft_col)
+        target = f"; target ≤ {duration_ms(s.targets.ttft_ms)}" if s.targets.ttft_ms > 0 else ""
+        c["ttft"].show_values(duration_ms(p.ttft_ms), f"{_band_ms(p.ttft_low_ms, p.ttft_high_ms)} · 100 %: "
+                              f"{duration_ms(_ceiling_ttft(p))}", ttft_col,
+                              f"Band {_band_ms(p.ttft_low_ms, p.ttft_high_ms)}; at 100 % of the roofline "
+                              f"{duration_ms(_ceiling_ttft(p))}; prefill {num(p.prefill_tok_s)} tok/s, "
+                              f"{p.prefill_bound}-bound{target}")
         tok_col = {True: good, False: bad}.get(meet["tok_s"], "")
-        target = f" · target ≥ {num(s.targets.tok_s)}" if s.targets.tok_s > 0 else ""
-        c["decode"].show_values(f"{num(p.decode_tok_s)} tok/s", f"band {_band(p.decode_low_tok_s, p.decode_high_tok_s)}"
-                                f" · at 100 %: {num(p.decode_ceiling_tok_s)}{target}", tok_col)
-        c["throughput"].show_values(f"{num(p.throughput_tok_s)} tok/s",
-                                    f"{p.batch} × per-user speed · band "
-                                    f"{_band(p.decode_low_tok_s * p.batch, p.decode_high_tok_s * p.batch)}")
-        c["max_batch"].show_values(num(int(p.max_batch)), f"users at this context before the KV cache is full · "
-                                   f"compute-bound from ≈ {num(p.knee_batch)}", "" if p.max_batch >= 1 else bad)
-        c["max_context"].show_values(f"{num(int(p.max_context))} tok", f"for one user · model's native "
-                                     f"{cfg.model.native_context:,}")
+        target = f"; target ≥ {num(s.targets.tok_s)} tok/s" if s.targets.tok_s > 0 else ""
+        c["decode"].show_values(f"{num(p.decode_tok_s)} tok/s", f"{_band(p.decode_low_tok_s, p.decode_high_tok_s)} · "
+                                f"100 %: {num(p.decode_ceiling_tok_s)}", tok_col,
+                                f"Band {_band(p.decode_low_tok_s, p.decode_high_tok_s)} tok/s; at 100 % of the "
+                                f"roofline {num(p.decode_ceiling_tok_s)} tok/s{target}")
+        lo, hi = p.decode_low_tok_s * p.batch, p.decode_high_tok_s * p.batch
+        c["throughput"].show_values(f"{num(p.throughput_tok_s)} tok/s", f"{_band(lo, hi)} · {p.batch} users",
+                                    tooltip=f"{p.batch} users × {num(p.decode_tok_s)} tok/s each; band {_band(lo, hi)}")
+        c["max_batch"].show_values(num(int(p.max_batch)), f"knee ≈ {num(p.knee_batch)}", "" if p.max_batch >= 1 else bad,
+                                   f"{p.max_batch:,} users fit at this context before the KV cache is full; decode "
+                                   f"turns compute-bound from a batch of about {num(p.knee_batch)}")
+        c["max_context"].show_values(f"{num(int(p.max_context))} tok", f"native {cfg.model.native_context:,}",
+                                     tooltip=f"The longest context one user can have in the memory left; the model "
+                                             f"was trained for {cfg.model.native_context:,} tokens")
         dtype = p.compute_dtype or "?"
-        c["bound"].show_values(p.bound.capitalize(), f"decode {p.bound}-bound, prefill {p.prefill_bound}-bound · "
-                               f"{num(p.bandwidth_gb_s)} GB/s, {num(p.peak_tflops)} TFLOP/s {dtype}")
+        c["bound"].show_values(p.bound.capitalize(), f"decode · prefill: {p.prefill_bound}", tooltip=(
+            f"Decode is {p.bound}-bound, prefill {p.prefill_bound}-bound; the device gives {num(p.bandwidth_gb_s)} GB/s "
+            f"and {num(p.peak_tflops)} TFLOP/s at {dtype}"))
         t = s.targets
         if t.ttft_ms <= 0 and t.tok_s <= 0:
-            self.targets_card.show_values("None set", "set a TTFT or speed target in the inputs")
+            self.targets_card.show_values("None set", "set them in the inputs")
         else:
             missed = [k for k, v in meet.items() if v is False]
             self.targets_card.show_values("Missed" if missed else "Met", ", ".join(

@@ -108,8 +108,7 @@ class RooflineView(LazyView):
             item.setPen(pg.mkPen(col["d"], width=2.5) if in_force_group else pen)
             label = self.roof_labels[dtype]
             first = dtype == group[0]
-            label.setText(f"{' / '.join(group)} {num(peak)} TFLOP/s" + (f" ({r.compute_dtype} in force)"
-                                                                        if in_force_group else ""))
+            label.setText(f"{'/'.join(group)} {num(peak)} TFLOP/s")  # the roof in force is the red one
             label.setColor(col["d"] if in_force_group else col["muted"])
             label.setPos(math.log10(X_MAX), math.log10(peak))
             label.setVisible(first)
@@ -123,7 +122,7 @@ class RooflineView(LazyView):
         if r.ridge_intensity and math.isfinite(r.ridge_intensity):
             self.ridge.setPos(math.log10(r.ridge_intensity))
             knee = f"decode turns compute-bound at batch ≈ {num(r.knee_batch)}" if math.isfinite(r.knee_batch) else ""
-            self.ridge.label.setFormat(f"ridge {num(r.ridge_intensity)} FLOP/B\n{knee}")
+            self.ridge.label.setFormat(f"ridge {num(r.ridge_intensity)} FLOP/B ({r.compute_dtype} roof, in red)\n{knee}")
             self.ridge.setVisible(True)
         else:
             self.ridge.setVisible(False)
