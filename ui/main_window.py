@@ -464,6 +464,8 @@ class MainWindow(QMainWindow):
         sizes = st.get("window/right_splitter")
         if len(sizes) == 2 and all(x > 30 for x in sizes):
             self.right_splitter.setSizes(sizes)
+        else:  # the figures as tall as they need, the tabs the rest
+            self.right_splitter.setSizes([self.results.sizeHint().height(), 10_000])
         tab = st.get("window/tab")
         if 0 <= tab < self.tabs.count():
             self.tabs.setCurrentIndex(tab)

@@ -111,6 +111,7 @@ class ResultsView(QWidget):
         wl.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.why_frame.hide()
         lay.addWidget(self.why_frame)
+        lay.addStretch(1)  # spare height goes below the figures, not between them
         self.why_shown = ""
         session.sig_results_changed.connect(self.render)
         self.render()
@@ -153,7 +154,7 @@ class ResultsView(QWidget):
                                 f"Band {_band(p.decode_low_tok_s, p.decode_high_tok_s)} tok/s; at 100 % of the "
                                 f"roofline {num(p.decode_ceiling_tok_s)} tok/s{target}")
         lo, hi = p.decode_low_tok_s * p.batch, p.decode_high_tok_s * p.batch
-        c["throughput"].show_values(f"{num(p.throughput_tok_s)} tok/s", f"{_band(lo, hi)} · {p.batch} users",
+        c["throughput"].show_values(f"{num(p.throughput_tok_s)} tok/s", f"{_band(lo, hi)} · {p.batch} user{'s' if p.batch != 1 else ''}",
                                     tooltip=f"{p.batch} users × {num(p.decode_tok_s)} tok/s each; band {_band(lo, hi)}")
         c["max_batch"].show_values(num(int(p.max_batch)), f"knee ≈ {num(p.knee_batch)}", "" if p.max_batch >= 1 else bad,
                                    f"{p.max_batch:,} users fit at this context before the KV cache is full; decode "
