@@ -11,7 +11,10 @@ reaches into the physics modules and those can change without breaking it:
 - `roofline(cat, config)` → `Roofline`: the device's roofs and the operating points of prefill,
   decode and each operator class;
 - `suggest(cat, prefix, section)`, `runtimes_for`, `formats_for`, `kv_dtypes_for`,
-  `with_defaults`, `will_it_run`, `recommend`.
+  `with_defaults`, `will_it_run`, `recommend`;
+- `serve(cat, config, Load(...))` → `ServeReport` and `concurrency_sweep` (a server under load);
+- `report_from_config` / `report_from_requirements` → `ReportContent`: the PDF report as data
+  (rendered by ``ui/report.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ __all__ = [
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
     "Requirements", "Recommendation", "Candidate", "recommend", "candidate_record", "candidate_verdict", "reason_text",
     "WillItRun", "FitRow", "will_it_run", "Explanation", "explain",
+    "Load", "ServeReport", "serve", "concurrency_sweep",
+    "ReportContent", "ReportTable", "SourceEntry", "report_from_config", "report_from_requirements",
+    "catalog_data_date",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -35,6 +41,9 @@ from advisor.plan.recommend import Candidate, Recommendation, Requirements, reco
 from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run
 from advisor.text.explain import Explanation, explain
 from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text
+from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
+from advisor.text.report import (ReportContent, SourceEntry, Table as ReportTable, catalog_data_date,
+                                 report_from_config, report_from_requirements)
 
 
 def load_catalog(user: bool = True) -> Catalog:
