@@ -16,6 +16,9 @@ KV_FLAG = {
     "sglang": {"f16": "auto", "bf16": "auto", "fp8": "fp8_e5m2"},
     "llama.cpp": {},  # llama.cpp's -ctk/-ctv take our keys as they are (f16, q8_0, q4_0 …)
 }
+#: Families whose launch line gives each user a slot of its own with the whole context reserved up
+#: front (llama-server with an explicit -np: -c is the total over the slots, c / np each).
+FIXED_SLOTS = frozenset({"llama.cpp"})
 #: vLLM/SGLang --quantization for checkpoints that need it (an FP8 or AWQ checkpoint declares it itself)
 QUANT_FLAG = {"fp8": "fp8", "awq-int4": "awq", "gptq-int8": "gptq", "nf4": "bitsandbytes"}
 
@@ -45,8 +48,10 @@ def launch_line(c, req) -> str:
     split = ""
     if family == "llama.cpp" and c.gpus > 1:
         split = " -sm layer -ts " + ",".join(["1"] * c.gpus)
+    # llama-server divides -c among its -np slots: ask for every user's whole context
+    context = req.context * c.users if family in FIXED_SLOTS else req.context
     values = {
-        "model_repo": model_repo(req.model), "model_file": gguf_file(req.model, c.quant), "context": req.context,
+        "model_repo": model_repo(req.model), "model_file": gguf_file(req.model, c.quant), "context": context,
         "parallel": c.users, "kv": kv, "tp": c.gpus, "memory_fraction": rt.memory_fraction, "quant_flag": quant_flag,
         "split": split, "output": req.output_tokens,
     }

@@ -19,6 +19,7 @@ from advisor.model.roofline import MAX_BATCH, Workload
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
 from advisor.model.sweep import sweep
+from advisor.plan.launch import FIXED_SLOTS, launch_line
 from advisor.plan.reasons import Reason
 
 GPU_COUNTS = (1, 2, 4, 8)
@@ -216,7 +217,8 @@ def _build(rec: Recommendation, i: int) -> Candidate:
         fail.append(quality)
     if not a["fits"][i]:
         fail.append(Reason("memory", float(a["needed"][i]), float(a["usable"][i]), "GB per GPU",
-                           {"room_for": c.max_batch, "users": rec.users if req.burst else 1, "context": req.context}))
+                           {"room_for": c.max_batch, "context": req.context,
+                            "users": rec.users if req.burst or a.get("fixed_slots", [False] * (i + 1))[i] else 1}))
     serving = {"serving": not req.burst, "running": c.running_batch, "capacity": float(a["capacity"][i]),
                "queue": c.queue, "load": rec.load_kind, "users": rec.users}
     if not req.burst and not a["load_ok"][i]:
@@ -239,7 +241,6 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     c.headroom = float(a["headroom"][i])
     c.pareto = bool(a["pareto"][i])
     if c.ok:
-        from advisor.plan.launch import launch_line
         c.launch = launch_line(c, req)
     return c
 
@@ -287,6 +288,9 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     a["usable"] = mv["usable_gpu_bytes"] / 1e9
     a["fits"] = mv["fits"].astype(bool)
     a["max_batch"] = mv["max_batch"]               # sequences at the longest context
+    if "fixed_slots" in a:
+        # a slot per user, each with the whole context: all of them must fit from the start
+        a["fits"] &= ~a["fixed_slots"] | (a["max_batch"] >= users)
     a["judge_ttft"] = a["ttft_safe"] if req.safe else a["ttft"]
     a["judge_tok"] = a["tok_safe"] if req.safe else a["tok"]
     n = len(memory)
@@ -370,7 +374,12 @@ def _judge_serving(grid, req: Requirements, users: int) -> dict[str, np.ndarray]
         kv_seq_bytes = v.first_row("kv_seq_bytes")
         kv_budget_gpu_bytes = v.first_row("kv_budget_gpu_bytes")
 
-    costs = costs_from_result(_Grid, load, t.paged_kv[rt], t.max_seqs[rt], t.chunk_tokens[rt])
+    # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
+    # llama-server's slots each reserve the whole context, so they are not paged
+    sets_limit = np.array(["{parallel}" in r.launch for r in t.runtimes])[rt]
+    fixed = np.array([r.format_family in FIXED_SLOTS for r in t.runtimes])[rt]
+    max_seqs = np.where(sets_limit, float(users), t.max_seqs[rt])
+    costs = costs_from_result(_Grid, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt])
     s = solve(costs, load)
     band = t.eff.take_flat(hw * len(t.runtimes) + rt)
     n = hw.size
@@ -390,6 +399,7 @@ def _judge_serving(grid, req: Requirements, users: int) -> dict[str, np.ndarray]
     # an open loop past capacity never catches up; a full closed loop makes users wait, which a
     # TTFT target judges where one is given (without one, every user must be served at once)
     a["load_ok"] = ~s.saturated if (load.kind == "open" or not req.ttft_ms) else np.ones(n, bool)
+    a["fixed_slots"] = fixed
     with np.errstate(divide="ignore", invalid="ignore"):
         peak = t.peak[hw, rt, q] * 1e12
         bw = t.hw_cols["bandwidth_gb_s"][hw] * 1e9

@@ -100,7 +100,8 @@ def test_launch_lines_speak_each_runtime(cat):
     for c in rec.passing:
         by_rt.setdefault(c.runtime.key, c)
     assert "--kv-cache-dtype fp8" in by_rt["vllm"].launch and "--max-model-len 16384" in by_rt["vllm"].launch
-    assert "-ctk q8_0" in by_rt["llama.cpp"].launch and "-c 16384" in by_rt["llama.cpp"].launch
+    # llama-server's -c is the total over its -np slots: 4 users × 16,384 tokens each
+    assert "-ctk q8_0" in by_rt["llama.cpp"].launch and "-c 65536 -np 4" in by_rt["llama.cpp"].launch
 
 
 @pytest.mark.parametrize("argv,needle", [
