@@ -89,16 +89,23 @@ def main() -> None:
     rows.append([f"every model × whole catalog at 1 GPU ({len(cat.models)} sweeps)", "—", f"{med:.1f}", f"{best:.1f}"])
     from advisor.plan.recommend import Requirements, recommend
 
-    req = Requirements(model=model, prompt_tokens=2048, output_tokens=512, context_tokens=8192, users=50,
-                       ttft_ms=2000, tok_s=20)
     n = {}
+    for label, burst in (("as servers under load (closed loop, TTFT p90)", False), ("--burst (all prompts at once)", True)):
+        req = Requirements(model=model, prompt_tokens=2048, output_tokens=512, context_tokens=8192, users=50,
+                           ttft_ms=2000, tok_s=20, burst=burst)
 
-    def rec():
-        n["rec"] = len(recommend(cat, req))
+        def rec():
+            n["rec"] = len(recommend(cat, req))
 
-    med, best = timed(rec, 10)
-    rows.append(["recommend: Llama-3.1-70B, 50 users, 8k context, TTFT/tok-s targets (two sweeps + ranking)",
-                 n["rec"], f"{med:.1f}", f"{best:.1f}"])
+        med, best = timed(rec, 10)
+        rows.append([f"recommend: Llama-3.1-70B, 50 users, 8k context, targets, {label}", n["rec"], f"{med:.1f}",
+                     f"{best:.1f}"])
+    from advisor.model.serving import Load, serve
+
+    cfg = api.configure(cat, hardware="H100 SXM5 80GB", model="Llama-3.1-70B", quant="fp8", runtime="vllm", gpus=2)
+    med, best = timed(lambda: serve(cat, cfg, Load(kind="closed", concurrency=50, prompt_tokens=5000,
+                                                    output_tokens=500)), 100)
+    rows.append(["serve: one configuration under a closed-loop load (advisor serve)", 1, f"{med:.2f}", f"{best:.2f}"])
     print(table(["what", "configurations", "median ms", "best ms"], rows))
 
 
