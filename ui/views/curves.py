@@ -56,7 +56,8 @@ def _blend(colour: str, background: str, a: int) -> pg.QtGui.QColor:
                       int(c.blue() * f + b.blue() * (1 - f)))
 
 
-def frame(plot: pg.PlotItem, xs, ys, logx: bool = True, logy: bool = True, y0: float | None = None) -> bool:
+def frame(plot: pg.PlotItem, xs, ys, logx: bool = True, logy: bool = True, y0: float | None = None,
+          minor: bool = True) -> bool:
     """Set the plot's range by hand, and only when the data left it or shrank to under half of it:
     the axes then stay still while a slider moves (no tick regeneration, no second paint, no jumping)."""
     x = np.concatenate([np.asarray(a, dtype=float).ravel() for a in xs])
@@ -82,7 +83,8 @@ def frame(plot: pg.PlotItem, xs, ys, logx: bool = True, logy: bool = True, y0: f
     plot._framed = want
     for axis, (w0, w1), is_log, p in (("bottom", want[0], logx, pad[0]), ("left", want[1], logy, pad[1] * 3)):
         if is_log:
-            plot.getAxis(axis).setTicks(log_ticks(w0 - p, w1 + p))
+            ticks = log_ticks(w0 - p, w1 + p)
+            plot.getAxis(axis).setTicks(ticks if minor else ticks[:1])
     return True
 
 
