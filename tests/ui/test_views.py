@@ -98,7 +98,7 @@ def test_a_recommendation_row_loads_into_the_inputs(window, qtbot):
     s = window.session
     s.set_inputs(batch=4)
     view = window.recommend
-    view.spin_max_gpus.setValue(2)  # a smaller sweep keeps the test quick
+    view.spin_max_gpus.setValue(1)  # a smaller sweep keeps the test quick
     window.show_view("recommend")
     qtbot.waitUntil(lambda: view.model.rowCount() > 0, timeout=15000)
     view.table.selectRow(0)
