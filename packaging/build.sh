@@ -55,6 +55,16 @@ got=$(dist/advisor/advisor --version)
 [ "$got" = "advisor $VERSION" ] || { echo "build: dist/advisor/advisor --version said '$got'" >&2; exit 1; }
 printf 'build: dist/advisor (%s) in %.1f s\n' "$(du -sh dist/advisor | cut -f1)" "$("$PY" -c "print($t1 - $t0)")"
 
+# What the bundle expects from the system (informational): NEEDED libraries that it does not carry itself.
+if command -v objdump >/dev/null 2>&1; then
+  carried=$(find dist/advisor/_internal -name '*.so*' -printf '%f\n' | sort -u)
+  expected=$(find dist/advisor -name '*.so*' -type f -exec objdump -p {} + 2>/dev/null | awk '/NEEDED/{print $2}' \
+    | sort -u | grep -vxF -f <(printf '%s\n' "$carried") \
+    | grep -v -e '^libc\.so' -e '^libm\.so' -e '^libdl\.so' -e '^libpthread\.so' -e '^librt\.so' -e '^ld-linux' \
+      -e '^libresolv\.so' -e '^libutil\.so' | tr '\n' ' ' || true)
+  echo "build: the bundle uses from the system: ${expected:-nothing beyond glibc}"
+fi
+
 [ "$MAKE_TAR" = 1 ] || exit 0
 
 stage=build/pkg/$NAME
