@@ -186,7 +186,7 @@ def roofline_chart(content) -> Chart:
     if r.ridge_intensity and math.isfinite(r.ridge_intensity):
         knee = f"\ndecode compute-bound\nbeyond batch ≈ {num(r.knee_batch)}" if math.isfinite(r.knee_batch) else ""
         _vline(plot, math.log10(r.ridge_intensity), f"ridge {num(r.ridge_intensity)} FLOP/B{knee}", COLORS["muted"],
-               Qt.PenStyle.DashLine, 0.5)
+               Qt.PenStyle.DashLine, 0.93, left=True)
     bx, by = [], []
     pts = [q for q in r.points if q.name in POINT_STYLE and q.intensity > 0 and q.attained_tflops > 0]
     for q in pts:

@@ -268,8 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Subcommands that live in their own modules, each with a ``register(subparsers)``."""
     from advisor.cli import fidelity as cli_fidelity, recommend as cli_recommend, serve as cli_serve
+    from advisor.cli import report as cli_report
 
-    return [cli_recommend.register, cli_serve.register, cli_fidelity.register]
+    return [cli_recommend.register, cli_serve.register, cli_fidelity.register, cli_report.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -119,6 +119,7 @@ class ReportContent:
     not_modelled: tuple[str, ...]
     notes: tuple[str, ...]
     sources: tuple[SourceEntry, ...]
+    prompt_curve_batch: int = 1                  # prompts processed together in ``prompt_curve``
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -296,12 +297,16 @@ def _log_points(lo: int, hi: int, n: int = CURVE_POINTS) -> np.ndarray:
     return np.unique(np.round(np.geomspace(lo, hi, n)).astype(np.int64))
 
 
-def _curves(cat: "Catalog", cfg: Config, p: Prediction) -> tuple[Curve, Curve]:
+def _curves(cat: "Catalog", cfg: Config, p: Prediction, prompt_batch: int) -> tuple[Curve, Curve]:
+    """Decode vs batch (past the KV limit) and TTFT vs prompt (to the native context, through the
+    workload's prompt) for ``prompt_batch`` prompts at once."""
     wl = cfg.workload
     top_batch = int(min(max(64, (p.max_batch or 1) * 2, wl.batch * 2), 8192))
     cb = curve(cat, cfg, "batch", _log_points(1, top_batch))
     room = max(2, int(cfg.model.native_context) - wl.depth_tokens - wl.output_tokens)
-    cp = curve(cat, cfg, "prompt", _log_points(16 if room > 32 else 1, room))
+    xs = np.union1d(_log_points(16 if room > 32 else 1, room), [wl.prompt_tokens] if 0 < wl.prompt_tokens <= room else [])
+    pcfg = cfg if prompt_batch == wl.batch else cfg.replace(batch=prompt_batch)
+    cp = curve(cat, pcfg, "prompt", xs.astype(np.int64))
     return cb, cp
 
 
@@ -347,10 +352,13 @@ def _figures_table(p: Prediction, s: ServeReport | None, eff, users: int) -> Tab
 
 def _assemble(cat: "Catalog", cfg: Config, *, question, answer, users: int, targets, serving: ServeReport | None,
               recommendations: Table | None, rejected: Table | None, launch: str, launch_note: str,
-              table_configs, title: str, created: str | None, extra: dict | None = None) -> ReportContent:
+              table_configs, title: str, created: str | None, extra: dict | None = None,
+              static: bool = False) -> ReportContent:
     p = predict(cat, cfg, check_context=False)
     eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
-    cb, cp = _curves(cat, cfg, p)
+    # under load a request's prompt is processed on its own (chunked, beside the decoding batch)
+    prompt_batch = 1 if serving is not None and not static else cfg.workload.batch
+    cb, cp = _curves(cat, cfg, p, prompt_batch)
     wl = cfg.workload
     sweep = _sweep(cat, cfg, wl.prompt_tokens, wl.output_tokens)
     ex = explain(cat, cfg, p)
@@ -371,7 +379,7 @@ def _assemble(cat: "Catalog", cfg: Config, *, question, answer, users: int, targ
         explanations=((serving_ex,) if serving_ex else ()) + tuple(ex[k] for k in EXPLAIN_ORDER if k in ex),
         profile=_profile_table(cat, cfg),
         bands=BANDS_TEXT, not_modelled=NOT_MODELLED, notes=tuple(notes), sources=_sources(cat, used),
-        extra=dict(extra or {}))
+        prompt_curve_batch=prompt_batch, extra=dict(extra or {}))
 
 
 def _serving_explanation(s: ServeReport) -> Explanation | None:
@@ -453,8 +461,9 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
             e = effs[id(c)]
             tl, th = _ttft_band(c.ttft_ms, e)
             kl, kh = _tok_band(c.tok_s, e)
-            rows.append((str(i) + ("*" if c.pareto else ""), c.label, f"{c.runtime.name} · {c.quant.name} · "
-                         f"{c.kv_dtype.name} KV", f"{duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)})",
+            rows.append((str(i) + ("*" if c.pareto else ""),
+                         f"{c.label} · {c.runtime.name} · {c.quant.name} · {c.kv_dtype.name} KV",
+                         f"{duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)})",
                          f"{num(c.tok_s)} ({num(kl)}–{num(kh)})", num(c.throughput_tok_s),
                          f"{num(c.memory_needed_gb)} / {num(c.memory_usable_gb)}", f"{c.max_batch:,}",
                          f"×{c.headroom:.2f}", _cost(c, rec.cost_basis), _quality(c.quant), candidate_verdict(c)))
@@ -462,8 +471,8 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
                  "headroom": "no prices known: ranked by quality, then headroom"}[rec.cost_basis]
         rec_table = Table(
             f"Top {len(best)} of {rec.n_passing:,} configurations that meet every requirement ({basis})",
-            ("#", "configuration", "runtime · weights · KV", f"{ttft_head} (band)", "tok/s per user (band)",
-             "total tok/s", "memory / GPU GB (needed / usable)", "room for users", "headroom", "cost", "quality",
+            ("#", "configuration · runtime · weights · KV", f"{ttft_head} (band)", "tok/s per user (band)",
+             "total tok/s", "GB per GPU needed / usable", "room for users", "headroom", "cost", "quality",
              "verdict"),
             tuple(rows),
             f"* on the Pareto front of cost, per-user speed and quality. Swept {len(rec):,} configurations in "
@@ -473,13 +482,13 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     if misses:
         rows = []
         for c in misses:
-            rows.append((c.label, f"{c.runtime.name} · {c.quant.name} · {c.kv_dtype.name} KV",
+            rows.append((f"{c.label} · {c.runtime.name} · {c.quant.name} · {c.kv_dtype.name} KV",
                          duration_ms(c.ttft_ms), num(c.tok_s), f"{num(c.memory_needed_gb)} / {num(c.memory_usable_gb)}",
                          _cost(c, rec.cost_basis),
                          "; ".join(reason_text(r) for r in c.failures[:2]) or candidate_verdict(c)))
         rej_table = Table("Closest rejected alternatives, and why",
-                          ("configuration", "runtime · weights · KV", ttft_head, "tok/s per user",
-                           "memory / GPU GB", "cost", "why not"), tuple(rows))
+                          ("configuration · runtime · weights · KV", ttft_head, "tok/s per user",
+                           "GB per GPU needed / usable", "cost", "why not"), tuple(rows))
     c = chosen
     prompt, output = req.prompt_tokens, max(req.output_tokens, 2 if not req.burst else req.output_tokens)
     batch = max(1, rec.users if req.burst else int(round(min(max(c.running_batch, 1.0), max(c.max_batch, 1)))))
@@ -574,7 +583,7 @@ def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = N
     return _assemble(cat, cfg, question=question, answer=answer, users=users,
                      targets={"ttft_ms": ttft_ms, "tok_s": tok_s}, serving=serving, recommendations=None,
                      rejected=None, launch=launch, launch_note=note, table_configs=[],
-                     title=f"Sizing report: {cfg.model.name}", created=created)
+                     title=f"Sizing report: {cfg.model.name}", created=created, static=True)
 
 
 __all__ = ["ReportContent", "SourceEntry", "Table", "catalog_data_date", "report_from_config",

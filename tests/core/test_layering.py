@@ -24,8 +24,9 @@ ALLOWED = {
     "api": {"data", "model", "plan", "text"},
     "__init__": set(),
 }
-#: the one place the core may reach the desktop app: `advisor` with no arguments opens it
-GUI_ENTRY = ("advisor/cli/main.py", "ui.app")
+#: the places the core may reach the desktop app, each a lazy import inside a command: `advisor` with no
+#: arguments opens the app; `advisor report` draws its PDF with Qt
+GUI_ENTRY = {("advisor/cli/main.py", "ui.app"), ("advisor/cli/report.py", "ui.report")}
 
 
 def _imports(path: Path):
@@ -55,7 +56,7 @@ def test_core_layers_import_only_downwards():
         for line, name in _imports(path):
             parts = name.split(".")
             if parts[0] in GUI:
-                if (rel, name) != GUI_ENTRY:
+                if (rel, name) not in GUI_ENTRY:
                     offenders.append(f"{rel}:{line} imports {name}")
             elif parts[0] == "advisor" and len(parts) > 1 and parts[1] not in ALLOWED[layer]:
                 offenders.append(f"{rel}:{line} ({layer}) imports {name}")
