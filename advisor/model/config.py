@@ -56,7 +56,10 @@ def with_defaults(cat: "Catalog", hardware: Hardware, model: Model, runtime: Run
     q = cat.quants.get(default_quant_key(rt))
     if q is None or quant_refusal(rt, q, model):
         # the preferred format is not loadable here: the best-quality one that is
-        q = next(x for x in sorted(cat.quants.values(), key=lambda x: -x.quality_rank) if not quant_refusal(rt, x, model))
+        q = next((x for x in sorted(cat.quants.values(), key=lambda x: -x.quality_rank)
+                  if not quant_refusal(rt, x, model)), None)
+        if q is None:
+            raise AdvisorError(f"{rt.name} can load no weight format in the catalog for {model.name}")
     return Defaults(rt, q, cat.kv_dtypes[DEFAULT_KV])
 
 
