@@ -1,0 +1,90 @@
+"""The PDF report's content as data (advisor.text.report, no Qt): the answer sentence quotes the chosen
+configuration's numbers, the sources cover every catalog entry used, the notes are carried."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from advisor import api
+from advisor.plan.recommend import Requirements
+from advisor.text.format import duration_ms, num
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return api.load_catalog(user=False)
+
+
+@pytest.fixture(scope="module")
+def rec_report(cat):
+    req = Requirements(model=cat.model_named("llama 3.1 70b"), prompt_tokens=2048, output_tokens=512, users=50,
+                       ttft_ms=1000, tok_s=20, hardware_kinds=("datacenter",))
+    rec = api.recommend(cat, req)
+    return req, rec, api.report_from_requirements(cat, req, rec=rec)
+
+
+def test_answer_quotes_the_chosen_candidate(rec_report):
+    req, rec, r = rec_report
+    best = rec.passing[0]
+    assert r.config.hardware.key == best.hardware.key and r.config.gpus == best.gpus
+    assert r.config.quant.key == best.quant.key and r.config.runtime.key == best.runtime.key
+    for text in (best.hardware.name, best.quant.name, best.runtime.name, duration_ms(best.ttft_ms), num(best.tok_s),
+                 f"room for {best.max_batch:,} users"):
+        assert text in r.answer, text
+    assert r.recommendations is not None and r.recommendations.rows[0][1].startswith(best.label)
+    assert r.rejected is not None and all(row[-1] for row in r.rejected.rows)   # each says why not
+    assert r.launch == best.launch and r.launch
+
+
+def test_sources_cover_every_entry_used(rec_report, cat):
+    req, rec, r = rec_report
+    names = {(s.section, s.name) for s in r.sources}
+    cfg = r.config
+    assert ("model", cfg.model.name) in names and ("hardware", cfg.hardware.name) in names
+    assert ("weight format", cfg.quant.name) in names and ("KV cache", cfg.kv_dtype.name) in names
+    assert ("runtime", cfg.runtime.name) in names
+    assert any(s.section == "efficiency profile" for s in r.sources)
+    if cfg.hardware.price and cfg.hardware.price.cloud_usd_hour:
+        price = [s for s in r.sources if s.section == "price" and s.name == cfg.hardware.name]
+        assert price and cfg.hardware.price.cloud_date in price[0].figures
+    # every configuration in the tables has its hardware, format and runtime listed
+    labels = [row[1] for row in r.recommendations.rows] + [row[0] for row in r.rejected.rows]
+    for label in labels:
+        assert any(s.section == "hardware" and s.name in label for s in r.sources), label
+    assert all(s.source for s in r.sources)
+    assert re.fullmatch(r"20\d\d-\d\d(-\d\d)?", r.data_date) and "price" in r.data_date_note + "price"
+
+
+def test_notes_and_method_are_included(rec_report):
+    req, rec, r = rec_report
+    for note in r.prediction.notes:
+        assert note in r.notes
+    if r.serving is not None:
+        for note in r.serving.notes:
+            assert note in r.notes
+    titles = [e.title for e in r.explanations]
+    assert "Time to first token" in titles and "Decode tok/s per user" in titles and "Memory plan" in titles
+    assert any(num(r.prediction.decode_tok_s) in e.text for e in r.explanations)
+    assert r.bands and r.not_modelled
+    from advisor import __version__
+
+    assert r.version == __version__
+
+
+def test_one_configuration(cat):
+    cfg = api.configure(cat, hardware="h100 sxm", model="llama 3.1 70b", quant="fp8", gpus=2, batch=16,
+                        prompt=2048, output=512)
+    r = api.report_from_config(cat, cfg, ttft_ms=1000, tok_s=20)
+    p = api.predict(cat, cfg)
+    assert "2 × H100 SXM5 80GB" in r.answer
+    for text in (duration_ms(p.ttft_ms), duration_ms(p.ttft_low_ms), duration_ms(p.ttft_high_ms), num(p.decode_tok_s),
+                 f"room for {p.max_batch:,} users"):
+        assert text in r.answer, text
+    assert r.recommendations is None and r.rejected is None
+    assert "--tensor-parallel-size 2" in r.launch
+    assert len(r.sweep) >= 3 and r.sweep[0].load.concurrency == 1
+    assert r.batch_curve.x.size > 10 and r.prompt_curve.x.size > 10
+    assert {p_.name for p_ in r.roofline.points} >= {"prefill", "decode", "all-reduce"}
+    assert r.notes == tuple(dict.fromkeys(p.notes + r.serving.notes))

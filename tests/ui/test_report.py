@@ -1,0 +1,153 @@
+"""The PDF report end to end: from the command line and from the app side, a valid PDF with the
+expected pages, its text holding the model, hardware, predicted numbers and sources, charts that are
+not blank, and an unwritable path that fails cleanly."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor import api
+from advisor.text.format import duration_ms, num
+
+pytestmark = pytest.mark.skipif(not (shutil.which("pdftotext") and shutil.which("pdftoppm") and shutil.which("pdfinfo")),
+                                reason="needs poppler-utils (pdftotext, pdftoppm, pdfinfo)")
+
+
+def _text(pdf: Path) -> str:
+    out = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    return " ".join(unicodedata.normalize("NFKC", out).split())
+
+
+def _pages(pdf: Path) -> int:
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"Pages:\s+(\d+)", info).group(1))
+
+
+def _valid_pdf(pdf: Path) -> None:
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-")
+    assert data.rstrip().endswith(b"%%EOF")
+
+
+def _chart_pixels(pdf: Path, page: int, tmp: Path) -> tuple[float, float]:
+    """(grey-level variance, share of coloured pixels) of the page's upper half, rendered at 40 dpi:
+    a drawn chart has both (lines, bands, markers in colour); a blank area has neither."""
+    from PySide6.QtGui import QImage
+
+    stem = tmp / f"page{page}"
+    subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", str(page), "-l", str(page), "-singlefile", str(pdf),
+                    str(stem)], check=True)
+    img = QImage(str(stem) + ".png").convertToFormat(QImage.Format.Format_RGB888)
+    w, h = img.width(), img.height()
+    bpl = img.bytesPerLine()
+    a = np.frombuffer(bytes(img.constBits()), dtype=np.uint8)[: bpl * h].reshape(h, bpl)[:, : w * 3]
+    rgb = a.reshape(h, w, 3)[int(h * 0.1): int(h * 0.55), int(w * 0.1): int(w * 0.9)].astype(float)
+    colour = (rgb.max(axis=2) - rgb.min(axis=2)) > 60
+    return float(rgb.mean(axis=2).var()), float(colour.mean())
+
+
+def test_cli_report_for_a_recommendation(tmp_path):
+    out = tmp_path / "sizing.pdf"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.main", "report", "--model", "llama 3.1 70b", "--users",
+                        "50", "--prompt", "2048", "--output", "512", "--ttft-ms", "1000", "--tok-s", "20",
+                        "--hardware-kind", "datacenter", "-o", str(out), "--paper", "a4"],
+                       capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2], timeout=60)
+    assert r.returncode == 0, r.stderr
+    _valid_pdf(out)
+    assert 6 <= _pages(out) <= 10
+    text = _text(out)
+    answer = " ".join(r.stdout.splitlines()[1].split())
+    assert answer in text                                  # the answer sentence, on the title page
+    for needle in ("Llama 3.1 70B", "Recommendations", "Closest rejected alternatives", "Roofline",
+                   "Launch command", "Method and assumptions", "Sources", "What the bands mean", "Page 1 of",
+                   "huggingface.co/meta-llama"):
+        assert needle in text, needle
+    assert [f for f in os.listdir(tmp_path)] == ["sizing.pdf"]   # no temporary file left behind
+
+
+def test_app_side_report(tmp_path, qapp):
+    from ui.report import write_report
+
+    cat = api.load_catalog(user=False)
+    cfg = api.configure(cat, hardware="h100 sxm", model="llama 3.1 70b", quant="fp8", gpus=2, batch=16, prompt=2048,
+                        output=512)
+    content = api.report_from_config(cat, cfg, ttft_ms=1000, tok_s=20)
+    out = write_report(content, tmp_path / "one.pdf", paper="letter")
+    _valid_pdf(out)
+    n = _pages(out)
+    assert 4 <= n <= 8
+    info = subprocess.run(["pdfinfo", str(out)], capture_output=True, text=True).stdout
+    assert "612 x 792" in info                              # Letter
+    text = _text(out)
+    p = content.prediction
+    for needle in ("Llama 3.1 70B", "H100 SXM5 80GB", "FP8", "vLLM", duration_ms(p.ttft_ms), num(p.decode_tok_s),
+                   f"{p.max_batch:,}", "vllm serve", "--tensor-parallel-size 2", f"Page {n} of {n}"):
+        assert needle in text, needle
+    for s in content.sources[:3]:
+        assert " ".join(s.source.split())[:40] in text, s.source[:40]
+    for note in content.notes:
+        assert note[:50] in text
+    # the charts page (page 2 for one configuration: no recommendation tables) is drawn, not blank
+    var, colour = _chart_pixels(out, 2, tmp_path)
+    assert var > 200 and colour > 0.02, (var, colour)
+    assert _chart_pixels(out, n, tmp_path)[1] < colour / 4      # the sources page: text, hardly any colour
+
+
+def test_unwritable_path_fails_cleanly(tmp_path, qapp):
+    from ui.report import ReportError, write_report
+
+    cat = api.load_catalog(user=False)
+    content = api.report_from_config(cat, api.configure(cat, hardware="rtx 4090", model="llama 3.1 8b"))
+    with pytest.raises(ReportError, match="does not exist"):
+        write_report(content, tmp_path / "missing" / "r.pdf", paper="a4")
+    with pytest.raises(ReportError, match="folder"):
+        write_report(content, tmp_path, paper="a4")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if not os.access(locked, os.W_OK):          # (root writes anywhere)
+            with pytest.raises(ReportError, match="not writable"):
+                write_report(content, locked / "r.pdf", paper="a4")
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o700)
+    assert not (tmp_path / "missing").exists()
+    from advisor.cli.main import main
+
+    assert main(["report", "--model", "llama 3.1 8b", "--hardware", "rtx 4090", "-o",
+                 str(tmp_path / "nope" / "r.pdf")]) == 2
+    assert main(["report", "--model", "llama 3.1 8b", "--hardware", "rtx 4090", "-o", str(tmp_path / "r.pdf"),
+                 "--paper", "a5"]) == 2
+    assert sorted(os.listdir(tmp_path)) == ["locked"]
+
+
+def test_export_report_in_the_background(tmp_path, qtbot):
+    from types import SimpleNamespace
+
+    from PySide6.QtWidgets import QWidget
+
+    from ui.report import export_report
+
+    cat = api.load_catalog(user=False)
+    session = SimpleNamespace(cat=cat, cfg=api.configure(cat, hardware="rtx 4090", model="llama 3.1 8b", batch=4),
+                              targets=SimpleNamespace(ttft_ms=0.0, tok_s=30.0))
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    out = tmp_path / "app.pdf"
+    job = export_report(parent, session, path=str(out), paper="a4")
+    with qtbot.waitSignal(job.done, timeout=20000) as blocker:
+        pass
+    assert blocker.args == [str(out.absolute())]
+    _valid_pdf(out)
+    assert "RTX 4090" in _text(out)
