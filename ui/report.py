@@ -323,7 +323,7 @@ def _build(b: _Builder, content, charts) -> None:
         b.heading("Recommendations")
         if c.recommendations is not None:
             t = c.recommendations
-            b.table(t, widths=[0.32, 2.3, 1.25, 1.2, 0.75, 1.0, 0.75, 0.95, 0.8, 0.85, 1.15]
+            b.table(t, widths=[0.28, 1.95, 1.15, 1.1, 0.7, 0.95, 0.7, 1.08, 0.8, 0.8, 1.35]
                     if len(t.header) == 11 else None)
         if c.rejected is not None:
             t = c.rejected
