@@ -8,11 +8,9 @@ Later capabilities (serving under load, what-ifs, model import, the PDF report) 
 from __future__ import annotations
 
 import logging
-import math
-import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout,
                                QWidget)
@@ -30,13 +28,14 @@ from ui.views.probe import ProbeView
 from ui.views.recommend import RecommendView
 from ui.views.results import ResultsView
 from ui.views.roofline import RooflineView
+from ui.views.serving import ServingView
 from ui.views.table import to_csv, visible_rows
 from ui.views.will_it_run import WillItRunView
 from ui.workers import Workers
 
 log = logging.getLogger(__name__)
 
-TABS = (("roofline", "&Roofline"), ("curves", "C&urves"), ("recommend", "Reco&mmendations"),
+TABS = (("roofline", "&Roofline"), ("curves", "C&urves"), ("serving", "&Serving"), ("recommend", "Reco&mmendations"),
         ("compare", "Com&pare"), ("will_it_run", "W&ill it run"), ("probe", "Probe this &machine"))
 DATA_SOURCES = ("vendor datasheets and whitepapers (each hardware entry cites its own)",
                 "model config.json files on Hugging Face (each model entry cites its own)",
@@ -82,7 +81,7 @@ class MainWindow(QMainWindow):
         self.pages: dict[str, QWidget] = {}
         self._built: dict[str, QWidget] = {}
         self._factories = {
-            "roofline": lambda: RooflineView(s), "curves": lambda: CurvesView(s),
+            "roofline": lambda: RooflineView(s), "curves": lambda: CurvesView(s), "serving": lambda: ServingView(s),
             "recommend": lambda: RecommendView(s, self.workers), "compare": lambda: CompareView(s),
             "will_it_run": lambda: WillItRunView(s, self.workers), "probe": lambda: ProbeView(s, self.workers)}
         for name, title in TABS:
@@ -155,6 +154,7 @@ class MainWindow(QMainWindow):
 
     roofline = property(lambda self: self.view("roofline"))
     curves = property(lambda self: self.view("curves"))
+    serving = property(lambda self: self.view("serving"))
     recommend = property(lambda self: self.view("recommend"))
     compare = property(lambda self: self.view("compare"))
     will_it_run = property(lambda self: self.view("will_it_run"))
@@ -199,9 +199,8 @@ class MainWindow(QMainWindow):
                                     "The table of the current tab (or the figures of this sizing)")
         self.act_chart = self._action(f, "Export c&hart as PNG/SVG…", self.export_chart, "Ctrl+Shift+E",
                                       "The chart of the current tab")
-        self.act_report = self._action(f, "Export &report (PDF)…", lambda: None)
-        self.act_report.setEnabled(False)
-        self.act_report.setText("Export report (PDF) — comes in a later version")
+        self.act_report = self._action(f, "Export &report (PDF)…", self.export_report, "Ctrl+R",
+                                       "A PDF sizing report of the configuration and targets on screen")
         f.addSeparator()
         self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         e = mb.addMenu("&Edit")
@@ -359,6 +358,12 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Exported {path}", 5000)
         return True
 
+    def export_report(self):
+        """File → Export report: a save dialog, then the report built and written in the background."""
+        from ui.report import export_report
+
+        return export_report(self, self.session)
+
     def _chart_target(self):
         """(what pyqtgraph's exporters take, the widget that shows it) for the current tab, or None."""
         name = self.current_view_name()
@@ -421,25 +426,13 @@ class MainWindow(QMainWindow):
 
     def about_text(self) -> str:
         cat = self.session.cat
-        dates = [h.price.cloud_date or h.price.msrp_date for h in cat.hardware.values() if h.price]
-        dates = [d for d in dates if d]
-        cat_date = max(dates) if dates else "unknown"
-        try:
-            import catalog
-
-            folder = Path(catalog.__file__).parent
-            mtime = max(p.stat().st_mtime for p in folder.rglob("*.yaml"))
-            import datetime as dt
-
-            files_date = dt.datetime.fromtimestamp(mtime, dt.timezone.utc).strftime("%Y-%m-%d")
-        except Exception:  # noqa: BLE001
-            files_date = "unknown"
+        cat_date = api.catalog_data_date(cat) or "unknown"
         sources = "".join(f"<li>{s}</li>" for s in DATA_SOURCES)
         return (f"<h3>advisor {advisor.__version__}</h3>"
                 f"<p>What hardware, at which quantization, runs this model this fast — an LLM hardware-sizing "
                 f"advisor.</p><p>Catalog: {len(cat.hardware)} devices, {len(cat.models)} models, "
-                f"{len(cat.quants)} weight formats, {len(cat.runtimes)} runtimes; files dated {files_date}, "
-                f"newest price {cat_date}.</p><p>Data sources:</p><ul>{sources}</ul>"
+                f"{len(cat.quants)} weight formats, {len(cat.runtimes)} runtimes; data as of {cat_date} "
+                f"(the newest dated price or source).</p><p>Data sources:</p><ul>{sources}</ul>"
                 f"<p>Command line: <code>advisor --help</code></p>")
 
     # ------------------------------------------------------------------ settings

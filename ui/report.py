@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QLocale, QMarginsF, QObject, QRectF, QSizeF, Qt, Signal
+from PySide6.QtCore import QLocale, QMarginsF, QObject, QRectF, Signal
 from PySide6.QtGui import (QColor, QFont, QFontDatabase, QPageLayout, QPageSize, QPainter, QPdfWriter, QPen,
                            QTextDocument, QTextOption)
 

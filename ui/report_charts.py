@@ -18,7 +18,7 @@ from PySide6.QtGui import QFont, QPainter, QPicture
 from PySide6.QtWidgets import QApplication
 
 from advisor.text.format import duration_ms, num
-from ui.views.curves import MEMORY_LAYERS, Band, _blend, frame, log_ticks
+from ui.views.curves import Band, _blend, frame, log_ticks
 from ui.views.roofline import POINT_STYLE, X_MAX, X_MIN
 
 #: the app's light palette (ui/widgets.plot_colors): a printed page is white whatever the app's theme

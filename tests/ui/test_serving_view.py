@@ -1,0 +1,46 @@
+"""The Serving tab: the configuration on screen as a server under load, charted over concurrency."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from advisor import api
+
+
+def test_users_input_moves_the_steady_state_and_the_curve_marks_the_queue(window, qtbot):
+    s = window.session
+    window.show_view("serving")
+    view = window.serving
+    window.inputs.spin_batch.setValue(2)
+    first = view.report
+    assert first is not None and first.fits and first.load.concurrency == 2
+    x, y = view.now[0].getOriginalDataset()
+    assert list(x) == [2] and y[0] == first.throughput_tok_s
+    # the table is the sweep over concurrency, the same the core computes
+    expected = api.concurrency_sweep(s.cat, s.cfg, api.Load(kind="closed", prompt_tokens=first.load.prompt_tokens,
+                                                             output_tokens=first.load.output_tokens))
+    assert view.model.rowCount() == len([r for r in expected if r.fits])
+    users, total = view.total.getOriginalDataset()
+    assert list(users) == [r.load.concurrency for r in expected if r.fits]
+    assert np.all(np.diff(total) >= -1e-9)            # throughput never falls with more users
+    # past the server's capacity users queue: the marker line shows where, TTFT turns up
+    sat = next(r for r in expected if r.saturated)
+    assert view.saturation[0].isVisible()
+    assert math.isclose(view.saturation[0].value(), math.log10(sat.capacity))
+    window.inputs.spin_batch.setValue(int(sat.load.concurrency) * 2)
+    busy = view.report
+    assert busy.saturated and busy.queue > 0 and busy.ttft_p90_ms > 10 * first.ttft_p90_ms
+    assert "waiting" in view.summary.text()
+
+
+def test_poisson_rate_past_capacity_says_the_queue_grows(window, qtbot):
+    window.show_view("serving")
+    view = window.serving
+    view.kind.setCurrentIndex(view.kind.findData("open"))
+    assert not view.think.isEnabled() and view.rate.isEnabled()
+    view.rate.setValue(100000.0)
+    r = view.report
+    assert r.load.kind == "open" and r.saturated and r.bound == "queue"
+    assert "grows without bound" in view.summary.text()

@@ -1,0 +1,197 @@
+"""Serving under load: the current configuration as a server with continuous batching.
+
+The steady state for the users on screen (closed loop with think time, or a Poisson rate), and the
+throughput–latency curve over concurrency 1, 2, 4 … until past saturation: aggregate throughput,
+per-user decode speed and TTFT p90 against concurrency, with the point where the KV cache or the
+max-sequences setting starts to queue users. One `api.concurrency_sweep` per input change (~1 ms a
+point), so it is computed on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout
+
+from advisor import api
+from advisor.text.format import duration_ms, num
+from ui.views.curves import frame
+from ui.views.table import Column, RowsModel, make_table
+from ui.widgets import LazyView, plot_colors
+
+COLUMNS = [
+    Column("Users", lambda r: int(r.load.concurrency), "Concurrent clients (closed loop)"),
+    Column("TTFT", lambda r: duration_ms(r.ttft_ms), "Mean time to first token"),
+    Column("TTFT p90", lambda r: duration_ms(r.ttft_p90_ms), "90th percentile time to first token"),
+    Column("ITL", lambda r: duration_ms(r.itl_ms), "Mean inter-token latency (one engine step)"),
+    Column("tok/s per user", lambda r: float(r.tok_s_per_user), "Decode speed one user sees"),
+    Column("Total tok/s", lambda r: float(r.throughput_tok_s), "Output tokens per second, all users"),
+    Column("Requests/s", lambda r: float(r.request_rate_rps)),
+    Column("Running", lambda r: float(r.running_batch), "Sequences decoding together"),
+    Column("Waiting", lambda r: float(r.queue) if math.isfinite(r.queue) else float("inf"), "Users in the queue"),
+    Column("Limited by", lambda r: r.bound, "What sets the pace: compute, memory bandwidth, KV capacity, "
+                                            "max sequences, or the queue"),
+]
+
+
+class ServingView(LazyView):
+    def __init__(self, session, parent=None):
+        super().__init__(session, parent)
+        col = plot_colors()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Load:"))
+        self.kind = QComboBox()
+        self.kind.addItem("Users in a closed loop", "closed")
+        self.kind.addItem("Poisson arrivals", "open")
+        self.kind.setToolTip("Closed loop: each user sends the next request when the last one is answered "
+                             "(after the think time). Poisson: requests arrive at random at a fixed rate.")
+        self.think = QDoubleSpinBox()
+        self.think.setRange(0.0, 3600.0)
+        self.think.setDecimals(1)
+        self.think.setSuffix(" s think")
+        self.think.setToolTip("Closed loop: seconds a user waits before sending the next request")
+        self.rate = QDoubleSpinBox()
+        self.rate.setRange(0.01, 100000.0)
+        self.rate.setDecimals(2)
+        self.rate.setValue(1.0)
+        self.rate.setSuffix(" req/s")
+        self.rate.setToolTip("Poisson arrivals: requests per second")
+        for w in (self.kind, self.think, self.rate):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        lay.addLayout(bar)
+        self.summary = QLabel()
+        self.summary.setObjectName("serving_summary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.summary)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.glw = pg.GraphicsLayoutWidget()
+        self.glw.setObjectName("serving_plots")
+
+        def new_plot(column, title, ylabel):
+            p = self.glw.addPlot(row=0, col=column, title=title)
+            p.setLogMode(True, True)
+            p.setLabel("bottom", "concurrent users")
+            p.setLabel("left", ylabel)
+            for ax in ("bottom", "left"):
+                p.getAxis(ax).enableAutoSIPrefix(False)
+            p.setMenuEnabled(False)
+            p.setMouseEnabled(x=False, y=False)
+            p.disableAutoRange()
+            p.addLegend(offset=(-5, 5), labelTextSize="7pt")
+            return p
+
+        self.p_speed = new_plot(0, "Throughput vs users", "tok/s")
+        self.total = self.p_speed.plot([], [], pen=pg.mkPen(col["b"], width=2), symbol="o", symbolSize=5,
+                                       symbolBrush=col["b"], name="all users")
+        self.per_user = self.p_speed.plot([], [], pen=pg.mkPen(col["a"], width=2), symbol="o", symbolSize=5,
+                                          symbolBrush=col["a"], name="per user")
+        self.p_ttft = new_plot(1, "Time to first token vs users", "ms")
+        self.ttft = self.p_ttft.plot([], [], pen=pg.mkPen(col["b"], width=2), symbol="o", symbolSize=5,
+                                     symbolBrush=col["b"], name="TTFT p90")
+        self.itl = self.p_ttft.plot([], [], pen=pg.mkPen(col["a"], width=2), symbol="o", symbolSize=5,
+                                    symbolBrush=col["a"], name="inter-token latency")
+        self.saturation = [pg.InfiniteLine(angle=90, pen=pg.mkPen(col["d"], width=1.5), label="queue starts",
+                                           labelOpts={"position": 0.15, "color": col["d"]}) for _ in range(2)]
+        self.now = [p.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"], name="now")
+                    for p in (self.p_speed, self.p_ttft)]
+        for p, line in zip((self.p_speed, self.p_ttft), self.saturation):
+            p.addItem(line, ignoreBounds=True)
+        split.addWidget(self.glw)
+        self.model = RowsModel(COLUMNS, self)
+        self.table, self.proxy = make_table(self.model)
+        self.table.setObjectName("serving_table")
+        split.addWidget(self.table)
+        split.setSizes([330, 200])
+        lay.addWidget(split, 1)
+        self.report: api.ServeReport | None = None
+        self.sweep: list[api.ServeReport] = []
+        for w in (self.kind, self.think, self.rate):
+            (w.currentIndexChanged if w is self.kind else w.valueChanged).connect(lambda *_: self.refresh())
+        self._sync_enabled()
+
+    def _sync_enabled(self) -> None:
+        closed = self.kind.currentData() == "closed"
+        self.think.setEnabled(closed)
+        self.rate.setEnabled(not closed)
+
+    def load(self) -> "api.Load":
+        """The load on screen: the users input as clients, or the rate."""
+        wl = self.session.cfg.workload
+        common = dict(prompt_tokens=max(wl.prompt_tokens, 1), output_tokens=max(wl.output_tokens, 2))
+        if self.kind.currentData() == "open":
+            return api.Load(kind="open", rate_rps=self.rate.value(), **common)
+        return api.Load(kind="closed", concurrency=float(wl.batch), think_s=self.think.value(), **common)
+
+    def render(self) -> None:
+        self._sync_enabled()
+        cat, cfg = self.session.cat, self.session.cfg
+        try:
+            load = self.load()
+            self.report = api.serve(cat, cfg, load)
+            closed = api.Load(kind="closed", think_s=load.think_s, prompt_tokens=load.prompt_tokens,
+                              output_tokens=load.output_tokens)
+            self.sweep = api.concurrency_sweep(cat, cfg, closed)
+        except api.AdvisorError as exc:
+            self.summary.setText(f"<span style='color:#d23c3c'>{exc}</span>")
+            self.report, self.sweep = None, []
+            self._draw([])
+            return
+        self.summary.setText(self._summary(self.report))
+        self._draw([r for r in self.sweep if r.fits])
+
+    def _summary(self, r: "api.ServeReport") -> str:
+        if not r.fits:
+            return f"<b>Does not fit.</b> {r.notes[0] if r.notes else ''}"
+        load = r.load
+        who = (f"{load.concurrency:g} users" + (f" ({num(load.think_s)} s think)" if load.think_s else "")
+               if load.kind == "closed" else f"{num(load.rate_rps)} requests/s")
+        queue = "" if not r.queue else (" · <b>the queue grows without bound</b>" if math.isinf(r.queue)
+                                         else f" · {num(r.queue)} waiting")
+        notes = "".join(f"<br><span style='color:#888'>{n}</span>" for n in r.notes)
+        return (f"<b>{who}</b>: TTFT {duration_ms(r.ttft_ms)} (p90 {duration_ms(r.ttft_p90_ms)}) · "
+                f"{num(r.tok_s_per_user)} tok/s per user · {num(r.throughput_tok_s)} tok/s in all · "
+                f"{num(r.running_batch)} of {num(r.capacity)} running{queue} · limited by <b>{r.bound}</b>"
+                f"<br>scheduler: up to {r.max_seqs:,} sequences, {r.chunk_tokens:,} tokens per step; the KV cache "
+                f"holds {num(r.kv_capacity)} sequences at this length{notes}")
+
+    def _draw(self, rows: list) -> None:
+        self.model.set_rows(rows)
+        if not rows:
+            for item in (self.total, self.per_user, self.ttft, self.itl, *self.now):
+                item.setData([], [])
+            for line in self.saturation:
+                line.hide()
+            return
+        users = np.array([r.load.concurrency for r in rows])
+        total = np.array([r.throughput_tok_s for r in rows])
+        per_user = np.array([r.tok_s_per_user for r in rows])
+        ttft = np.array([r.ttft_p90_ms for r in rows])
+        itl = np.array([r.itl_ms for r in rows])
+        self.total.setData(users, total)
+        self.per_user.setData(users, per_user)
+        self.ttft.setData(users, ttft)
+        self.itl.setData(users, itl)
+        frame(self.p_speed, [users], [total, per_user])
+        frame(self.p_ttft, [users], [ttft[np.isfinite(ttft)], itl])
+        sat = next((r for r in rows if r.saturated), None)
+        for line in self.saturation:
+            if sat is None:
+                line.hide()
+            else:
+                line.setValue(math.log10(max(sat.capacity, 1.0)))
+                line.show()
+        r = self.report
+        if r is not None and r.fits and r.load.kind == "closed":
+            self.now[0].setData([r.load.concurrency], [r.throughput_tok_s])
+            self.now[1].setData([r.load.concurrency], [r.ttft_p90_ms])
+        else:
+            for item in self.now:
+                item.setData([], [])
