@@ -86,8 +86,24 @@ def create_app(argv: list[str], theme: str = "system"):
     import advisor
 
     app.setApplicationVersion(advisor.__version__)
+    # lets Wayland and the desktop match the window to the menu entry packaging/advisor.desktop
+    QGuiApplication.setDesktopFileName("advisor")
+    icon = _icon_path()
+    if icon is not None:
+        from PySide6.QtGui import QIcon
+
+        app.setWindowIcon(QIcon(str(icon)))
     apply_theme(app, theme)
     return app
+
+
+def _icon_path():
+    """The app icon: next to the frozen bundle's data, or in the source tree's packaging folder."""
+    from pathlib import Path
+
+    here = Path(getattr(sys, "_MEIPASS", Path(__file__).resolve().parents[1] / "packaging"))
+    path = here / "advisor.png"
+    return path if path.is_file() else None
 
 
 def _settle(app, window, seconds: float = 15.0) -> None:
