@@ -50,7 +50,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     out["decode"] = Explanation(
         "Decode tok/s per user",
         "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer + τ_step + GPU exchanges",
-        f"One step of {w.batch} sequence(s) at the middle of the output moves {num(p.decode_bytes_per_step / 1e9)} GB "
+        f"One step of {w.batch} sequence{'s' if w.batch != 1 else ''} at the middle of the output moves {num(p.decode_bytes_per_step / 1e9)} GB "
         f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
         f"{float(eff.decode_bw_fraction):.2f} the bytes take {num(mem_ms)} ms; at {num(p.peak_tflops)} TFLOP/s "
@@ -84,7 +84,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         f"Weights {num(p.weights_gb)} GB ({cfg.quant.name}, {num(cfg.model.params_total_b)} B parameters) + KV "
         f"{num(p.kv_gb)} GB ({w.batch} × {w.context_tokens:,} tokens × {num(p.kv_bytes_per_token / 1024)} KiB per "
         f"token at {cfg.kv_dtype.name}) + workspace {num(p.workspace_gb)} GB + overhead {num(p.overhead_gb)} GB = "
-        f"{num(p.total_gb)} GB against {num(p.usable_gb)} GB usable on {cfg.gpus} GPU(s) "
+        f"{num(p.total_gb)} GB against {num(p.usable_gb)} GB usable on {cfg.gpus} GPU{'s' if cfg.gpus != 1 else ''} "
         f"({cfg.runtime.name} claims {cfg.runtime.memory_fraction:.0%} of memory"
         f"{' after the weights' if cfg.runtime.memory_fraction_of == 'free' else ''}). "
         + ("It fits." if p.fits else f"Short by {num(p.shortfall_gb)} GB."))
