@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from advisor.api import AdvisorError
+from advisor.data.userdata import write_atomic
 
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
@@ -41,20 +43,11 @@ def write(path: str | os.PathLike, data: dict[str, Any]) -> Path:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    """The core's atomic write (temporary file in the same folder, then a rename); `OSError` on failure."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        write_atomic(Path(path), text)
+    except AdvisorError as exc:
+        raise OSError(str(exc)) from None
 
 
 def read(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float]]:
