@@ -44,3 +44,27 @@ def test_poisson_rate_past_capacity_says_the_queue_grows(window, qtbot):
     r = view.report
     assert r.load.kind == "open" and r.saturated and r.bound == "queue"
     assert "grows without bound" in view.summary.text()
+
+
+def test_several_users_are_judged_as_clients_of_a_server(window, qtbot):
+    s = window.session
+    window.inputs.spin_batch.setValue(32)
+    srv = s.serving
+    assert srv is not None and srv.load.concurrency == 32
+    # the cards show what the users see under load, and say what all-at-once would be
+    card = window.results.cards["ttft"]
+    assert card.value.text() == api_duration(srv.ttft_p90_ms)
+    assert "all at once" in card.detail.text()
+    # the TTFT target is judged on the p90 under load, not on all prompts at once
+    s.set_inputs(ttft_target_ms=srv.ttft_p90_ms * 1.01)
+    assert s.meets_targets()["ttft"] is True
+    s.set_inputs(ttft_target_ms=srv.ttft_p90_ms * 0.99)
+    assert s.meets_targets()["ttft"] is False
+    window.inputs.spin_batch.setValue(1)                     # one user: the static prediction itself
+    assert s.serving is None and card.value.text() == api_duration(s.prediction.ttft_ms)
+
+
+def api_duration(ms: float) -> str:
+    from advisor.text.format import duration_ms
+
+    return duration_ms(ms)
