@@ -21,8 +21,9 @@ from __future__ import annotations
 import difflib
 import re
 from bisect import insort
+from collections import Counter
 from heapq import heapify, heappop, heappush
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Iterable
 
 from advisor.data.errors import UnknownName
@@ -100,43 +101,59 @@ class NameIndex:
         self._names: dict[str, list[frozenset[str]]] = {}
         self._compact: dict[str, list[str]] = {}
         self._extra: dict[str, frozenset[str]] = {}
-        # for nearest(): per entry, its distinct token sets as sorted strings, and its normalised name
-        self._near: list[tuple[str, list[_Variant], _Text, _Most]] = []
-        # for suggest(): per entry (display, key) and its normalised names "\n"-joined, its names'
-        # token-prefix sets, and its raw names lower-cased
-        self._typeahead: list[tuple[str, str, str, list[frozenset[str]], str]] = []
+        # per entry: (key, display name, its names' distinct token tuples, its names as given)
+        self._entries: list[tuple[str, str, list[tuple[str, ...]], list[str]]] = []
         for e in entries:
-            names = [e.key, e.name, *getattr(e, "aliases", ())]
+            names = [str(n) for n in (e.key, e.name, *getattr(e, "aliases", ()))]
             self._display[e.key] = e.name
             self._names[e.key] = []
             self._compact[e.key] = []
-            variants: dict[frozenset[str], _Variant] = {}
-            forms: list[str] = []
-            prefixes: list[frozenset[str]] = []
+            distinct: list[tuple[str, ...]] = []
             for n in names:
-                toks = _tokens(str(n))
-                if not toks:
-                    continue
-                spaced, compact = " ".join(toks), "".join(toks)
-                for form in (spaced, compact):
+                toks = _tokens(n)
+                if not toks or toks in distinct:
+                    continue  # names that tokenise alike ("RTX 4090", "rtx4090") match alike
+                distinct.append(toks)
+                compact = "".join(toks)
+                for form in (" ".join(toks), compact):
                     self._exact.setdefault(form, set()).add(e.key)
-                tokset = frozenset(toks)
-                self._names[e.key].append(tokset)
+                self._names[e.key].append(frozenset(toks))
                 self._compact[e.key].append(compact)
-                if tokset not in variants:
-                    variants[tokset] = _Variant(" ".join(sorted(tokset)), tokset)
-                    prefixes.append(frozenset(t[:i] for t in tokset for i in range(1, len(t) + 1)))
-                forms += (spaced, compact)
             extra: set[str] = set()
             mem = getattr(e, "memory_gib", None)
             if mem:
                 extra |= {f"{mem:g}", "gb"}
             self._extra[e.key] = frozenset(extra)
+            self._entries.append((e.key, e.name, distinct, names))
+
+    @cached_property
+    def _near(self) -> list[tuple[str, list[_Variant], _Text, _Most]]:
+        """For `nearest`, built on first use: per entry, its display name, its distinct token sets
+        (sorted and joined, with character counts), its normalised display name, and their bound."""
+        out = []
+        for _, display, distinct, _ in self._entries:
+            variants: dict[frozenset[str], _Variant] = {}
+            for toks in distinct:
+                tokset = frozenset(toks)
+                if tokset not in variants:
+                    variants[tokset] = _Variant(" ".join(sorted(tokset)), tokset)
             vs = list(variants.values())
-            self._near.append((e.name, vs, _Text(normalise(e.name)), _Most(vs)))
-            self._typeahead.append((e.name, e.key, "\n" + "\n".join(forms), prefixes,
-                                    "\n".join(str(n).lower() for n in names)))
-        self._typeahead.sort(key=lambda t: (t[0].casefold(), t[0], t[1]))
+            out.append((display, vs, _Text(" ".join(_tokens(str(display)))), _Most(vs)))
+        return out
+
+    @cached_property
+    def _typeahead(self) -> list[tuple[str, str, str, str, str]]:
+        """For `suggest`, built on first use, in display-name order: per entry (display, key), its
+        normalised names (spaced and glued) each after a newline, the glued rest of each name from
+        each of its tokens on ("m 2 max" → "m2max", "2max", "max") each after a newline, and its
+        names as given, lower-cased."""
+        out = []
+        for key, display, distinct, names in self._entries:
+            forms = "".join(f"\n{' '.join(t)}\n{''.join(t)}" for t in distinct)
+            starts = "".join(sorted({"\n" + "".join(t[i:]) for t in distinct for i in range(len(t))}))
+            out.append((display, key, forms, starts, "\n".join(n.lower() for n in names)))
+        out.sort(key=lambda t: (t[0].casefold(), t[0], t[1]))
+        return out
 
     def display(self, key: str) -> str:
         return self._display[key]
@@ -277,37 +294,40 @@ class NameIndex:
     def suggest(self, prefix: str, limit: int = 20) -> list[tuple[str, str]]:
         """Up to ``limit`` (key, display name) pairs for a type-ahead box, best first.
 
-        Entries with a name, alias or key that starts with the typed text (normalised and split into
-        tokens as `tokens` does) come first; then those with a name where every typed token starts
-        one of its tokens; then those with a name containing the typed text; last, for text that
-        normalises to nothing or only matches vendor words ("nvid"), raw substrings of the names.
-        Ties go by display name. Empty text lists the first ``limit`` entries by display name.
+        The typed text is normalised and split into tokens as `tokens` does. First come entries
+        with a name, alias or key that starts with it ("rtx 40" → "RTX 4090"); then those where
+        each typed word starts one of a name's tokens, its letters and digits together as typed
+        ("m2 ma" → "M2 Max", but "h1" not → "HGX B200"); then those with a name containing it;
+        last, for text that normalises to nothing or is part of a vendor word ("nvid"), the names
+        as given that contain it. Ties go by display name; empty text lists the first ``limit``
+        entries by display name. The tables it scans are built once, on the first call.
         """
         if limit <= 0:
             return []
         text = str(prefix or "").strip().lower()
+        table = self._typeahead
         if not text:
-            return [(key, display) for display, key, *_ in self._typeahead[:limit]]
+            return [(key, display) for display, key, *_ in table[:limit]]
         q = _tokens(text)
-        starts, words_, inside, raw = [], [], [], []
-        if q:
-            spaced, compact = " ".join(q), "".join(q)
-            nl_spaced, nl_compact = "\n" + spaced, "\n" + compact
-            qtokens = frozenset(q)
-            for display, key, forms, prefixes, names in self._typeahead:
-                if nl_spaced in forms or nl_compact in forms:
-                    starts.append((key, display))
-                elif any(qtokens <= p for p in prefixes):
-                    words_.append((key, display))
-                elif spaced in forms or compact in forms:
-                    inside.append((key, display))
-                elif text in names:
-                    raw.append((key, display))
+        if not q:
+            return [(key, display) for display, key, _, _, names in table if text in names][:limit]
+        spaced, compact = " ".join(q), "".join(q)
+        nl_spaced, nl_compact = "\n" + spaced, "\n" + compact
+        typed = [w for w in ("\n" + "".join(_tokens(w)) for w in words(text)) if w != "\n"]
+        starts: list[tuple[str, str]] = []
+        tiers: tuple[list[tuple[str, str]], ...] = ([], [], [])
+        for display, key, forms, word_starts, names in table:
+            if nl_spaced in forms or nl_compact in forms:
+                starts.append((key, display))
                 if len(starts) >= limit:
-                    break
-        else:
-            raw = [(key, display) for display, key, _, _, names in self._typeahead if text in names]
-        return (starts + words_ + inside + raw)[:limit]
+                    break  # nothing later can rank before these
+            elif all(w in word_starts for w in typed):
+                tiers[0].append((key, display))
+            elif spaced in forms or compact in forms:
+                tiers[1].append((key, display))
+            elif text in names:
+                tiers[2].append((key, display))
+        return (starts + tiers[0] + tiers[1] + tiers[2])[:limit]
 
     def _label(self) -> str:
         return {"hardware": "hardware", "models": "model", "quants": "quantization",
@@ -322,10 +342,7 @@ class _Text:
     def __init__(self, text: str):
         self.text = text
         self.size = len(text)
-        counts: dict[str, int] = {}
-        for ch in text:
-            counts[ch] = counts.get(ch, 0) + 1
-        self.counts = counts
+        self.counts: dict[str, int] = dict(Counter(text))
 
     def quick_ratio(self, other: _Text) -> float:
         """`difflib.SequenceMatcher(None, self.text, other.text).quick_ratio()`: ≥ its `ratio()`."""
