@@ -7,6 +7,7 @@ import argparse
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
+from advisor.plan.recommend import distinct
 from advisor.text.verdicts import candidate_record, reason_text
 
 EXIT_OK, EXIT_UNMET = 0, 1
@@ -61,20 +62,6 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
     )
 
 
-def _distinct(cands, n):
-    """The first candidate of each (hardware, GPUs, runtime, quant): KV variants are folded."""
-    seen, out = set(), []
-    for c in cands:
-        key = (c.hardware.key, c.gpus, c.runtime.key, c.quant.key)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(c)
-        if len(out) >= n:
-            break
-    return out
-
-
 def _cost_cell(c, basis):
     if basis == "hour":
         return f"${c.cost_usd_hour:,.2f}/h" if c.cost_usd_hour else "—"
@@ -96,7 +83,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     top_n = args.top or 10
     if args.json:
 
-        cands = rec.all() if not args.top else _distinct(rec.passing, top_n) + rec.closest_misses(top_n)
+        cands = rec.all() if not args.top else distinct(rec.passing, top_n) + rec.closest_misses(top_n)
         doc = {"model": req.model.name, "users": rec.users, "context_tokens": req.context,
                "prompt_tokens": req.prompt_tokens, "output_tokens": req.output_tokens, "ttft_ms_target": req.ttft_ms,
                "load": rec.load_kind, "think_s": req.think_s,
@@ -126,13 +113,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
           f"{basis_text}.\n")
     if not rec.n_passing:
         print("No configuration meets every requirement. Closest misses:")
-        misses = _distinct(rec.closest_misses(200), 8)
+        misses = distinct(rec.closest_misses(200), 8)
         print(table(["configuration", "runtime", "weights", "KV", "TTFT", "tok/s/user", "mem/GPU GB", "why not"],
                     [[c.label, c.runtime.name, c.quant.name, c.kv_dtype.name, duration_ms(c.ttft_ms), num(c.tok_s),
                       f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}", "; ".join(reason_text(r) for r in c.failures[:2])]
                      for c in misses]))
         return EXIT_UNMET
-    best = _distinct(rec.passing, top_n)
+    best = distinct(rec.passing, top_n)
     rows = []
     for i, c in enumerate(best, 1):
         rows.append([str(i) + ("*" if c.pareto else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,

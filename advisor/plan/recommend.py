@@ -200,6 +200,21 @@ class Recommendation:
         return [self.candidate(int(i)) for i in self._order]
 
 
+def distinct(cands, n: int) -> list[Candidate]:
+    """The first ``n`` candidates that differ in hardware, GPU count, runtime or weight format
+    (the KV-dtype variants of one configuration are folded into the first, best-ranked one)."""
+    seen, out = set(), []
+    for c in cands:
+        key = (c.hardware.key, c.gpus, c.runtime.key, c.quant.key)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(c)
+        if len(out) >= n:
+            break
+    return out
+
+
 def _build(rec: Recommendation, i: int) -> Candidate:
     s, a, req = rec._configs, rec._a, rec.requirements
     t = s.tables

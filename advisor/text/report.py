@@ -136,20 +136,6 @@ def _today() -> str:
     return _dt.date.today().isoformat()
 
 
-def _distinct(cands, n: int):
-    """The first candidate of each (hardware, GPUs, runtime, quant): KV variants are folded."""
-    seen, out = set(), []
-    for c in cands:
-        key = (c.hardware.key, c.gpus, c.runtime.key, c.quant.key)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(c)
-        if len(out) >= n:
-            break
-    return out
-
-
 def _gpus(n: int, name: str) -> str:
     return f"{n} × {name}" if n > 1 else name
 
@@ -444,11 +430,11 @@ def _constraints(req) -> str:
 def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP_N, created: str | None = None,
                              rec: "Recommendation | None" = None) -> ReportContent:
     """The buying question: recommend, pick the best candidate (or the closest miss), and assemble."""
-    from advisor.plan.recommend import recommend
+    from advisor.plan.recommend import distinct, recommend
 
     rec = rec or recommend(cat, req)
-    best = _distinct(rec.passing, top)
-    misses = _distinct(rec.closest_misses(200), REJECTED_N)
+    best = distinct(rec.passing, top)
+    misses = distinct(rec.closest_misses(200), REJECTED_N)
     chosen = best[0] if best else (misses[0] if misses else None)
     if chosen is None:
         raise AdvisorError("no configuration of the catalog can run this model under these constraints")
