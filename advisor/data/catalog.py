@@ -270,7 +270,64 @@ class Catalog:
         return self.resolve("hardware", name)
 
     def model_named(self, name: str) -> specs.Model:
+        """The model ``name`` designates: a catalog name, or something to import (``hf:org/name``, a
+        config.json, a folder, a .gguf file: see `advisor.data.importers`), imported once per catalog
+        and added to it (with a GGUF file's own weight mix as a format, see `imported_quant`)."""
+        from advisor.data.importers import is_import_source
+
+        if is_import_source(name):
+            return self.add_imported(self._import(name)).model
         return self.resolve("models", name)
+
+    @cached_property
+    def _imports(self) -> dict[str, Any]:
+        return {}
+
+    def _import(self, source: str) -> Any:
+        from advisor.data.importers import import_model
+
+        text = str(source).strip()
+        key = text
+        if not text.startswith("hf:"):
+            p = Path(text).expanduser()
+            try:
+                st = p.stat()
+                key = f"{p.resolve()}|{st.st_mtime_ns}|{st.st_size}"
+            except OSError:
+                pass
+        hit = self._imports.get(key)
+        if hit is None:
+            hit = import_model(text)
+            self._imports[key] = hit
+        return hit
+
+    def add_imported(self, imported: Any) -> Any:
+        """Add an `ImportedModel` to this catalog (in place, before sweeps use it: the CLI's hook) and
+        return it, re-keyed ``imported-…`` if its key is a different catalog model's."""
+        from advisor.data.importers import with_key
+
+        current = self.models.get(imported.model.key)
+        if current is not None and current != imported.model:
+            alt = f"imported-{imported.model.key}"
+            if self.models.get(alt) not in (None, dataclasses.replace(imported.model, key=alt)):
+                alt = f"imported-{abs(hash(imported.source)) % 10**6}-{imported.model.key}"
+            imported = with_key(imported, alt)
+        self.models[imported.model.key] = imported.model  # type: ignore[index]
+        if imported.quant is not None:
+            self.quants[imported.quant.key] = imported.quant  # type: ignore[index]
+            self._indexes.pop("quants", None)
+            self._imported_quants[imported.model.key] = imported.quant.key
+        self._indexes.pop("models", None)
+        return imported
+
+    @cached_property
+    def _imported_quants(self) -> dict[str, str]:
+        return {}
+
+    def imported_quant(self, model: specs.Model) -> specs.Quant | None:
+        """The weight format of an imported GGUF file (its own mix), for ``model``; None otherwise."""
+        key = self._imported_quants.get(model.key)
+        return self.quants.get(key) if key else None
 
     def quant_named(self, name: str) -> specs.Quant:
         return self.resolve("quants", name)

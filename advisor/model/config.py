@@ -145,8 +145,11 @@ def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = 
     hw = cat.hardware_named(hardware)
     m = cat.model_named(model)
     rt = cat.runtime_named(runtime) if runtime else None
+    own = None if quant else cat.imported_quant(m)  # an imported GGUF file: its own weight mix
+    if own is not None and rt is None and quant_refusal(cat.runtimes[default_runtime_key(hw)], own, m):
+        rt = cat.runtimes.get("llama.cpp")
     d = with_defaults(cat, hw, m, rt)
-    q = cat.quant_named(quant) if quant else d.quant
+    q = cat.quant_named(quant) if quant else (own or d.quant)
     kv = cat.kv_dtype_named(kv_dtype) if kv_dtype else d.kv_dtype
     wl = Workload(batch=whole_number("batch", batch, 1), prompt_tokens=whole_number("prompt", prompt, DEFAULT_PROMPT),
                   output_tokens=whole_number("output", output, DEFAULT_OUTPUT), depth_tokens=whole_number("depth", depth, 0))
