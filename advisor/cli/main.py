@@ -21,6 +21,7 @@ from advisor.model.devices import usable_memory_gb
 from advisor.data.errors import AdvisorError
 from advisor.model.config import configure
 from advisor.model.predict import predict
+from advisor.model.techniques import techniques_from, what_if
 from advisor.model.geometry import kv_bytes_per_token
 from advisor.cli.csvio import csv_value, read_csv, write_csv
 from advisor.text.format import json_text, table
@@ -141,6 +142,11 @@ PREDICT_CSV_OUTPUTS = ["ttft_ms", "prefill_tok_s", "decode_tok_s", "throughput_t
                        "prefill_ceiling_tok_s", "weights_gb", "kv_gb", "total_gb", "usable_gb", "fits", "max_batch",
                        "max_context", "bound", "error"]
 PREDICT_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "batch", "prompt", "output", "depth"]
+#: optional --cases columns asking for a technique's what-if (advisor.model.techniques), and the
+#: columns of its answer (added to the output only when the input has a technique column)
+TECHNIQUE_CSV_INPUTS = ["draft", "draft_k", "accept", "flash_attention", "attention", "gpu_layers", "offload_gb"]
+TECHNIQUE_CSV_OUTPUTS = ["technique", "after_ttft_ms", "after_decode_tok_s", "after_throughput_tok_s",
+                         "after_max_batch", "after_memory_gb", "after_fits", "decode_speedup", "crossover_batch"]
 
 
 def _predict_one(cat: Catalog, **names: Any):
@@ -151,19 +157,56 @@ def _print_prediction(p) -> None:
     print("\n".join(prediction_summary(p)))
 
 
+def _print_effects(effects) -> None:
+    rows = []
+    for e in effects:
+        b, a = e.before, e.after
+        rows.append([e.label, f"{b.ttft_ms:.4g} → {a.ttft_ms:.4g}", f"{b.decode_tok_s:.4g} → {a.decode_tok_s:.4g}",
+                     f"{e.speedup:.2f}×", f"{b.max_batch} → {a.max_batch}", f"{b.memory_gb:.3g} → {a.memory_gb:.3g}",
+                     f"{'yes' if b.fits else 'no'} → {'yes' if a.fits else 'no'}"])
+    print("\nWhat-ifs (each technique alone against the plain configuration):")
+    print(table(["technique", "TTFT ms", "decode tok/s", "speed-up", "max batch", "GB per GPU", "fits"], rows))
+    for e in effects:
+        if e.technique == "speculative":
+            d = e.details
+            cross = d["crossover_batch"]
+            print(f"  speculative: E = (1 − α^(k+1)) / (1 − α) = {d['expected_tokens']:.3f} tokens per round of "
+                  f"{d['round_ms']:.3g} ms (k × {d['draft_step_ms']:.3g} ms draft + {d['verify_step_ms']:.3g} ms "
+                  f"verification) vs {d['plain_step_ms']:.3g} ms per plain step; "
+                  + (f"slower than plain decoding from batch {cross}" if cross else "pays at every batch searched"))
+        for n in e.notes[1:] if e.technique == "speculative" else e.notes:
+            print(f"  {e.technique}: {n}")
+
+
+def _techniques(cat: Catalog, args: argparse.Namespace):
+    return techniques_from(cat, draft=args.draft, head_params_b=args.draft_head, head_layers=args.draft_head_layers,
+                           draft_k=args.draft_k, accept=args.accept,
+                           flash_attention=False if args.no_flash_attention else None, attention=args.attention,
+                           gpu_layers=args.gpu_layers, offload_gb=args.offload_gb,
+                           host_bandwidth_gb_s=args.host_bandwidth)
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     cat = _catalog()
     if args.cases:
         return _predict_cases(cat, args)
     if not args.hardware or not args.model:
         raise UsageError("predict needs --hardware and --model (or --cases FILE.csv)")
-    p = _predict_one(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
-                     runtime=args.runtime, gpus=args.gpus, batch=args.batch, prompt=args.prompt, output=args.output,
-                     depth=args.depth, parallelism=args.parallel)
+    cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
+                    runtime=args.runtime, gpus=args.gpus, batch=args.batch, prompt=args.prompt, output=args.output,
+                    depth=args.depth, parallelism=args.parallel)
+    tech = _techniques(cat, args)
+    p = predict(cat, cfg)
+    effects = what_if(cat, cfg, tech) if tech.any else []
     if args.json:
-        print(json_text(p.to_dict()))
+        d = p.to_dict()
+        if effects:
+            d["techniques"] = [e.to_dict() for e in effects]
+        print(json_text(d))
     else:
         _print_prediction(p)
+        if effects:
+            _print_effects(effects)
     if not p.fits:
         print(f"advisor: does not fit: {p.notes[0] if p.notes else ''}", file=sys.stderr)
         return EXIT_UNMET
@@ -177,20 +220,26 @@ def _predict_cases(cat: Catalog, args: argparse.Namespace) -> int:
     if missing:
         raise AdvisorError(f"{args.cases} lacks the column(s) {', '.join(missing)} "
                            f"(expected {','.join(PREDICT_CSV_INPUTS)})")
+    with_techniques = any(c in norm.values() for c in TECHNIQUE_CSV_INPUTS)
     out_header = header + [c for c in PREDICT_CSV_OUTPUTS if c not in norm.values()]
+    if with_techniques:
+        out_header = out_header[:-1] + [c for c in TECHNIQUE_CSV_OUTPUTS if c not in norm.values()] + out_header[-1:]
     failed = 0
     out_rows = []
     for row in rows:
         cells = {norm[k]: (v or "").strip() for k, v in row.items() if k in norm}
         result = dict(row)
         try:
-            p = _predict_one(cat, hardware=cells.get("hardware"), model=cells.get("model"),
-                             quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
-                             runtime=cells.get("runtime") or None, gpus=cells.get("gpus"), batch=cells.get("batch"),
-                             prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"))
+            cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
+                            quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
+                            runtime=cells.get("runtime") or None, gpus=cells.get("gpus"), batch=cells.get("batch"),
+                            prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"))
+            p = predict(cat, cfg)
             d = p.to_dict()
             for c in PREDICT_CSV_OUTPUTS[:-1]:
                 result[c] = csv_value(d[c])
+            if with_techniques:
+                _technique_cells(cat, cfg, cells, result)
             # a configuration that does not fit is a result (fits=false), not a failed row
             result["error"] = "" if p.fits else (p.notes[0] if p.notes else "does not fit")
         except AdvisorError as exc:
@@ -202,6 +251,25 @@ def _predict_cases(cat: Catalog, args: argparse.Namespace) -> int:
         print(f"advisor: {failed} of {len(rows)} row(s) could not be computed (see the error column)", file=sys.stderr)
         return EXIT_UNMET
     return EXIT_OK
+
+
+def _technique_cells(cat: Catalog, cfg, cells: dict, result: dict) -> None:
+    """The what-if a --cases row asks for (one technique per row) into its output cells."""
+    tech = techniques_from(cat, draft=cells.get("draft"), draft_k=cells.get("draft_k"), accept=cells.get("accept"),
+                           flash_attention=cells.get("flash_attention"), attention=cells.get("attention"),
+                           gpu_layers=cells.get("gpu_layers"), offload_gb=cells.get("offload_gb"))
+    if not tech.any:
+        return
+    effects = what_if(cat, cfg, tech)
+    if len(effects) != 1:
+        raise AdvisorError("one technique per row: " + ", ".join(e.technique for e in effects))
+    e = effects[0]
+    a = e.after
+    for c, v in (("technique", e.technique), ("after_ttft_ms", a.ttft_ms), ("after_decode_tok_s", a.decode_tok_s),
+                 ("after_throughput_tok_s", a.throughput_tok_s), ("after_max_batch", a.max_batch),
+                 ("after_memory_gb", a.memory_gb), ("after_fits", a.fits), ("decode_speedup", e.speedup),
+                 ("crossover_batch", e.details.get("crossover_batch") or "")):
+        result[c] = csv_value(v)
 
 
 # ---- the GUI entry -------------------------------------------------------------------------------
@@ -255,8 +323,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", help="number of GPUs (default 1)")
     p.add_argument("--parallel", help="multi-GPU split: tp (tensor) or pp (layers); default by runtime")
     _add_workload(p)
+    t = p.add_argument_group("techniques (what-ifs: each alone, before → after)")
+    t.add_argument("--draft", help="speculative decoding with this draft model (same tokenizer family as the model)")
+    t.add_argument("--draft-head", dest="draft_head",
+                   help="speculative decoding with an MTP/EAGLE-style head of this many billion parameters")
+    t.add_argument("--draft-head-layers", dest="draft_head_layers", help="the head's depth in layers (default 1)")
+    t.add_argument("--draft-k", dest="draft_k", help="drafted tokens per round (default 4 for a draft, 3 for a head)")
+    t.add_argument("--accept", help="per-token acceptance rate α (default 0.7 for a draft, 0.8 for a head)")
+    t.add_argument("--no-flash-attention", dest="no_flash_attention", action="store_true",
+                   help="eager attention: the score matrix is materialised (llama.cpp -fa off)")
+    t.add_argument("--attention", help="the same model with another attention layout: mha, gqa:G or mqa")
+    t.add_argument("--gpu-layers", dest="gpu_layers", help="llama.cpp -ngl N: layers on the GPU, the rest on the CPU")
+    t.add_argument("--offload-gb", dest="offload_gb", help="vLLM/SGLang --cpu-offload-gb X: GB of weights in host memory")
+    t.add_argument("--host-bandwidth", dest="host_bandwidth",
+                   help="host RAM bandwidth for --gpu-layers, GB/s peak (default 89.6: dual-channel DDR5-5600)")
     p.add_argument("--json", action="store_true", help="print JSON (fields documented in the README)")
-    p.add_argument("--cases", help="CSV of configurations to predict (columns: " + ",".join(PREDICT_CSV_INPUTS) + ")")
+    p.add_argument("--cases", help="CSV of configurations to predict (columns: " + ",".join(PREDICT_CSV_INPUTS)
+                   + "; optional technique columns: " + ",".join(TECHNIQUE_CSV_INPUTS) + ")")
     p.add_argument("--out", help="with --cases: write the CSV here (default: standard output)")
     p.set_defaults(func=cmd_predict)
 
@@ -270,7 +353,9 @@ def _extra_commands():
     from advisor.cli import fidelity as cli_fidelity, recommend as cli_recommend, serve as cli_serve
     from advisor.cli import report as cli_report
 
-    return [cli_recommend.register, cli_serve.register, cli_fidelity.register, cli_report.register]
+    from advisor.cli import import_model as cli_import_model
+
+    return [cli_recommend.register, cli_serve.register, cli_fidelity.register, cli_report.register, cli_import_model.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

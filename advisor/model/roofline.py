@@ -40,6 +40,9 @@ WORKSPACE_FFN_BYTES = 4
 LOGIT_ROWS = 512
 #: Activations exchanged between GPUs are 16-bit.
 ACTIVATION_BYTES = 2
+#: Unfused attention moves its score matrix four times: written by Q·Kᵀ, read and written by the
+#: softmax, read by the product with V (llama.cpp's path without flash attention).
+EAGER_SCORE_PASSES = 4
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,13 @@ class Inputs:
     prompt: Any
     output: Any
     depth: Any
+    # What-ifs of advisor.model.techniques; the defaults change nothing.
+    #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies
+    #: k drafted tokens (FLOPs and routed experts grow with B·q; the KV read stays B sequences')
+    query_tokens: Any = 1.0
+    #: bytes per attention-score element an unfused ("eager") attention materialises (fp32: 4);
+    #: 0 = fused (flash) attention, which keeps the scores on chip
+    score_bytes: Any = 0.0
 
     def replace(self, **changes: Any) -> "Inputs":
         return replace(self, **changes)
@@ -191,6 +201,17 @@ class _Arrays:
         self.fixed = g.layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
         self.kv = _Kv(g, self, _arr(x.kv_bits, ft))
+        # the techniques' inputs: None where they are at their defaults, so that the plain path
+        # runs exactly the arithmetic it always did
+        q = np.asarray(x.query_tokens)
+        self.q = None if np.all(q == 1) else _arr(q, ft)
+        sb = np.asarray(x.score_bytes)
+        self.score = None if not np.any(sb) else _arr(sb, ft)
+
+    def score_elems(self, g: Geometry, c):
+        """Attention scores per query token per GPU over a context c (all layers, heads / tp)."""
+        W = float(g.window) if g.window else np.inf
+        return g.heads / self.tp * (g.full_layers * c + g.sliding_layers * np.minimum(c, W))
 
 
 class _Kv:
@@ -224,6 +245,12 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
     ws_tok = np.asarray(x.workspace_tokens, ft)
     workspace = ws_tok * (WORKSPACE_HIDDEN_BYTES * g.hidden + WORKSPACE_FFN_BYTES * ffn_act) \
         + np.minimum(ws_tok, LOGIT_ROWS) * 4.0 * g.vocab
+    if a.score is not None:
+        # eager attention: one layer's score matrix at a time, for the larger of a prompt chunk
+        # (its tokens × the context it attends to) and a decode step (B·q tokens × the context)
+        chunk = np.minimum(B * a.s, ws_tok)
+        q = 1.0 if a.q is None else a.q
+        workspace = workspace + a.score * g.heads / a.tp * np.maximum(chunk * (a.d + a.s), B * q * c_max)
     capacity = np.asarray(x.capacity_gb, ft) * 1e9
     reserve = np.asarray(x.reserve_gb, ft) * 1e9
     overhead = np.asarray(x.overhead_gb, ft) * 1e9
@@ -277,11 +304,12 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     def attn_flops(c):
         return attn_coeff * (g.full_layers * c + g.sliding_layers * np.minimum(c, W))
 
-    w_read = bytes_read(g, bits, g.expert_fraction(B))
-    dec_flops_lin = B * 2.0 * (g.flops_params_per_token + out_params)
+    Bq = B if a.q is None else B * a.q   # query tokens per step (speculative verification: B·(k+1))
+    w_read = bytes_read(g, bits, g.expert_fraction(Bq))
+    dec_flops_lin = Bq * 2.0 * (g.flops_params_per_token + out_params)
     eta_bw, eta_c, fixed, lat = a.eta_bw, a.eta_c, a.fixed, a.lat
     exchanges = _exchanges(g, tp, pp)
-    transfer = _transfer_s(g, B, tp, pp, link)
+    transfer = _transfer_s(g, Bq, tp, pp, link)
     comm = exchanges * lat + transfer
 
     c0 = a.d + a.s
@@ -297,7 +325,9 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     def node_times(c, inv_bw, inv_c):
         kv_term = kv(c) * pp * inv_bw
         mem = w_tp * inv_bw + B * kv_term
-        comp = (dec_flops_lin + B * attn_flops(c)) * (inv_c / tp)
+        if a.score is not None:
+            mem = mem + Bq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
+        comp = (dec_flops_lin + Bq * attn_flops(c)) * (inv_c / tp)
         return mem, comp
 
     def simpson(values):
@@ -312,7 +342,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     t_step_first = np.fmax(*attained[0]) + fixed_comm
     mid_kv = B * (kv(cm) * pp)
     mid_bytes = w_tp + mid_kv
-    mid_flops = (dec_flops_lin + B * attn_flops(cm)) / tp
+    mid_flops = (dec_flops_lin + Bq * attn_flops(cm)) / tp
     decode_tok_s = 1.0 / t_step
     ceiling = 1.0 / t_step_ceil
     # The knee: the batch where the decode compute roof meets the memory roof for the weights
@@ -328,8 +358,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         "decode_memory_s": attained[1][0], "decode_compute_s": attained[1][1],
         "decode_fixed_s": fixed_comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
         "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
-        "decode_kv_bytes": mid_kv, "decode_attention_flops": B * attn_flops(cm) / tp,
-        "decode_head_flops": B * 2.0 * out_params / tp, "decode_exchanges": exchanges, "decode_transfer_s": transfer,
+        "decode_kv_bytes": mid_kv, "decode_attention_flops": Bq * attn_flops(cm) / tp,
+        "decode_head_flops": Bq * 2.0 * out_params / tp, "decode_exchanges": exchanges, "decode_transfer_s": transfer,
         "knee_batch": knee, "_first_step_s": t_step_first,
     }
 
@@ -357,6 +387,14 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     per_pass = w_gpu / (bw * eta_bw) + fixed
     compute = lin * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
     t = compute + ub * per_pass + exchanges * lat + transfer
+    if a.score is not None:
+        # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
+        # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer
+        u = np.minimum(s, ws_tok)
+        score_bytes = B * a.score * EAGER_SCORE_PASSES * s * (g.heads / tp) \
+            * (g.full_layers * (d + (s + u) / 2.0) + g.sliding_layers * np.minimum(W, d + (s + u) / 2.0))
+        t = t + score_bytes / (bw * eta_bw)
+        bytes_gpu = bytes_gpu + score_bytes
     t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_gpu / bw)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
