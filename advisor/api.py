@@ -13,8 +13,15 @@ reaches into the physics modules and those can change without breaking it:
 - `suggest(cat, prefix, section)`, `runtimes_for`, `formats_for`, `kv_dtypes_for`,
   `with_defaults`, `will_it_run`, `recommend`;
 - `serve(cat, config, Load(...))` → `ServeReport` and `concurrency_sweep` (a server under load);
+- `techniques(cat, config, Techniques(...))` → a `TechniqueEffect` (before/after `TechniqueFigures`)
+  per serving technique asked for: speculative decoding, eager attention, an MHA/GQA/MQA layout,
+  partial offload; `techniques_from(cat, draft=..., ...)` builds the record from typed text;
+  `speculative_curve` and `offload_curve` trace them along the batch or the GPU layers;
 - `report_from_config` / `report_from_requirements` → `ReportContent`: the PDF report as data
-  (rendered by ``ui/report.py``).
+  (rendered by ``ui/report.py``);
+- `import_model(source)` → `ImportedModel` (a config.json, a folder, a .gguf file, ``hf:org/name``),
+  `add_imported(cat, imported)` (usable by name in that catalog), `save_imported_model(cat, imported)`
+  (into the user catalog), `imported_weight_bytes(cat, imported)` (bytes per weight format).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ __all__ = [
     "Load", "ServeReport", "serve", "concurrency_sweep",
     "ReportContent", "ReportTable", "SourceEntry", "report_from_config", "report_from_requirements",
     "catalog_data_date",
+    "Techniques", "TechniqueEffect", "TechniqueFigures", "techniques", "techniques_from", "speculative_curve",
+    "SpeculativeCurve", "offload_curve", "OffloadCurve", "attention_variant", "expected_tokens",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -36,12 +45,17 @@ from advisor.model.config import Config, Defaults, configure, with_defaults
 from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline
 from advisor.data.catalog import Catalog, LoadIssue, load_catalog as _load
 from advisor.data.errors import AdvisorError, UnknownName
+from advisor.data.importers import ImportedModel, import_model, is_import_source
+from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload
 from advisor.plan.recommend import Candidate, Recommendation, Requirements, recommend
 from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run
 from advisor.text.explain import Explanation, explain
 from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
+from advisor.model.techniques import (Effect as TechniqueEffect, Figures as TechniqueFigures, OffloadCurve,
+                                      SpeculativeCurve, Techniques, attention_variant, expected_tokens, offload_curve,
+                                      speculative_curve, techniques_from, what_if as techniques)
 from advisor.text.report import (ReportContent, SourceEntry, Table as ReportTable, catalog_data_date,
                                  report_from_config, report_from_requirements)
 
@@ -57,3 +71,29 @@ def load_catalog(user: bool = True) -> Catalog:
 def suggest(cat: Catalog, prefix: str, section: str = "models", limit: int = 20) -> list[tuple[str, str]]:
     """(key, display name) of entries whose names start with or contain ``prefix``, best first."""
     return cat.index(section).suggest(prefix, limit)
+
+
+def add_imported(cat: Catalog, imported: ImportedModel) -> ImportedModel:
+    """Make ``imported`` usable in ``cat`` (by its key or name in `configure`; a GGUF file's own weight
+    mix becomes a format and the default for it). Returns it, re-keyed ``imported-…`` if its key is
+    another catalog model's. Call before building sweeps on ``cat`` (or load a fresh catalog)."""
+    return cat.add_imported(imported)
+
+
+def save_imported_model(cat: Catalog, imported: ImportedModel, folder=None):
+    """Write ``imported`` to the user catalog (``imported-models.yaml`` in the data folder, merged,
+    atomically); returns ``(imported, path)``. Reload the catalog (`load_catalog()`) to see it."""
+    from advisor.data.importers import save_imported_model as _save
+
+    return _save(cat, imported, folder)
+
+
+def imported_weight_bytes(cat: Catalog, imported: ImportedModel) -> dict[str, float]:
+    """Bytes of ``imported``'s weights under each weight format of the catalog (and its own GGUF mix)."""
+    m = imported.model
+    g = _geometry(m)
+    quants = dict(cat.quants)
+    if imported.quant is not None:
+        quants[imported.quant.key] = imported.quant
+    return {q.key: float(_weight_bytes(g, _weight_bits(q))) for q in quants.values()
+            if not (q.non_expert_bits_per_weight is not None and not m.is_moe)}

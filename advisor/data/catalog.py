@@ -317,6 +317,9 @@ class Catalog:
             self.quants[imported.quant.key] = imported.quant  # type: ignore[index]
             self._indexes.pop("quants", None)
             self._imported_quants[imported.model.key] = imported.quant.key
+        elif imported.weight_format in self.quants and self.quants[imported.weight_format].kind != "float":
+            # a quantized checkpoint (FP8, AWQ, MXFP4 …): its own format is the default
+            self._imported_quants[imported.model.key] = imported.weight_format
         self._indexes.pop("models", None)
         return imported
 

@@ -1030,3 +1030,34 @@ def with_key(imported: ImportedModel, key: str) -> ImportedModel:
         quant = dataclasses.replace(quant, key=qentry["key"])
     return dataclasses.replace(imported, model=model, entry=entry, quant=quant, quant_entry=qentry,
                                weight_format=qentry["key"] if qentry else imported.weight_format)
+
+
+IMPORTED_FILE = "imported-models.yaml"
+
+
+def save_imported_model(cat: Any, imported: ImportedModel, folder: Path | None = None,
+                        filename: str = IMPORTED_FILE) -> tuple[ImportedModel, Path]:
+    """Write ``imported`` to the user catalog (``models`` section of ``imported-models.yaml`` in the
+    data folder, merged with what is there; a GGUF file's weight mix goes to its ``quants`` section),
+    atomically. A key that names a different shipped model is re-keyed ``imported-…`` rather than
+    overriding it. Returns the (possibly re-keyed) import and the file written; nothing is written
+    when anything is invalid."""
+    from advisor.data.userdata import save_entries
+
+    current = cat.models.get(imported.model.key) if cat is not None else None
+    if current is not None and not str(getattr(current, "origin", "")).endswith(filename) \
+            and current != imported.model:
+        imported = with_key(imported, f"imported-{imported.model.key}")
+    entry = dict(imported.entry)
+    stamp = _dt.date.today().isoformat()
+    if "imported" not in entry["source"]:
+        entry["source"] = f"{entry['source']} (imported {stamp})"
+    entry = saved_entry(dataclasses.replace(imported, entry=entry))
+    qentry = None
+    if imported.quant_entry is not None:
+        qentry = dict(imported.quant_entry)
+        _validate_quant(qentry)
+    if qentry is not None:
+        save_entries("quants", [qentry], filename, folder)
+    path = save_entries("models", [entry], filename, folder)
+    return dataclasses.replace(imported, entry=entry), path

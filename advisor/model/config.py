@@ -145,9 +145,12 @@ def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = 
     hw = cat.hardware_named(hardware)
     m = cat.model_named(model)
     rt = cat.runtime_named(runtime) if runtime else None
-    own = None if quant else cat.imported_quant(m)  # an imported GGUF file: its own weight mix
-    if own is not None and rt is None and quant_refusal(cat.runtimes[default_runtime_key(hw)], own, m):
-        rt = cat.runtimes.get("llama.cpp")
+    own = None if quant else cat.imported_quant(m)  # an imported model: its own weight format (a GGUF file's mix)
+    if own is not None and quant_refusal(rt or cat.runtimes[default_runtime_key(hw)], own, m):
+        if own.kind == "gguf" and rt is None and "llama.cpp" in cat.runtimes:
+            rt = cat.runtimes["llama.cpp"]
+        else:
+            own = None
     d = with_defaults(cat, hw, m, rt)
     q = cat.quant_named(quant) if quant else (own or d.quant)
     kv = cat.kv_dtype_named(kv_dtype) if kv_dtype else d.kv_dtype
