@@ -52,7 +52,7 @@ def cmd_import_model(args: argparse.Namespace) -> int:
     cat = user_catalog()
     imported = import_model(args.source, name=args.name)
     saved = None
-    if args.save:
+    if args.save_import:
         imported, saved = save_imported_model(cat, imported)
     s = summary(cat, imported)
     if saved is not None:
@@ -94,6 +94,7 @@ def register(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", help="config.json, a folder holding one, a .gguf file, or hf:org/name")
     p.add_argument("--name", help="the name to give it (default: from the source)")
-    p.add_argument("--save", action="store_true", help="add it to your catalog (imported-models.yaml)")
+    p.add_argument("--save", dest="save_import", action="store_true",
+                   help="add it to your catalog (imported-models.yaml)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_import_model)

@@ -309,9 +309,11 @@ class Catalog:
         current = self.models.get(imported.model.key)
         if current is not None and current != imported.model:
             alt = f"imported-{imported.model.key}"
-            if self.models.get(alt) not in (None, dataclasses.replace(imported.model, key=alt)):
+            name = f"{imported.model.name} (imported)"
+            if self.models.get(alt) not in (None, dataclasses.replace(imported.model, key=alt, name=name)):
                 alt = f"imported-{abs(hash(imported.source)) % 10**6}-{imported.model.key}"
-            imported = with_key(imported, alt)
+                name = f"{imported.model.name} (imported from {imported.source})"
+            imported = with_key(imported, alt, name)
         self.models[imported.model.key] = imported.model  # type: ignore[index]
         if imported.quant is not None:
             self.quants[imported.quant.key] = imported.quant  # type: ignore[index]

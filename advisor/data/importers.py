@@ -940,14 +940,14 @@ def _hf_fetch(repo_id: str, filename: str, *, cache_dir: str | None, required: b
                            "(huggingface-cli login), or download config.json and import the file") from None
     except RepositoryNotFoundError:
         raise AdvisorError(f"hf:{repo_id}: no such model on the Hub (or it is private)") from None
-    except EntryNotFoundError:
-        if required:
-            raise AdvisorError(f"hf:{repo_id} has no {filename}") from None
-        return None
-    except LocalEntryNotFoundError:
+    except LocalEntryNotFoundError:  # (a subclass of EntryNotFoundError: first)
         if required:
             raise AdvisorError(f"hf:{repo_id}: {filename} is not in the local cache and the Hub cannot be "
                                "reached (offline?)") from None
+        return None
+    except EntryNotFoundError:
+        if required:
+            raise AdvisorError(f"hf:{repo_id} has no {filename}") from None
         return None
     except (OSError, ValueError) as exc:
         if required:
@@ -1020,10 +1020,12 @@ def saved_entry(imported: ImportedModel, key: str | None = None) -> dict:
     return entry
 
 
-def with_key(imported: ImportedModel, key: str) -> ImportedModel:
-    """The same import under another key (to avoid replacing a catalog model of the same key)."""
-    entry = dict(imported.entry, key=key)
-    model = dataclasses.replace(imported.model, key=key)
+def with_key(imported: ImportedModel, key: str, name: str | None = None) -> ImportedModel:
+    """The same import under another key (to avoid replacing a catalog model of the same key), and
+    with ``name`` another display name (so that names typed for the catalog's model stay unique)."""
+    name = name or imported.model.name
+    entry = dict(imported.entry, key=key, name=name)
+    model = dataclasses.replace(imported.model, key=key, name=name)
     quant, qentry = imported.quant, imported.quant_entry
     if qentry is not None:
         qentry = dict(qentry, key=f"gguf-{key}")
@@ -1047,7 +1049,7 @@ def save_imported_model(cat: Any, imported: ImportedModel, folder: Path | None =
     current = cat.models.get(imported.model.key) if cat is not None else None
     if current is not None and not str(getattr(current, "origin", "")).endswith(filename) \
             and current != imported.model:
-        imported = with_key(imported, f"imported-{imported.model.key}")
+        imported = with_key(imported, f"imported-{imported.model.key}", f"{imported.model.name} (imported)")
     entry = dict(imported.entry)
     stamp = _dt.date.today().isoformat()
     if "imported" not in entry["source"]:
