@@ -208,6 +208,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if effects:
             _print_effects(effects)
     if not p.fits:
+        if effects and all(e.after.fits for e in effects):
+            # the what-if is the answer (say, partial offload of a model too large for the card)
+            print("advisor: the plain configuration does not fit; with the technique it does", file=sys.stderr)
+            return EXIT_OK
         print(f"advisor: does not fit: {p.notes[0] if p.notes else ''}", file=sys.stderr)
         return EXIT_UNMET
     return EXIT_OK
