@@ -7,7 +7,7 @@ import io
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from advisor.data.errors import AdvisorError
 from advisor.data.userdata import write_atomic
@@ -48,3 +48,35 @@ def csv_value(v: Any) -> Any:
     if isinstance(v, bool):
         return "true" if v else "false"
     return v
+
+
+def run_cases(path: str, out: str | None, inputs: Sequence[str], outputs: Callable[[set[str]], list[str]],
+              fill: Callable[[dict[str, str], dict[str, Any]], str]) -> int:
+    """Compute a --cases table row by row; returns how many rows failed.
+
+    ``outputs(columns)`` names the columns added after the input's own (given the input's column
+    names, lower-cased), ``error`` last; ``fill(cells, result)`` computes one row into ``result`` and
+    returns its ``error`` text ("" when the row is fine). A row that raises `AdvisorError` gets the
+    message in ``error`` and the others still run; the table is written atomically.
+    """
+    header, rows = read_csv(path)
+    norm = {h: h.strip().lower() for h in header}
+    columns = set(norm.values())
+    missing = [c for c in ("hardware", "model") if c not in columns]
+    if missing:
+        raise AdvisorError(f"{path} lacks the column(s) {', '.join(missing)} (expected {','.join(inputs)})")
+    out_header = header + [c for c in outputs(columns) if c not in columns]
+    failed, out_rows = 0, []
+    for row in rows:
+        cells = {norm[k]: (v or "").strip() for k, v in row.items() if k in norm}
+        result: dict[str, Any] = dict(row)
+        try:
+            result["error"] = fill(cells, result)
+        except AdvisorError as exc:
+            result["error"] = str(exc)
+            failed += 1
+        out_rows.append(result)
+    write_csv(out, out_header, out_rows)
+    if failed:
+        print(f"advisor: {failed} of {len(rows)} row(s) could not be computed (see the error column)", file=sys.stderr)
+    return failed

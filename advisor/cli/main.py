@@ -23,7 +23,7 @@ from advisor.model.config import configure
 from advisor.model.predict import predict
 from advisor.model.techniques import techniques_from, what_if
 from advisor.model.geometry import kv_bytes_per_token
-from advisor.cli.csvio import csv_value, read_csv, write_csv
+from advisor.cli.csvio import csv_value, run_cases
 from advisor.text.format import json_text, table
 from advisor.text.summary import prediction_summary
 
@@ -218,43 +218,27 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict_cases(cat: Catalog, args: argparse.Namespace) -> int:
-    header, rows = read_csv(args.cases)
-    norm = {h: h.strip().lower() for h in header}
-    missing = [c for c in ("hardware", "model") if c not in norm.values()]
-    if missing:
-        raise AdvisorError(f"{args.cases} lacks the column(s) {', '.join(missing)} "
-                           f"(expected {','.join(PREDICT_CSV_INPUTS)})")
-    with_techniques = any(c in norm.values() for c in TECHNIQUE_CSV_INPUTS)
-    out_header = header + [c for c in PREDICT_CSV_OUTPUTS if c not in norm.values()]
-    if with_techniques:
-        out_header = out_header[:-1] + [c for c in TECHNIQUE_CSV_OUTPUTS if c not in norm.values()] + out_header[-1:]
-    failed = 0
-    out_rows = []
-    for row in rows:
-        cells = {norm[k]: (v or "").strip() for k, v in row.items() if k in norm}
-        result = dict(row)
-        try:
-            cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
-                            quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
-                            runtime=cells.get("runtime") or None, gpus=cells.get("gpus"), batch=cells.get("batch"),
-                            prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"))
-            p = predict(cat, cfg)
-            d = p.to_dict()
-            for c in PREDICT_CSV_OUTPUTS[:-1]:
-                result[c] = csv_value(d[c])
-            if with_techniques:
-                _technique_cells(cat, cfg, cells, result)
-            # a configuration that does not fit is a result (fits=false), not a failed row
-            result["error"] = "" if p.fits else (p.notes[0] if p.notes else "does not fit")
-        except AdvisorError as exc:
-            result["error"] = str(exc)
-            failed += 1
-        out_rows.append(result)
-    write_csv(args.out, out_header, out_rows)
-    if failed:
-        print(f"advisor: {failed} of {len(rows)} row(s) could not be computed (see the error column)", file=sys.stderr)
-        return EXIT_UNMET
-    return EXIT_OK
+    def outputs(columns: set[str]) -> list[str]:
+        if not columns & set(TECHNIQUE_CSV_INPUTS):
+            return list(PREDICT_CSV_OUTPUTS)
+        return list(PREDICT_CSV_OUTPUTS[:-1]) + [c for c in TECHNIQUE_CSV_OUTPUTS if c not in columns] + ["error"]
+
+    def fill(cells: dict[str, str], result: dict) -> str:
+        cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
+                        quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
+                        runtime=cells.get("runtime") or None, gpus=cells.get("gpus"), batch=cells.get("batch"),
+                        prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"))
+        p = predict(cat, cfg)
+        d = p.to_dict()
+        for c in PREDICT_CSV_OUTPUTS[:-1]:
+            result[c] = csv_value(d[c])
+        if set(cells) & set(TECHNIQUE_CSV_INPUTS):
+            _technique_cells(cat, cfg, cells, result)
+        # a configuration that does not fit is a result (fits=false), not a failed row
+        return "" if p.fits else (p.notes[0] if p.notes else "does not fit")
+
+    failed = run_cases(args.cases, args.out, PREDICT_CSV_INPUTS, outputs, fill)
+    return EXIT_UNMET if failed else EXIT_OK
 
 
 def _technique_cells(cat: Catalog, cfg, cells: dict, result: dict) -> None:

@@ -7,7 +7,7 @@ import math
 import sys
 from typing import Any
 
-from advisor.cli.csvio import csv_value, read_csv, write_csv
+from advisor.cli.csvio import csv_value, run_cases
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.model.config import configure, whole_number
@@ -130,38 +130,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _serve_cases(cat: Catalog, args: argparse.Namespace) -> int:
-    header, rows = read_csv(args.cases)
-    norm = {h: h.strip().lower() for h in header}
-    missing = [c for c in ("hardware", "model") if c not in norm.values()]
-    if missing:
-        raise AdvisorError(f"{args.cases} lacks the column(s) {', '.join(missing)} (expected {','.join(SERVE_CSV_INPUTS)})")
-    out_header = header + [c for c in SERVE_CSV_OUTPUTS if c not in norm.values()]
-    failed, out_rows = 0, []
-    for row in rows:
-        cells = {norm[k]: (v or "").strip() for k, v in row.items() if k in norm}
-        result = dict(row)
-        try:
-            cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
-                            quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
-                            runtime=cells.get("runtime") or None, gpus=cells.get("gpus"),
-                            parallelism=cells.get("parallel") or None)
-            load = load_from(prompt=cells.get("prompt"), output=cells.get("output"),
-                             concurrency=cells.get("concurrency") or None, rate=cells.get("rate") or None,
-                             think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"))
-            rep = serve(cat, cfg, load)
-            d = rep.to_dict()
-            for c in SERVE_CSV_OUTPUTS[:-1]:
-                result[c] = csv_value(d[c])
-            result["error"] = "" if rep.fits else rep.notes[0]
-        except AdvisorError as exc:
-            result["error"] = str(exc)
-            failed += 1
-        out_rows.append(result)
-    write_csv(args.out, out_header, out_rows)
-    if failed:
-        print(f"advisor: {failed} of {len(rows)} row(s) could not be computed (see the error column)", file=sys.stderr)
-        return EXIT_UNMET
-    return EXIT_OK
+    def fill(cells: dict[str, str], result: dict) -> str:
+        cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
+                        quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
+                        runtime=cells.get("runtime") or None, gpus=cells.get("gpus"),
+                        parallelism=cells.get("parallel") or None)
+        load = load_from(prompt=cells.get("prompt"), output=cells.get("output"),
+                         concurrency=cells.get("concurrency") or None, rate=cells.get("rate") or None,
+                         think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"))
+        rep = serve(cat, cfg, load)
+        d = rep.to_dict()
+        for c in SERVE_CSV_OUTPUTS[:-1]:
+            result[c] = csv_value(d[c])
+        return "" if rep.fits else rep.notes[0]
+
+    failed = run_cases(args.cases, args.out, SERVE_CSV_INPUTS, lambda columns: list(SERVE_CSV_OUTPUTS), fill)
+    return EXIT_UNMET if failed else EXIT_OK
 
 
 def register(sub) -> None:
