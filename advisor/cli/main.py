@@ -24,6 +24,7 @@ from advisor.model.predict import predict
 from advisor.model.techniques import techniques_from, what_if
 from advisor.model.geometry import kv_bytes_per_token
 from advisor.cli.csvio import csv_value, run_cases
+from advisor.cli.options import add_configuration
 from advisor.text.format import json_text, table
 from advisor.text.summary import prediction_summary
 
@@ -303,13 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check_catalog)
 
     p = sub.add_parser("predict", help="predict TTFT, decode speed and memory for one configuration and a static batch")
-    p.add_argument("--hardware", help="accelerator name, e.g. 'rtx 4090', 'H100 SXM', 'M2 Max 38-core'")
-    p.add_argument("--model", help="model name, e.g. 'Llama 3.1 8B'")
-    p.add_argument("--quant", help="weight format, e.g. q4_k_m, fp8, bf16 (default: Q4_K_M for llama.cpp, BF16 otherwise)")
-    p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache element type (default f16)")
-    p.add_argument("--runtime", help="llama.cpp, vllm, sglang, tensorrt-llm, mlx (default by hardware)")
-    p.add_argument("--gpus", help="number of GPUs (default 1)")
-    p.add_argument("--parallel", help="multi-GPU split: tp (tensor) or pp (layers); default by runtime")
+    add_configuration(p)
     _add_workload(p)
     t = p.add_argument_group("techniques (what-ifs: each alone, before → after)")
     t.add_argument("--draft", help="speculative decoding with this draft model (same tokenizer family as the model)")

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from advisor.cli.csvio import csv_value, run_cases
+from advisor.cli.options import add_configuration
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.model.config import configure, whole_number
@@ -150,13 +151,7 @@ def _serve_cases(cat: Catalog, args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("serve", help="a server under load: TTFT, inter-token latency and throughput for N users")
-    p.add_argument("--hardware", help="accelerator name")
-    p.add_argument("--model", help="model name")
-    p.add_argument("--quant", help="weight format (default by runtime)")
-    p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache element type (default f16)")
-    p.add_argument("--runtime", help="serving engine (default by hardware)")
-    p.add_argument("--gpus", help="number of GPUs (default 1)")
-    p.add_argument("--parallel", help="multi-GPU split: tp or pp (default by runtime)")
+    add_configuration(p)
     p.add_argument("--prompt", help=f"prompt tokens per request (default {DEFAULT_PROMPT})")
     p.add_argument("--output", help=f"output tokens per request (default {DEFAULT_OUTPUT})")
     p.add_argument("--concurrency", help="closed loop: clients, each sending its next request when the last ends")

@@ -1,0 +1,16 @@
+"""Command-line options that several commands share, spelled and explained once."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_configuration(p: argparse.ArgumentParser) -> None:
+    """The options that name one configuration: hardware, model, formats, runtime and GPUs."""
+    p.add_argument("--hardware", help="accelerator name, e.g. 'rtx 4090', 'H100 SXM', 'M2 Max 38-core'")
+    p.add_argument("--model", help="model name, e.g. 'Llama 3.1 8B', a config.json/.gguf path or hf:org/name")
+    p.add_argument("--quant", help="weight format, e.g. q4_k_m, fp8, bf16 (default: Q4_K_M for llama.cpp, BF16 otherwise)")
+    p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache element type (default f16)")
+    p.add_argument("--runtime", help="llama.cpp, vllm, sglang, tensorrt-llm, mlx (default by hardware)")
+    p.add_argument("--gpus", help="number of GPUs (default 1)")
+    p.add_argument("--parallel", help="multi-GPU split: tp (tensor) or pp (layers); default by runtime")
