@@ -12,6 +12,7 @@ from advisor.cli.options import add_configuration
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.model.config import configure, whole_number
+from advisor.model.disaggregation import disaggregate
 from advisor.model.serving import Load, concurrency_sweep, serve
 from advisor.text.format import duration_ms, json_text, num, table
 
@@ -101,6 +102,57 @@ def _print_sweep(reports) -> None:
                 rows))
 
 
+def _optional_number(name: str, text) -> float | None:
+    if text in (None, ""):
+        return None
+    v = _fraction(name, text)
+    if v <= 0:
+        raise AdvisorError(f"{name} must be positive, got {text!r}")
+    return v
+
+
+def _count(name: str, text) -> int | None:
+    return None if text in (None, "") else whole_number(name, text, 0)
+
+
+def _disaggregated(cat: Catalog, cfg, load: Load, args: argparse.Namespace) -> int:
+    split = disaggregate(cat, cfg, load,
+                         prefill_instances=_count("prefill-instances", args.prefill_instances),
+                         decode_instances=_count("decode-instances", args.decode_instances),
+                         ttft_ms=_optional_number("ttft-ms", args.ttft_ms), tok_s=_optional_number("tok-s", args.tok_s))
+    if args.json:
+        print(json_text(split.to_dict()))
+        return EXIT_OK if split.meets else EXIT_UNMET
+    inst = f"{split.gpus_per_instance} × {split.hardware}" if split.gpus_per_instance > 1 else split.hardware
+    print(f"{split.model} · {split.runtime}; each instance {inst}")
+    print(f"load: {_load_text(load)}; prompt {load.prompt_tokens:,}, output {load.output_tokens:,} tokens\n")
+    print(f"Disaggregated: {split.prefill_instances} prefill + {split.decode_instances} decode instance(s) = "
+          f"{split.gpus} GPUs")
+    print(f"  prefill: {duration_ms(split.prefill_s * 1e3)} per prompt · utilisation {split.prefill_utilisation:.0%}")
+    print(f"  KV hand-over: {duration_ms(split.transfer_ms)} per request at {num(split.link_gb_s)} GB/s per GPU")
+    print(f"  decode: {num(split.running_batch)} running per instance of {num(split.kv_capacity)} the KV cache holds")
+    rows = [["disaggregated", duration_ms(split.ttft_ms), duration_ms(split.ttft_p90_ms), duration_ms(split.itl_ms),
+             num(1e3 / split.itl_ms), num(split.throughput_tok_s), split.bound]]
+    c = split.colocated
+    if c is not None and c.fits:
+        replicas = split.prefill_instances + split.decode_instances
+        rows.append([f"colocated ({replicas} replicas)", duration_ms(c.ttft_ms), duration_ms(c.ttft_p90_ms),
+                     duration_ms(c.itl_ms), num(c.tok_s_per_user),
+                     num(c.throughput_tok_s * replicas), c.bound])
+    print()
+    print(table(["deployment", "TTFT", "TTFT p90", "ITL", "tok/s/user", "total tok/s", "limit"], rows))
+    if split.colocated_replicas:
+        n = split.colocated_replicas
+        print(f"\nColocated, the targets need {n} replica{'s' if n > 1 else ''} of {inst} "
+              f"({n * split.gpus_per_instance} GPUs) against {split.gpus} disaggregated.")
+    for n in split.notes:
+        print(f"note: {n}")
+    if not split.meets:
+        print("advisor: no split in reach meets the targets", file=sys.stderr)
+        return EXIT_UNMET
+    return EXIT_OK
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     cat = user_catalog()
     if args.cases:
@@ -112,6 +164,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      chunk_tokens=args.chunk_tokens)
+    if args.disaggregate or args.prefill_instances or args.decode_instances:
+        return _disaggregated(cat, cfg, load, args)
     if args.sweep:
         reports = concurrency_sweep(cat, cfg, load)
         if args.json:
@@ -162,6 +216,12 @@ def register(sub) -> None:
     p.add_argument("--max-seqs", dest="max_seqs", help="running sequences at most (default: the runtime's)")
     p.add_argument("--chunk-tokens", dest="chunk_tokens", help="tokens per engine step (default: the runtime's)")
     p.add_argument("--sweep", action="store_true", help="the throughput–latency curve over concurrency 1, 2, 4 …")
+    p.add_argument("--disaggregate", action="store_true",
+                   help="prompts and decoding on separate instances: how many of each, and the KV hand-over")
+    p.add_argument("--prefill-instances", dest="prefill_instances", help="with --disaggregate: fix the prefill pool")
+    p.add_argument("--decode-instances", dest="decode_instances", help="with --disaggregate: fix the decode pool")
+    p.add_argument("--ttft-ms", dest="ttft_ms", help="with --disaggregate: TTFT p90 target for choosing the split")
+    p.add_argument("--tok-s", dest="tok_s", help="with --disaggregate: per-user tok/s target for choosing the split")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cases", help="CSV of loads to serve (columns: " + ",".join(SERVE_CSV_INPUTS) + ")")
     p.add_argument("--out", help="with --cases: write the CSV here (default: standard output)")
