@@ -17,11 +17,14 @@ reaches into the physics modules and those can change without breaking it:
   per serving technique asked for: speculative decoding, eager attention, an MHA/GQA/MQA layout,
   partial offload; `techniques_from(cat, draft=..., ...)` builds the record from typed text;
   `speculative_curve` and `offload_curve` trace them along the batch or the GPU layers;
+  `draft_refusal(draft, target)` says why a model cannot draft for another (empty when it can);
 - `report_from_config` / `report_from_requirements` → `ReportContent`: the PDF report as data
   (rendered by ``ui/report.py``);
 - `import_model(source)` → `ImportedModel` (a config.json, a folder, a .gguf file, ``hf:org/name``),
-  `add_imported(cat, imported)` (usable by name in that catalog), `save_imported_model(cat, imported)`
-  (into the user catalog), `imported_weight_bytes(cat, imported)` (bytes per weight format).
+  `add_imported(cat, imported)` (usable by name in that catalog), `catalog_with_imported(cat, imported)`
+  (a new catalog holding it, for callers such as the app that keep sweeps on the old one),
+  `save_imported_model(cat, imported)` (into the user catalog), `imported_weight_bytes(cat, imported)`
+  (bytes per weight format).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ __all__ = [
     "catalog_data_date",
     "Techniques", "TechniqueEffect", "TechniqueFigures", "techniques", "techniques_from", "speculative_curve",
     "SpeculativeCurve", "offload_curve", "OffloadCurve", "attention_variant", "expected_tokens",
+    "ImportedModel", "import_model", "is_import_source", "add_imported", "catalog_with_imported",
+    "save_imported_model", "imported_weight_bytes", "draft_refusal",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -55,7 +60,8 @@ from advisor.text.verdicts import candidate_record, candidate_verdict, reason_te
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
 from advisor.model.techniques import (Effect as TechniqueEffect, Figures as TechniqueFigures, OffloadCurve,
                                       SpeculativeCurve, Techniques, attention_variant, expected_tokens, offload_curve,
-                                      speculative_curve, techniques_from, what_if as techniques)
+                                      speculative_curve, techniques_from, tokenizer_refusal as draft_refusal,
+                                      what_if as techniques)
 from advisor.text.report import (ReportContent, SourceEntry, Table as ReportTable, catalog_data_date,
                                  report_from_config, report_from_requirements)
 
@@ -78,6 +84,20 @@ def add_imported(cat: Catalog, imported: ImportedModel) -> ImportedModel:
     mix becomes a format and the default for it). Returns it, re-keyed ``imported-…`` if its key is
     another catalog model's. Call before building sweeps on ``cat`` (or load a fresh catalog)."""
     return cat.add_imported(imported)
+
+
+def catalog_with_imported(cat: Catalog, imported: ImportedModel) -> tuple[Catalog, ImportedModel]:
+    """A new catalog: ``cat``'s entries plus ``imported`` (and the imports ``cat`` already had), with
+    fresh caches, so name indexes and sweep tables built on it see the new model and a GGUF file's
+    weight mix; ``cat`` itself is left as it was. Returns it and the (possibly re-keyed) import."""
+    import dataclasses
+
+    new = dataclasses.replace(cat, models=dict(cat.models), quants=dict(cat.quants))
+    for key in cat.models:  # the weight formats of models imported into ``cat`` stay their defaults
+        own = cat.imported_quant(cat.models[key])
+        if own is not None:
+            new._imported_quants[key] = own.key
+    return new, new.add_imported(imported)
 
 
 def save_imported_model(cat: Catalog, imported: ImportedModel, folder=None):

@@ -19,6 +19,7 @@ import advisor
 from advisor import api
 from advisor.text.format import num
 from ui import sizing_file
+from ui.import_dialog import ImportDialog, dropped_paths, import_path
 from ui.session import Session, describe
 from ui.settings import Settings
 from ui.views.compare import CompareView
@@ -29,13 +30,15 @@ from ui.views.recommend import RecommendView
 from ui.views.results import ResultsView
 from ui.views.roofline import RooflineView
 from ui.views.serving import ServingView
+from ui.views.techniques import TechniquesView
 from ui.views.table import to_csv, visible_rows
 from ui.views.will_it_run import WillItRunView
 from ui.workers import Workers
 
 log = logging.getLogger(__name__)
 
-TABS = (("roofline", "&Roofline"), ("curves", "C&urves"), ("serving", "&Serving"), ("recommend", "Reco&mmendations"),
+TABS = (("roofline", "&Roofline"), ("curves", "C&urves"), ("serving", "&Serving"), ("whatifs", "&What-ifs"),
+        ("recommend", "Reco&mmendations"),
         ("compare", "Com&pare"), ("will_it_run", "W&ill it run"), ("probe", "Probe this &machine"))
 DATA_SOURCES = ("vendor datasheets and whitepapers (each hardware entry cites its own)",
                 "model config.json files on Hugging Face (each model entry cites its own)",
@@ -72,6 +75,7 @@ class MainWindow(QMainWindow):
         self.saved_state = None
         self.setWindowTitle("advisor")
         self.setMinimumSize(1000, 640)
+        self.setAcceptDrops(True)
         s = self.session
 
         self.inputs = InputsPanel(s)
@@ -82,6 +86,7 @@ class MainWindow(QMainWindow):
         self._built: dict[str, QWidget] = {}
         self._factories = {
             "roofline": lambda: RooflineView(s), "curves": lambda: CurvesView(s), "serving": lambda: ServingView(s),
+            "whatifs": lambda: TechniquesView(s),
             "recommend": lambda: RecommendView(s, self.workers), "compare": lambda: CompareView(s),
             "will_it_run": lambda: WillItRunView(s, self.workers), "probe": lambda: ProbeView(s, self.workers)}
         for name, title in TABS:
@@ -115,6 +120,7 @@ class MainWindow(QMainWindow):
         s.sig_message.connect(lambda m: self.statusBar().showMessage(m, 6000))
         s.sig_undo_changed.connect(self._update_actions)
         s.sig_inputs_changed.connect(self._update_title)
+        s.sig_inputs_changed.connect(self._update_actions)
         s.sig_catalog_changed.connect(self._update_catalog_label)
         self.workers.sig_busy_changed.connect(lambda n: self.busy_label.setText(f"working… ({n})" if n else ""))
         self.tabs.currentChanged.connect(lambda _i: self._update_actions())
@@ -155,6 +161,7 @@ class MainWindow(QMainWindow):
     roofline = property(lambda self: self.view("roofline"))
     curves = property(lambda self: self.view("curves"))
     serving = property(lambda self: self.view("serving"))
+    whatifs = property(lambda self: self.view("whatifs"))
     recommend = property(lambda self: self.view("recommend"))
     compare = property(lambda self: self.view("compare"))
     will_it_run = property(lambda self: self.view("will_it_run"))
@@ -195,6 +202,12 @@ class MainWindow(QMainWindow):
         self._action(f, "&Save sizing", self.file_save, QKeySequence.StandardKey.Save)
         self._action(f, "Save sizing &as…", self.file_save_as, QKeySequence.StandardKey.SaveAs)
         f.addSeparator()
+        self._action(f, "&Import model…", self.import_dialog, "Ctrl+I",
+                     "Size your own model: a config.json, a model folder, a .gguf file or hf:org/name "
+                     "(or drop one on the window)")
+        self.act_save_model = self._action(f, "Save imported model to my &catalog", self.save_imported_model, None,
+                                           "Keep the imported model in use for later sessions (the user catalog)")
+        f.addSeparator()
         self.act_csv = self._action(f, "Export table as &CSV…", self.export_csv, "Ctrl+E",
                                     "The table of the current tab (or the figures of this sizing)")
         self.act_chart = self._action(f, "Export c&hart as PNG/SVG…", self.export_chart, "Ctrl+Shift+E",
@@ -234,6 +247,7 @@ class MainWindow(QMainWindow):
         self.act_undo.setEnabled(self.session.can_undo())
         self.act_redo.setEnabled(self.session.can_redo())
         self.act_chart.setEnabled(self._chart_target() is not None)
+        self.act_save_model.setEnabled(any(m.model.key == self.session.cfg.model.key for m in self.session.imported))
 
     def _update_title(self) -> None:
         name = self.file_path.name if self.file_path else "untitled sizing"
@@ -333,6 +347,58 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Saved {path}", 5000)
         return True
 
+    # ------------------------------------------------------------------ imported models
+    def import_dialog(self) -> None:
+        """File → Import model…: pick a source, see what it holds, import it (and maybe save it)."""
+        dlg = ImportDialog(self, start_dir=self._dir())
+        if dlg.exec():
+            self.import_source(dlg.source(), save=dlg.save.isChecked(), imported=dlg.imported)
+
+    def import_source(self, source: str, save: bool = False, imported=None) -> bool:
+        """Import a model file, folder or ``hf:org/name`` and make it the model in use; a bad source
+        leaves everything as it was and says why in the status bar. A Hub id is fetched in the
+        background (it may need the network)."""
+        source = import_path(source)
+        if imported is not None:
+            return self.session.add_imported(imported, save) is not None
+        if source.startswith("hf:"):
+            self.statusBar().showMessage(f"Fetching {source}…")
+            self.workers.run("import", lambda: api.import_model(source),
+                             lambda im: self.session.add_imported(im, save),
+                             lambda exc, _tb: self.show_error(str(exc) if isinstance(exc, api.AdvisorError)
+                                                              else f"{source}: {exc}"))
+            return True
+        if self.session.import_model(source, save) is None:
+            return False
+        p = Path(source)
+        self.settings.set("files/last_dir", str(p if p.is_dir() else p.parent))
+        return True
+
+    def save_imported_model(self) -> bool:
+        return self.session.save_imported() is not None
+
+    # drag-and-drop: a config.json, a .gguf or a model folder imports it; a sizing file opens it
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt name
+        if dropped_paths(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:  # noqa: N802 - Qt name
+        self.dragEnterEvent(event)
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt name
+        paths = dropped_paths(event.mimeData())
+        if not paths:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        path = paths[0]
+        if sizing_file.looks_like_sizing(path):
+            self.open_file(path)
+        else:
+            self.import_source(str(path))
+
     # ------------------------------------------------------------------ export / copy
     def current_table_rows(self) -> list[list[str]]:
         w = self.current_view()
@@ -372,6 +438,13 @@ class MainWindow(QMainWindow):
         if name in ("curves", "compare"):
             w = self.view(name)
             return w.glw.scene(), w.glw
+        if name == "whatifs":
+            w = self.view(name)
+            chart = w.charts.currentWidget()
+            if chart is w.spec_plot_widget:
+                return w.spec_plot, chart
+            if chart is w.off_plot_widget:
+                return w.off_plot, chart
         return None
 
     def export_chart(self, path=None) -> bool:

@@ -66,6 +66,8 @@ class Session(QObject):
     """A one-line notice for the status bar."""
     sig_undo_changed = Signal()
     sig_compare_changed = Signal()
+    sig_techniques_changed = Signal()
+    """`techniques` or their `technique_effects` are new (also after every input change)."""
 
     def __init__(self, cat: "api.Catalog | None" = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -84,6 +86,12 @@ class Session(QObject):
         self.compare: list[api.Config] = []
         self.extras: dict[str, Any] = {}
         self.last_error = ""
+        #: models imported in this session (File → Import model…, drag-and-drop), kept across reloads
+        self.imported: list[api.ImportedModel] = []
+        #: the what-if on the What-ifs tab (None: none chosen), its before/after, or why it cannot apply
+        self.techniques: api.Techniques | None = None
+        self.technique_effects: list[api.TechniqueEffect] = []
+        self.technique_error = ""
         self._compute()
 
     # ------------------------------------------------------------------ inputs
@@ -290,8 +298,93 @@ class Session(QObject):
         self.prediction, self.roofline = pred, roof
         self.serving = self._serve()
         self._explanations = None
+        self._compute_techniques()
         self.generation += 1
         return True
+
+    # ------------------------------------------------------------------ what-ifs
+    def set_techniques(self, tech: "api.Techniques | None") -> bool:
+        """Choose the what-if (None: none) and compute its before/after for the inputs in force.
+        A technique that cannot apply here (a draft of another tokenizer, a runtime with no offload)
+        is kept, with the reason in `technique_error`; returns False then."""
+        self.techniques = tech
+        ok = self._compute_techniques()
+        self.sig_techniques_changed.emit()
+        return ok
+
+    def _compute_techniques(self) -> bool:
+        self.technique_effects, self.technique_error = [], ""
+        if self.techniques is None or not self.techniques.any:
+            return True
+        try:
+            self.technique_effects = api.techniques(self.cat, self.cfg, self.techniques)
+        except api.AdvisorError as exc:
+            self.technique_error = str(exc)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ imported models
+    def import_model(self, source: str, save: bool = False) -> "api.ImportedModel | None":
+        """Import a model (a config.json, a folder, a .gguf, ``hf:org/name``), add it to this session's
+        catalog and make it the model in use, everything recomputed (undoable). With ``save`` it is
+        also written to the user catalog. A bad source is refused with `sig_error` and nothing changes."""
+        try:
+            imported = api.import_model(source)
+        except api.AdvisorError as exc:
+            self._refuse(str(exc))
+            return None
+        except OSError as exc:  # an unreadable file or folder
+            self._refuse(f"{source}: {exc.strerror or exc}")
+            return None
+        return self.add_imported(imported, save)
+
+    def add_imported(self, imported: "api.ImportedModel", save: bool = False) -> "api.ImportedModel | None":
+        """Make an already imported model the one in use (see `import_model`)."""
+        old_cat = self.cat
+        try:
+            cat, imported = api.catalog_with_imported(old_cat, imported)
+            self.cat = cat
+            w = self.cfg.workload
+            # its own weight format and a runtime that loads it (a GGUF file: llama.cpp), as on the CLI
+            base = api.configure(cat, hardware=self.cfg.hardware.key, model=imported.model.key, gpus=self.cfg.gpus,
+                                 parallelism=self.cfg.parallelism or None)
+            cfg = self.build(base, {"batch": w.batch, "prompt": w.prompt_tokens, "output": w.output_tokens,
+                                    "depth": w.depth_tokens})
+        except api.AdvisorError as exc:
+            self.cat = old_cat
+            self._refuse(f"{imported.model.name}: {exc}")
+            return None
+        if not self._apply(State(cfg, self.targets), ""):
+            self.cat = old_cat
+            return None
+        self.imported.append(imported)
+        self.sig_catalog_changed.emit()
+        self.sig_inputs_changed.emit()
+        message = f"Imported {imported.model.name} ({imported.kind}, {imported.model.params_total_b:.3g} B params)"
+        if save:
+            saved = self.save_imported(imported)
+            if saved is None:
+                return imported
+            message += f"; saved to {saved}"
+        self.sig_message.emit(message)
+        return imported
+
+    def save_imported(self, imported: "api.ImportedModel | None" = None):
+        """Write an imported model (default: the one in use) to the user catalog; the path, or None
+        with `sig_error` when it is not an imported model or cannot be written."""
+        if imported is None:
+            imported = next((m for m in reversed(self.imported) if m.model.key == self.cfg.model.key), None)
+            if imported is None:
+                self.sig_error.emit(f"{self.cfg.model.name} is not an imported model; import one first")
+                return None
+        try:
+            _, path = api.save_imported_model(self.cat, imported)
+        except (api.AdvisorError, OSError) as exc:
+            self.last_error = f"could not save {imported.model.name}: {exc}"
+            self.sig_error.emit(self.last_error)
+            return None
+        self.sig_message.emit(f"Saved {imported.model.name} to {path}")
+        return path
 
     def explanations(self) -> dict[str, Any]:
         """api.explain for the current prediction (computed on first use)."""
@@ -358,6 +451,9 @@ class Session(QObject):
         """Re-read the catalog (after "this machine" was saved) and keep the inputs where possible."""
         keys, targets = self.cfg.keys(), self.targets
         self.cat = api.load_catalog()
+        for imported in self.imported:  # this session's imports stay usable
+            if imported.model.key not in self.cat.models:
+                self.cat, _ = api.catalog_with_imported(self.cat, imported)
         try:
             cfg = self.configure_keys(keys)
         except api.AdvisorError:

@@ -28,6 +28,22 @@ INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "para
 FILE_FILTER = "Sizing files (*.yaml *.yml *.json);;All files (*)"
 
 
+def looks_like_sizing(path: str | os.PathLike) -> bool:
+    """Whether a dropped file is a sizing (YAML, or JSON that says ``advisor_sizing``) rather than a
+    model's config.json: its suffix and, for JSON, a look at its first 64 KiB."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return True
+    if suffix != ".json" or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return b'"advisor_sizing"' in fh.read(65536)
+    except OSError:
+        return False
+
+
 class SizingFileError(Exception):
     """A sizing file that cannot be read; the message names the file and the problem."""
 

@@ -1,0 +1,592 @@
+"""What-ifs: one serving technique at a time on top of the configuration on screen, before → after.
+
+The techniques are the core's (`api.techniques`, issue 18): speculative decoding with a catalog
+draft or an MTP/EAGLE-style head, flash attention off, the attention layout (MHA / GQA:G / MQA) and
+partial offload to host memory (llama.cpp ``-ngl``, vLLM/SGLang ``--cpu-offload-gb``). The widgets
+here only describe the technique; `Session.set_techniques` holds it and recomputes its effect on
+every input change, and this view renders the session's `technique_effects`: a table of TTFT,
+decode speed, throughput, max batch, memory per GPU and fits, the technique's notes, and a chart
+where the physics has a curve (speed-up against batch with the crossover batch; decode speed
+against the GPU layers or the offloaded GB). Each redraw costs one `speculative_curve` or
+`offload_curve` call (about a millisecond), so it runs on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel,
+                               QRadioButton, QSizePolicy, QSpinBox, QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem,
+                               QToolButton, QVBoxLayout, QWidget)
+
+from advisor import api
+from advisor.text.format import duration_ms, num
+from ui.views.curves import frame
+from ui.widgets import LazyView, plot_colors
+
+KINDS = (("speculative", "Speculative decoding"), ("eager", "Flash attention off (eager attention)"),
+         ("attention", "Attention layout: MHA / GQA / MQA"), ("offload", "Partial offload to host memory"))
+#: the before/after rows: Figures field, label, how a value is shown
+ROWS = (("ttft_ms", "Time to first token", duration_ms),
+        ("decode_tok_s", "Decode speed per user", lambda v: f"{num(v)} tok/s"),
+        ("throughput_tok_s", "All users", lambda v: f"{num(v)} tok/s"),
+        ("max_batch", "Max batch", lambda v: f"{int(v):,}"),
+        ("memory_gb", "Memory per GPU", lambda v: f"{num(v)} GB"),
+        ("fits", "Fits", lambda v: "yes" if v else "no"))
+HEADERS = ("", "Before", "After", "Change")
+#: what an untouched draft length / acceptance shows: the core's default for each kind of draft
+DEFAULT_FOR = {"draft": api.Techniques(), "head": api.Techniques(head_params_b=1.0)}
+
+
+def change_text(field: str, before, after) -> str:
+    """How a figure moved: a ratio for speeds, times and batch sizes, a difference for memory."""
+    if field == "fits":
+        return "—" if bool(before) == bool(after) else f"{'yes' if before else 'no'} → {'yes' if after else 'no'}"
+    if field == "memory_gb":
+        d = float(after) - float(before)
+        return "—" if abs(d) < 5e-4 else f"{'+' if d > 0 else '−'}{num(abs(d))} GB"
+    b, a = float(before), float(after)
+    if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
+        return "—"
+    r = a / b
+    return "—" if abs(r - 1) < 5e-4 else f"×{num(r)}"
+
+
+def one_layer_params_b(m) -> float:
+    """Parameters (billions) of one of the target's decoder layers: what an EAGLE-style one-layer head
+    adds (it shares the embedding and output head with the target)."""
+    embed = m.vocab * m.hidden * (1 if m.tie_embeddings else 2) / 1e9
+    return max((m.params_total_b - embed) / max(m.layers, 1), 0.001)
+
+
+class TechniquesView(LazyView):
+    def __init__(self, session, parent=None):
+        super().__init__(session, parent)
+        col = plot_colors()
+        self._model_key = ""
+        self._runtime_key = ""
+        self._k_touched = self._accept_touched = self._layers_touched = self._gb_touched = False
+        self._offload_mode = ""          # "layers", "gb", or "" (the runtime has no partial offload)
+        self.effect: api.TechniqueEffect | None = None
+        self.spec_curve: api.SpeculativeCurve | None = None
+        self.offload_curve: api.OffloadCurve | None = None
+        self.offload_message = ""
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("What if:"))
+        self.kind = QComboBox()
+        self.kind.setObjectName("whatif_kind")
+        for key, label in KINDS:
+            self.kind.addItem(label, key)
+        self.kind.setToolTip("A serving technique applied to the configuration on the left; the table shows "
+                             "before → after at the workload on screen")
+        top.addWidget(self.kind)
+        top.addStretch(1)
+        lay.addLayout(top)
+
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self._speculative_page())
+        eager = QLabel("The attention scores are materialised in fp32 instead of a fused flash-attention kernel: "
+                       "prefill moves and holds the score matrix, so long prompts slow down and need more "
+                       "workspace; decoding is barely affected.")
+        eager.setWordWrap(True)
+        self.pages.addWidget(eager)
+        self.pages.addWidget(self._attention_page())
+        self.pages.addWidget(self._offload_page())
+        self.pages.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        lay.addWidget(self.pages)
+
+        self.summary = QLabel()
+        self.summary.setObjectName("whatif_summary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.summary)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.table = QTableWidget(len(ROWS), len(HEADERS))
+        self.table.setObjectName("whatif_table")
+        self.table.setHorizontalHeaderLabels(HEADERS)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        for i, (_f, label, _fmt) in enumerate(ROWS):
+            self.table.setItem(i, 0, QTableWidgetItem(label))
+            for j in (1, 2, 3):
+                item = QTableWidgetItem("—")
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(i, j, item)
+        self.table.resizeRowsToContents()
+        frame_px = 2 * self.table.frameWidth()
+        self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height()
+                                  + self.table.verticalHeader().length() + frame_px + 2)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        ll.addWidget(self.table)
+        self.notes = QLabel()
+        self.notes.setObjectName("whatif_notes")
+        self.notes.setWordWrap(True)
+        self.notes.setTextFormat(Qt.TextFormat.RichText)
+        self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notes.setAlignment(Qt.AlignmentFlag.AlignTop)
+        ll.addWidget(self.notes, 1)
+        split.addWidget(left)
+
+        # the charts: created once, updated with setData
+        self.charts = QStackedWidget()
+        self.spec_plot_widget, self.spec_plot = self._plot("Speculative decoding: speed-up vs batch",
+                                                           "batch (sequences)", "speed-up ×")
+        self.spec_plot.setLogMode(True, False)
+        self.spec_line = self.spec_plot.plot([], [], pen=pg.mkPen(col["a"], width=2), name="speed-up")
+        self.spec_now = self.spec_plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"],
+                                            name="this batch")
+        self.spec_one = pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen(col["muted"], width=1, style=Qt.PenStyle.DashLine))
+        self.spec_cross = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["b"], width=1.5), label="",
+                                          labelOpts={"position": 0.85, "color": col["b"]})
+        self.spec_plot.addItem(self.spec_one, ignoreBounds=True)
+        self.spec_plot.addItem(self.spec_cross, ignoreBounds=True)
+        self.off_plot_widget, self.off_plot = self._plot("Partial offload: decode speed vs GPU layers",
+                                                         "layers on the GPU", "tok/s per user")
+        self.off_line = self.off_plot.plot([], [], pen=pg.mkPen(col["a"], width=2), name="fits")
+        self.off_nofit = self.off_plot.plot([], [], pen=None, symbol="x", symbolSize=7, symbolPen=col["d"],
+                                            name="does not fit")
+        self.off_now = self.off_plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"],
+                                          name="chosen")
+        self.no_chart = QLabel("No chart for this technique: its effect is the same at every batch; the table "
+                               "shows it at the workload on screen.")
+        self.no_chart.setWordWrap(True)
+        self.no_chart.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        for w in (self.spec_plot_widget, self.off_plot_widget, self.no_chart):
+            self.charts.addWidget(w)
+        split.addWidget(self.charts)
+        split.setSizes([420, 560])
+        lay.addWidget(split, 1)
+
+        self.kind.currentIndexChanged.connect(self._on_kind)
+        session.sig_techniques_changed.connect(self._on_techniques_changed)
+
+    # ------------------------------------------------------------------ building
+    def _plot(self, title: str, xlabel: str, ylabel: str) -> tuple[pg.PlotWidget, pg.PlotItem]:
+        w = pg.PlotWidget(title=title)
+        p = w.getPlotItem()
+        p.setLabel("bottom", xlabel)
+        p.setLabel("left", ylabel)
+        for ax in ("bottom", "left"):
+            p.getAxis(ax).enableAutoSIPrefix(False)
+        p.setMenuEnabled(False)
+        p.setMouseEnabled(x=False, y=False)
+        p.disableAutoRange()
+        p.showGrid(x=True, y=True, alpha=0.2)
+        p.addLegend(offset=(-5, 5), labelTextSize="7pt")
+        return w, p
+
+    def _speculative_page(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        form.setContentsMargins(0, 0, 0, 0)
+        self.radio_draft = QRadioButton("Draft model")
+        self.radio_head = QRadioButton("Draft head")
+        self.radio_draft.setToolTip("A smaller model of the same tokenizer family proposes the tokens")
+        self.radio_head.setToolTip("An MTP/EAGLE-style head on the target proposes them; it shares the target's "
+                                   "embedding and output head")
+        self._draft_group = QButtonGroup(self)
+        self._draft_group.addButton(self.radio_draft)
+        self._draft_group.addButton(self.radio_head)
+        self.radio_draft.setChecked(True)
+        self.draft = QComboBox()
+        self.draft.setObjectName("whatif_draft")
+        self.draft.setToolTip("Catalog models that can draft for this model (same tokenizer, smaller)")
+        self.draft.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.draft.setMinimumContentsLength(14)
+        row = QHBoxLayout()
+        row.addWidget(self.radio_draft)
+        row.addWidget(self.draft, 1)
+        row.addSpacing(12)
+        row.addWidget(self.radio_head)
+        self.head_b = QDoubleSpinBox()
+        self.head_b.setObjectName("whatif_head_b")
+        self.head_b.setRange(0.001, 100.0)
+        self.head_b.setDecimals(3)
+        self.head_b.setSuffix(" B params")
+        self.head_b.setKeyboardTracking(False)
+        self.head_b.setToolTip("Parameters of the head's own layers (set to one decoder layer of the target when "
+                               "the model changes, as in an EAGLE head)")
+        self.head_layers = QSpinBox()
+        self.head_layers.setRange(1, 16)
+        self.head_layers.setSuffix(" layer(s)")
+        self.head_layers.setToolTip("Decoder layers in the head")
+        row.addWidget(self.head_b)
+        row.addWidget(self.head_layers)
+        row.addStretch(1)
+        form.addRow(row)
+        row = QHBoxLayout()
+        self.spin_k = QSpinBox()
+        self.spin_k.setObjectName("whatif_k")
+        self.spin_k.setRange(1, 64)
+        self.spin_k.setPrefix("k = ")
+        self.spin_k.setKeyboardTracking(False)
+        self.spin_k.setToolTip("Draft length: tokens proposed per round")
+        self.spin_accept = QDoubleSpinBox()
+        self.spin_accept.setObjectName("whatif_accept")
+        self.spin_accept.setRange(0.0, 0.99)
+        self.spin_accept.setSingleStep(0.05)
+        self.spin_accept.setDecimals(2)
+        self.spin_accept.setPrefix("α = ")
+        self.spin_accept.setKeyboardTracking(False)
+        self.spin_accept.setToolTip("Acceptance rate per drafted token; it depends on the task and the pair "
+                                    "(runtimes log it)")
+        self.typical = QToolButton()
+        self.typical.setText("typical")
+        self.typical.setToolTip("Back to the typical k and α for this kind of draft (sourced in the core)")
+        row.addWidget(self.spin_k)
+        row.addWidget(self.spin_accept)
+        row.addWidget(self.typical)
+        row.addStretch(1)
+        form.addRow(row)
+        self.radio_draft.toggled.connect(lambda _on: self._on_draft_kind())
+        self.draft.activated.connect(lambda _i: self._push())
+        self.head_b.valueChanged.connect(lambda _v: self._push())
+        self.head_layers.valueChanged.connect(lambda _v: self._push())
+        self.spin_k.valueChanged.connect(lambda _v: self._touch("k"))
+        self.spin_accept.valueChanged.connect(lambda _v: self._touch("accept"))
+        self.typical.clicked.connect(self._typical)
+        return page
+
+    def _attention_page(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        form.setContentsMargins(0, 0, 0, 0)
+        self.layout_combo = QComboBox()
+        self.layout_combo.setObjectName("whatif_attention")
+        self.layout_combo.setToolTip("KV heads: MHA has one per query head, GQA groups them, MQA shares one")
+        self.layout_combo.activated.connect(lambda _i: self._push())
+        form.addRow("Layout", self.layout_combo)
+        return page
+
+    def _offload_page(self) -> QWidget:
+        page = QWidget()
+        row = QHBoxLayout(page)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.spin_layers = QSpinBox()
+        self.spin_layers.setObjectName("whatif_gpu_layers")
+        self.spin_layers.setPrefix("GPU layers ")
+        self.spin_layers.setKeyboardTracking(False)
+        self.spin_layers.setToolTip("llama.cpp -ngl: layers kept on the GPU; the CPU runs the rest from host RAM")
+        self.spin_gb = QDoubleSpinBox()
+        self.spin_gb.setObjectName("whatif_offload_gb")
+        self.spin_gb.setRange(0.0, 10000.0)
+        self.spin_gb.setDecimals(1)
+        self.spin_gb.setSuffix(" GB offloaded")
+        self.spin_gb.setKeyboardTracking(False)
+        self.spin_gb.setToolTip("vLLM/SGLang --cpu-offload-gb: weights kept in pinned host memory, read over PCIe "
+                                "on every forward pass")
+        self.spin_host = QDoubleSpinBox()
+        self.spin_host.setRange(1.0, 2000.0)
+        self.spin_host.setDecimals(1)
+        self.spin_host.setValue(api.Techniques().host_bandwidth_gb_s)
+        self.spin_host.setPrefix("host RAM ")
+        self.spin_host.setSuffix(" GB/s")
+        self.spin_host.setKeyboardTracking(False)
+        self.spin_host.setToolTip("Peak bandwidth of the host's memory (the default is dual-channel DDR5-5600)")
+        self.offload_label = QLabel()
+        self.offload_label.setWordWrap(True)
+        for w in (self.spin_layers, self.spin_gb, self.spin_host):
+            row.addWidget(w)
+        row.addWidget(self.offload_label, 1)
+        self.spin_layers.valueChanged.connect(lambda _v: self._touch("layers"))
+        self.spin_gb.valueChanged.connect(lambda _v: self._touch("gb"))
+        self.spin_host.valueChanged.connect(lambda _v: self._push())
+        return page
+
+    # ------------------------------------------------------------------ widgets → session
+    def _touch(self, what: str) -> None:
+        setattr(self, f"_{what}_touched", True)
+        self._push()
+
+    def _typical(self) -> None:
+        self._k_touched = self._accept_touched = False
+        self._show_typical()
+        self._push()
+
+    def _on_draft_kind(self) -> None:
+        self.draft.setEnabled(self.radio_draft.isChecked())
+        self.head_b.setEnabled(self.radio_head.isChecked())
+        self.head_layers.setEnabled(self.radio_head.isChecked())
+        self._show_typical()
+        self._push()
+
+    def _on_kind(self, _index: int) -> None:
+        self.pages.setCurrentIndex(self.kind.currentIndex())
+        self._push()
+
+    def _show_typical(self) -> None:
+        d = DEFAULT_FOR["draft" if self.radio_draft.isChecked() else "head"]
+        for spin, touched, value in ((self.spin_k, self._k_touched, d.k), (self.spin_accept, self._accept_touched,
+                                                                           d.alpha)):
+            if not touched:
+                spin.blockSignals(True)
+                spin.setValue(value)
+                spin.blockSignals(False)
+
+    def chosen(self) -> "api.Techniques":
+        """The technique the widgets describe."""
+        kind = self.kind.currentData()
+        if kind == "speculative":
+            k = self.spin_k.value() if self._k_touched else None
+            accept = self.spin_accept.value() if self._accept_touched else None
+            if self.radio_draft.isChecked():
+                key = self.draft.currentData()
+                draft = self.session.cat.models.get(key) if key else None
+                if draft is None:  # no catalog model can draft: the core says why for the target itself
+                    draft = self.session.cfg.model
+                return api.Techniques(draft=draft, draft_k=k, accept=accept)
+            return api.Techniques(head_params_b=self.head_b.value(), head_layers=self.head_layers.value(),
+                                  draft_k=k, accept=accept)
+        if kind == "eager":
+            return api.Techniques(flash_attention=False)
+        if kind == "attention":
+            return api.Techniques(attention=self.layout_combo.currentData() or "mha")
+        host = self.spin_host.value()
+        if self._offload_mode == "gb":
+            return api.Techniques(offload_gb=self.spin_gb.value(), host_bandwidth_gb_s=host)
+        return api.Techniques(gpu_layers=self.spin_layers.value(), host_bandwidth_gb_s=host)
+
+    def _push(self) -> None:
+        tech = self.chosen()
+        if tech != self.session.techniques:
+            self.session.set_techniques(tech)
+
+    # ------------------------------------------------------------------ session → widgets
+    def _sync_options(self) -> None:
+        """Refill what depends on the model and runtime (drafts, layouts, offload range), keeping the
+        user's choices where they still apply."""
+        s = self.session
+        cfg = s.cfg
+        model_changed = cfg.model.key != self._model_key
+        runtime_changed = cfg.runtime.key != self._runtime_key or model_changed
+        if model_changed:
+            self._model_key = cfg.model.key
+            self._fill_drafts()
+            self._fill_layouts()
+            self.head_b.blockSignals(True)
+            self.head_b.setValue(one_layer_params_b(cfg.model))
+            self.head_b.blockSignals(False)
+            self._layers_touched = self._gb_touched = False
+        self._runtime_key = cfg.runtime.key
+        self._sync_offload(reset=runtime_changed)
+        self._show_typical()
+
+    def _fill_drafts(self) -> None:
+        target = self.session.cfg.model
+        current = self.draft.currentData()
+        drafts = sorted((m for m in self.session.cat.models.values() if not api.draft_refusal(m, target)),
+                        key=lambda m: (m.params_total_b, m.name.lower()))
+        self.draft.blockSignals(True)
+        self.draft.clear()
+        for m in drafts:
+            self.draft.addItem(f"{m.name} ({num(m.params_total_b)} B)", m.key)
+        if not drafts:
+            self.draft.addItem(f"no catalog model can draft for {target.name}", "")
+        i = self.draft.findData(current)
+        self.draft.setCurrentIndex(i if i >= 0 else 0)
+        self.draft.blockSignals(False)
+        if not drafts and self.radio_draft.isChecked():
+            self.radio_head.blockSignals(True)
+            self.radio_head.setChecked(True)
+            self.radio_head.blockSignals(False)
+        self.draft.setEnabled(self.radio_draft.isChecked())
+        self.head_b.setEnabled(self.radio_head.isChecked())
+        self.head_layers.setEnabled(self.radio_head.isChecked())
+
+    def _fill_layouts(self) -> None:
+        m = self.session.cfg.model
+        current = self.layout_combo.currentData()
+        self.layout_combo.blockSignals(True)
+        self.layout_combo.clear()
+        heads = int(m.heads)
+        for g in (heads, *[g for g in range(heads - 1, 1, -1) if heads % g == 0], 1):
+            spec = "mha" if g == heads else ("mqa" if g == 1 else f"gqa:{g}")
+            name = "MHA" if g == heads else ("MQA" if g == 1 else f"GQA")
+            mine = " — as published" if g == m.kv_heads and m.attention != "mla" else ""
+            self.layout_combo.addItem(f"{name}: {g} KV head{'s' if g > 1 else ''}{mine}", spec)
+        # default: the layout that differs most the other way (a GQA model → MHA, MHA → GQA:8 or MQA)
+        i = self.layout_combo.findData(current)
+        if i < 0:
+            i = 0 if m.kv_heads != heads else self.layout_combo.count() - 1
+            eight = self.layout_combo.findData("gqa:8")
+            if m.kv_heads == heads and eight >= 0:
+                i = eight
+        self.layout_combo.setCurrentIndex(i)
+        self.layout_combo.blockSignals(False)
+        self.layout_combo.setEnabled(m.attention != "mla")
+
+    def _sync_offload(self, reset: bool) -> None:
+        """Which offload the runtime has (from the core's curve), its range and, unless the user set
+        one, the most layers (or the least GB) with which the model fits."""
+        s = self.session
+        try:
+            curve = api.offload_curve(s.cat, s.cfg)
+            self.offload_message = ""
+        except api.AdvisorError as exc:
+            curve, self.offload_message = None, str(exc)
+        if curve is None:
+            self._offload_mode = ""
+        else:
+            self._offload_mode = "gb" if np.all(np.isnan(curve.gpu_layers)) else "layers"
+        self.spin_layers.setVisible(self._offload_mode == "layers")
+        self.spin_gb.setVisible(self._offload_mode == "gb")
+        self.spin_host.setVisible(self._offload_mode == "layers")
+        self.offload_label.setText(self.offload_message)
+        if curve is None:
+            return
+        fits = np.asarray(curve.fits, dtype=bool)
+        if self._offload_mode == "layers":
+            layers = int(np.nanmax(curve.gpu_layers))
+            self.spin_layers.blockSignals(True)
+            self.spin_layers.setRange(0, layers)
+            self.spin_layers.setSuffix(f" of {layers}")
+            if reset or not self._layers_touched:
+                self.spin_layers.setValue(int(curve.gpu_layers[fits][-1]) if fits.any() else 0)
+            self.spin_layers.blockSignals(False)
+        else:
+            top = float(np.nanmax(curve.host_gb))
+            self.spin_gb.blockSignals(True)
+            self.spin_gb.setRange(0.0, max(top, 0.1))
+            if reset or not self._gb_touched:
+                self.spin_gb.setValue(float(curve.host_gb[fits][0]) if fits.any() else top)
+            self.spin_gb.blockSignals(False)
+
+    # ------------------------------------------------------------------ rendering
+    def _on_techniques_changed(self) -> None:
+        if self.isVisible():
+            self._draw()
+        else:
+            self._dirty = True
+
+    def render(self) -> None:
+        self._sync_options()
+        self._push()
+        self._draw()
+
+    def _draw(self) -> None:
+        s = self.session
+        effects = s.technique_effects
+        self.effect = effects[0] if effects else None
+        kind = self.kind.currentData()
+        if s.technique_error or self.effect is None:
+            why = s.technique_error or "choose a technique"
+            self.summary.setText(f"<span style='color:#d23c3c'>{why}</span>")
+            self.notes.setText("")
+            for i in range(len(ROWS)):
+                for j in (1, 2, 3):
+                    self.table.item(i, j).setText("—")
+        else:
+            e = self.effect
+            self.summary.setText(f"<b>{e.label}</b>: decode ×{num(e.speedup)}, TTFT ×{num(e.ttft_ratio)}")
+            for i, (f, _label, fmt) in enumerate(ROWS):
+                b, a = getattr(e.before, f), getattr(e.after, f)
+                self.table.item(i, 1).setText(fmt(b))
+                self.table.item(i, 2).setText(fmt(a))
+                self.table.item(i, 3).setText(change_text(f, b, a))
+            self.notes.setText("<br>".join(f"• {n}" for n in (*e.notes, *self._details(e))))
+        if kind == "speculative":
+            self._draw_speculative()
+        elif kind == "offload":
+            self._draw_offload()
+        else:
+            self.charts.setCurrentWidget(self.no_chart)
+
+    def _details(self, e: "api.TechniqueEffect") -> list[str]:
+        d = e.details
+        if e.technique == "speculative":
+            return [f"{num(d['expected_tokens'])} tokens per round of {d['k']} drafts at α {num(d['accept'])}: "
+                    f"{d['k']} draft steps of {duration_ms(d['draft_step_ms'])} + a verification of "
+                    f"{duration_ms(d['verify_step_ms'])} (a plain step: {duration_ms(d['plain_step_ms'])})",
+                    f"the draft adds {num(d['draft_weights_gb'])} GB of weights and {num(d['draft_kv_gb'])} GB of KV"]
+        if e.technique == "eager-attention":
+            return [f"score workspace {num(d['score_workspace_gpu_gb'])} GB per GPU; prefill moves "
+                    f"{num(d['prefill_extra_gb_per_gpu'])} GB more per GPU"]
+        if e.technique == "attention":
+            return [f"KV per token {num(d['kv_bytes_per_token_before'] / 1024)} → "
+                    f"{num(d['kv_bytes_per_token_after'] / 1024)} KiB (×{num(d['kv_ratio'])}); weights "
+                    f"{num(d['weights_gb_before'])} → {num(d['weights_gb_after'])} GB; max context "
+                    f"{d['max_context_before']:,} → {d['max_context_after']:,}"]
+        if e.technique == "offload":
+            return [f"{num(d['host_gb'])} GB in host memory; PCIe {num(d['pcie_gb_s'])} GB/s; all on the GPU: "
+                    f"{num(d['all_gpu_decode_tok_s'])} tok/s (ceiling {num(d['all_gpu_ceiling_tok_s'])})"]
+        return []
+
+    def _draw_speculative(self) -> None:
+        s = self.session
+        self.charts.setCurrentWidget(self.spec_plot_widget)
+        self.spec_curve = None
+        if not s.technique_error and s.techniques is not None and s.techniques.speculative:
+            try:
+                self.spec_curve = api.speculative_curve(s.cat, s.cfg, s.techniques)
+            except api.AdvisorError:
+                self.spec_curve = None
+        c = self.spec_curve
+        if c is None:
+            for item in (self.spec_line, self.spec_now):
+                item.setData([], [])
+            self.spec_cross.hide()
+            return
+        self.spec_line.setData(c.batch, c.speedup)
+        B = s.cfg.workload.batch
+        i = int(np.clip(np.searchsorted(c.batch, B), 0, len(c.batch) - 1))
+        self.spec_now.setData([c.batch[i]], [c.speedup[i]])
+        frame(self.spec_plot, [c.batch], [c.speedup, [1.0]], logx=True, logy=False, y0=0.0)
+        if c.crossover_batch is None:
+            self.spec_cross.hide()
+        else:
+            self.spec_cross.setValue(math.log10(c.crossover_batch))
+            self.spec_cross.label.setFormat(f"slower from batch {c.crossover_batch:,}")
+            self.spec_cross.show()
+
+    def _draw_offload(self) -> None:
+        s = self.session
+        self.charts.setCurrentWidget(self.off_plot_widget)
+        self.offload_curve = None
+        tech = s.techniques
+        if not s.technique_error and tech is not None and (tech.gpu_layers is not None or tech.offload_gb is not None):
+            try:
+                self.offload_curve = api.offload_curve(s.cat, s.cfg, tech)
+            except api.AdvisorError:
+                self.offload_curve = None
+        c = self.offload_curve
+        if c is None:
+            for item in (self.off_line, self.off_nofit, self.off_now):
+                item.setData([], [])
+            return
+        by_layers = tech.gpu_layers is not None
+        x = c.gpu_layers if by_layers else c.host_gb
+        self.off_plot.setTitle("Partial offload: decode speed vs GPU layers" if by_layers
+                               else "Partial offload: decode speed vs GB of weights in host memory")
+        self.off_plot.setLabel("bottom", "layers on the GPU (-ngl)" if by_layers else "GB in host memory")
+        fits = np.asarray(c.fits, dtype=bool)
+        y = np.asarray(c.decode_tok_s, dtype=float)
+        self.off_line.setData(x[fits], y[fits])
+        self.off_nofit.setData(x[~fits], y[~fits])
+        e = self.effect
+        if e is not None:
+            chosen = min(tech.gpu_layers, int(np.nanmax(x))) if by_layers else e.details.get("host_gb", 0.0)
+            self.off_now.setData([chosen], [e.after.decode_tok_s])
+        frame(self.off_plot, [x], [y], logx=False, logy=False, y0=0.0)
+
+    # ------------------------------------------------------------------ copy / export
+    def table_rows(self) -> list[list[str]]:
+        rows = [list(HEADERS)]
+        rows[0][0] = self.effect.label if self.effect is not None else "what-if"
+        for i in range(len(ROWS)):
+            rows.append([self.table.item(i, j).text() for j in range(len(HEADERS))])
+        return rows
+
+    def copy_text(self) -> str:
+        return "\n".join("\t".join(r) for r in self.table_rows())
