@@ -26,6 +26,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from advisor.fit.validation import family_label, validate
 
     cat = user_catalog()
+    if args.holdout:
+        return _validate_held_out(cat, args)
     report = validate(cat, args.data)
     if not report.checked and not report.unmapped:
         raise AdvisorError(f"{args.data} has no measurement rows")
@@ -74,6 +76,39 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"  line {u.row}: {u.text}: {u.reason}")
         else:
             print("  (--list-unmapped shows every row)")
+    return EXIT_OK
+
+
+def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
+    """`advisor validate --holdout source|era`: refit without each whole source (or build era),
+    predict what was left out, and print the errors and band coverage out of sample."""
+    from advisor.fit.measurements import load_cases
+    from advisor.fit.validation import holdout
+
+    cases, unmapped = load_cases(cat, args.data)
+    if not cases:
+        raise AdvisorError(f"no row of {args.data or 'the calibration data'} maps onto the catalog")
+    report = holdout(cat, cases, args.holdout)
+    metrics = [m for m in ("decode", "prefill", "ttft", "e2e") if any(c.case.metric == m for c in report.checked)]
+    if args.json:
+        print(json_text({
+            "holdout": args.holdout, "rows_compared": len(report.checked), "rows_not_mapped": len(unmapped),
+            "seconds": round(report.seconds, 2),
+            "metrics": [s.as_dict() for s in report.metrics()],
+            "by": {m: {args.holdout: [s.as_dict() for s in report.per_unit(m)],
+                       "level": [s.as_dict() for s in report.per_level(m)]} for m in metrics},
+        }))
+        return EXIT_OK
+    unit = "source file" if args.holdout == "source" else "build era (runtime build)"
+    print(f"Out of sample: each {unit} left out of the fit entirely, its rows predicted by the profiles the other "
+          f"data gives\n({len(report.checked)} rows; bands sized from the other {args.holdout}s' held-out errors; "
+          f"{report.seconds:.1f} s)\n")
+    print(table(HEADERS, _summary_rows(report.metrics())))
+    for m in metrics:
+        print(f"\n{m}, by the {args.holdout} left out")
+        print(table(HEADERS, _summary_rows(report.per_unit(m))))
+        print(f"\n{m}, by the level of profile that predicted it (sibling = borrowed from another build, none = defaults)")
+        print(table(HEADERS, _summary_rows(report.per_level(m))))
     return EXIT_OK
 
 
@@ -126,6 +161,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--worst", type=int, default=15, help="how many worst rows to list (default 15)")
     p.add_argument("--list-unmapped", action="store_true", help="list every row that could not be mapped")
+    p.add_argument("--holdout", choices=("source", "era"),
+                   help="out of sample: refit with each source file (or build era) left out and predict it")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("calibrate", help="fit the runtime efficiency profiles to measured data")
     p.add_argument("--data", help="a CSV in the calibration columns (default: catalog/measured/calibration.csv)")

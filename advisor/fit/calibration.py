@@ -386,28 +386,38 @@ def calibrate(cat: Catalog, cases: Sequence[Case]) -> CalibrationResult:
             g.cv_residuals = res
             g.band_decode = _band(res["decode"], fb_d)
             g.band_prefill = _band(res["prefill"], fb_p)
-    profiles = []
-    for g in groups:
-        p = g.params
-        sub = [cases[i] for i in g.rows]
-        devices = sorted({c.hardware.name for c in sub})
-        sources = sorted({c.source for c in sub})
-        profiles.append(Profile(
-            key=g.key, runtime=g.runtime, formats_of=cat.runtimes[g.runtime].format_family,
-            vendor=g.vendor, family=g.family,
-            tier=g.tier if g.level == "family" else "", hardware=g.hardware,
-            decode_bw_fraction=round(p.decode_bw_fraction, 4), layer_overhead_us=round(p.layer_overhead_us, 2),
-            step_overhead_us=round(p.step_overhead_us, 1), prefill_compute_fraction=round(p.prefill_compute_fraction, 4),
-            attention_compute_fraction=round(p.attention_compute_fraction, 4),
-            allreduce_latency_us=round(p.allreduce_latency_us, 1),
-            decode_low=round(g.band_decode[0], 3), decode_high=round(g.band_decode[1], 3),
-            prefill_low=round(g.band_prefill[0], 3), prefill_high=round(g.band_prefill[1], 3),
-            decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
-            prefill_rows=sum(c.metric in ("prefill", "ttft") for c in sub),
-            source=f"fitted by advisor calibrate to {len(sub)} rows of catalog/measured/calibration.csv ({', '.join(sources)})",
-            notes=f"devices: {', '.join(devices[:12])}{' …' if len(devices) > 12 else ''}",
-        ))
+    profiles = [_profile(cat, cases, g, g.params, g.band_decode, g.band_prefill) for g in groups]
     return CalibrationResult(profiles, groups, sum(len(g.rows) for g in groups if g.level == "runtime"))
+
+
+def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_decode: tuple[float, float],
+             band_prefill: tuple[float, float]) -> Profile:
+    sub = [cases[i] for i in g.rows]
+    devices = sorted({c.hardware.name for c in sub})
+    sources = sorted({c.source for c in sub})
+    return Profile(
+        key=g.key, runtime=g.runtime, formats_of=cat.runtimes[g.runtime].format_family,
+        vendor=g.vendor, family=g.family,
+        tier=g.tier if g.level == "family" else "", hardware=g.hardware,
+        decode_bw_fraction=round(p.decode_bw_fraction, 4), layer_overhead_us=round(p.layer_overhead_us, 2),
+        step_overhead_us=round(p.step_overhead_us, 1), prefill_compute_fraction=round(p.prefill_compute_fraction, 4),
+        attention_compute_fraction=round(p.attention_compute_fraction, 4),
+        allreduce_latency_us=round(p.allreduce_latency_us, 1),
+        decode_low=round(band_decode[0], 3), decode_high=round(band_decode[1], 3),
+        prefill_low=round(band_prefill[0], 3), prefill_high=round(band_prefill[1], 3),
+        decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
+        prefill_rows=sum(c.metric in ("prefill", "ttft") for c in sub),
+        source=f"fitted by advisor calibrate to {len(sub)} rows of catalog/measured/calibration.csv ({', '.join(sources)})",
+        notes=f"devices: {', '.join(devices[:12])}{' …' if len(devices) > 12 else ''}",
+    )
+
+
+def fit_profiles(cat: Catalog, cases: Sequence[Case]) -> dict[str, Profile]:
+    """Profiles fitted to ``cases`` without bands (all 1): what a held-out validation refits with
+    part of the data left out. Group membership (≥ 2 devices for a family …) follows ``cases``."""
+    groups = _groups(cases)
+    fitted = _fit_all(cases, groups, dict(cat.runtimes))
+    return {g.key: _profile(cat, cases, g, fitted[g.key], (1.0, 1.0), (1.0, 1.0)) for g in groups}
 
 
 def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:

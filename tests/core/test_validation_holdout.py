@@ -1,0 +1,106 @@
+"""Out-of-sample validation: whole sources (or build eras) left out of the fit and predicted."""
+
+import dataclasses
+import json
+
+import pytest
+
+from advisor.cli.main import main
+from advisor.data.catalog import Catalog
+from advisor.fit.calibration import predictions
+from advisor.fit.measurements import Case, load_cases
+from advisor.fit.validation import bands_from, holdout, predict_held_out
+from advisor.model.efficiency import Efficiency
+from advisor.model.roofline import Workload
+
+
+def _bare(cat):
+    return Catalog(hardware=cat.hardware, models=cat.models, quants=cat.quants, kv_dtypes=cat.kv_dtypes,
+                   runtimes=cat.runtimes, profiles={})
+
+
+TRUTH = Efficiency(decode_bw_fraction=0.8, layer_overhead_us=20.0, step_overhead_us=300.0,
+                   prefill_compute_fraction=0.3, attention_compute_fraction=0.3, allreduce_latency_us=30.0)
+
+
+def _cases(cat, source: str, speedup: float, devices=("rtx-4090", "rtx-4080")):
+    """'Measurements' the model makes with TRUTH, then sped up by ``speedup``: one source."""
+    rt, kv = cat.runtimes["llama.cpp"], cat.kv_dtypes["f16"]
+    cases = []
+    for hw in devices:
+        for model, quant in (("llama-2-7b", "q4_0"), ("llama-2-13b", "q4_0"), ("llama-3.2-3b", "q8_0")):
+            for metric, wl in (("decode", Workload(1, 0, 128, 0)), ("prefill", Workload(1, 512, 0, 0)),
+                               ("prefill", Workload(1, 2048, 0, 4096))):
+                cases.append(Case(len(cases) + 2, cat.hardware[hw], cat.models[model], cat.quants[quant], kv, rt, 1,
+                                  wl, metric, 1.0, source))
+    values = predictions(cases, [TRUTH] * len(cases))
+    return [dataclasses.replace(c, measured=float(v) * speedup) for c, v in zip(cases, values)]
+
+
+def test_a_source_left_out_is_predicted_from_the_others_only(cat):
+    bare = _bare(cat)
+    # source b measured everything 20 % slower than source a, on the same devices
+    cases = _cases(bare, "a.csv", 1.0) + _cases(bare, "b.csv", 0.8)
+    held = predict_held_out(bare, cases, "source")
+    assert len(held) == len(cases)
+    for h in held:
+        # b's rows are predicted from a's fit alone (and the reverse): off by the whole factor,
+        # which a fit that had seen b (in-sample) would have split between the two
+        want = 1 / 0.8 - 1 if h.unit == "b.csv" else 0.8 - 1
+        assert h.error == pytest.approx(want, abs=0.02), (h.unit, h.case.metric, h.error)
+        assert h.level == "family"   # two devices of one family remain in the other source
+
+
+def test_an_unseen_runtime_era_falls_back_to_a_sibling_then_defaults(cat):
+    bare = _bare(cat)
+    cases = _cases(bare, "a.csv", 1.0)
+    old = [dataclasses.replace(c, runtime=bare.runtimes["llama.cpp-2023"], source="old.csv")
+           for c in _cases(bare, "old.csv", 1.0)]
+    held = predict_held_out(bare, cases + old, "era")
+    levels = {(h.unit, h.level) for h in held}
+    # the 2023 build borrows the current build's profile (a sibling), and the reverse
+    assert levels == {("llama.cpp", "sibling-family"), ("llama.cpp-2023", "sibling-family")}
+    # a lone runtime left out has nothing to borrow: its defaults predict it
+    held = predict_held_out(bare, cases, "era")
+    assert {h.level for h in held} == {"none"}
+
+
+def test_bands_are_quantiles_of_held_out_errors_per_level(cat):
+    bare = _bare(cat)
+    cases = _cases(bare, "a.csv", 1.0) + _cases(bare, "b.csv", 1.25) + _cases(bare, "c.csv", 0.8)
+    held = predict_held_out(bare, cases, "source")
+    bands = bands_from(held, (0.10, 0.90))
+    lo, hi = bands[("decode", "device")]
+    assert lo < 1 < hi
+    # every level without errors of its own falls back to a coarser one's band, never to nothing
+    assert bands[("decode", "vendor")] == (lo, hi) and bands[("prefill", "none")] == bands[("prefill", "device")]
+
+
+def test_holdout_coverage_uses_bands_from_the_other_sources(cat):
+    bare = _bare(cat)
+    # three consistent sources and one 2x slower: its band (sized on the other three) cannot cover it
+    cases = (_cases(bare, "a.csv", 1.0) + _cases(bare, "b.csv", 1.05) + _cases(bare, "c.csv", 0.95)
+             + _cases(bare, "odd.csv", 0.5))
+    report = holdout(bare, cases, "source")
+    by_unit = {s.label: s for s in report.per_unit("decode")}
+    assert by_unit["odd.csv"].coverage == 0.0
+    assert by_unit["odd.csv"].bias == pytest.approx(1.0, abs=0.1)
+    assert report.seconds > 0
+
+
+def test_validate_holdout_cli(capsys):
+    assert main(["validate", "--holdout", "source", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["holdout"] == "source" and doc["rows_compared"] > 500
+    units = {s["group"] for s in doc["by"]["decode"]["source"]}
+    assert "xiongjiedai_gpu_benchmarks_llamacpp.csv" in units and len(units) >= 5
+    assert {m["group"] for m in doc["metrics"]} >= {"decode", "prefill"}
+    assert main(["validate", "--holdout", "era"]) == 0
+    out = capsys.readouterr().out
+    assert "llama.cpp-2023" in out and "by the era left out" in out
+
+
+def test_holdout_covers_every_mapped_row(cat):
+    cases, _ = load_cases(_bare(cat))
+    report = holdout(_bare(cat), cases, "era")
+    assert len(report.checked) == len(report.held) == len(cases)
