@@ -1,0 +1,232 @@
+"""The app's side of issue 19: File → Import model… and drag-and-drop of a config.json, a .gguf or a
+folder; the imported model joins the picker, is selected and everything recomputes; bad files leave
+the window as it was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QDialogButtonBox
+
+from advisor import api
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+
+
+def write_gguf(path: Path) -> int:
+    """A small dense llama GGUF with mixed tensor types (the `gguf` package's writer); returns the
+    sum of its tensors' bytes."""
+    import gguf
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as T
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    h, L, V, ff, H, kv, hd = 512, 2, 16384, 1024, 8, 2, 64
+    w.add_name("tiny-dropped")
+    w.add_block_count(L)
+    w.add_embedding_length(h)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(H)
+    w.add_head_count_kv(kv)
+    w.add_context_length(4096)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_file_type(15)
+    total = 0
+
+    def add(name, shape, t):
+        nonlocal total
+        block, size = GGML_QUANT_SIZES[t]
+        total += int(np.prod(shape)) // block * size
+        if t == T.F32:
+            w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float32))
+        else:
+            raw = list(shape[::-1])
+            raw[-1] = shape[0] // block * size
+            w.add_tensor(name, np.zeros(raw, dtype=np.uint8), raw_dtype=t)
+
+    add("token_embd.weight", (h, V), T.Q4_K)
+    add("output_norm.weight", (h,), T.F32)
+    add("output.weight", (h, V), T.Q6_K)
+    for i in range(L):
+        add(f"blk.{i}.attn_norm.weight", (h,), T.F32)
+        add(f"blk.{i}.attn_q.weight", (h, H * hd), T.Q4_K)
+        add(f"blk.{i}.attn_k.weight", (h, kv * hd), T.Q4_K)
+        add(f"blk.{i}.attn_v.weight", (h, kv * hd), T.Q6_K)
+        add(f"blk.{i}.attn_output.weight", (H * hd, h), T.Q4_K)
+        add(f"blk.{i}.ffn_norm.weight", (h,), T.F32)
+        add(f"blk.{i}.ffn_gate.weight", (h, ff), T.Q4_K)
+        add(f"blk.{i}.ffn_up.weight", (h, ff), T.Q5_K)
+        add(f"blk.{i}.ffn_down.weight", (ff, h), T.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return total
+
+
+def drop(window, paths) -> bool:
+    """Drag ``paths`` over the window and drop them, as a file manager would; True if accepted."""
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    enter = QDragEnterEvent(QPoint(600, 400), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, enter)
+    if not enter.isAccepted():
+        return False
+    ev = QDropEvent(QPointF(600, 400), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                    Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, ev)
+    return ev.isAccepted()
+
+
+def picker_keys(window) -> list[str]:
+    combo = window.inputs.model_picker.combo
+    return [combo.itemData(i) for i in range(combo.count())]
+
+
+def test_import_config_json_joins_the_picker_and_recomputes(window, tmp_path):
+    s = window.session
+    before = s.prediction
+    path = tmp_path / "my-finetune" / "config.json"
+    path.parent.mkdir()
+    shutil.copy(FIXTURES / "qwen3-8b.json", path)
+    assert window.import_source(str(path))
+    im = s.imported[-1]
+    m = s.cfg.model
+    # the import (named after its folder) is the model in use, in the picker and selected there
+    assert m.key == im.model.key == "my-finetune" and m.name == "my-finetune"
+    assert m.key in picker_keys(window)
+    assert window.inputs.model_picker.combo.currentData() == m.key
+    assert (m.layers, m.hidden, m.kv_heads, m.head_dim, m.vocab) == (36, 4096, 8, 128, 151936)
+    # everything recomputed: the prediction is the core's for the imported model on the same inputs
+    p = s.prediction
+    assert p is not before and p.model == "my-finetune"
+    cat, _ = api.catalog_with_imported(api.load_catalog(user=False), im)
+    ref = api.predict(cat, api.configure(cat, hardware=s.cfg.hardware.key, model="my-finetune",
+                                         runtime=s.cfg.runtime.key, quant=s.cfg.quant.key))
+    assert p.decode_tok_s == pytest.approx(ref.decode_tok_s) and p.weights_gb == pytest.approx(ref.weights_gb)
+    assert "my-finetune" in window.inputs.model_facts.toolTip()
+    # the shared catalog the window started from is untouched (the session holds a copy)
+    assert "my-finetune" not in api.load_catalog(user=False).models
+    # undo goes back to the model before; the import stays in the picker
+    s.undo()
+    assert s.cfg.model.key == "llama-3.1-8b" and "my-finetune" in picker_keys(window)
+
+
+def test_drop_a_gguf_file_imports_its_own_weight_mix(window, tmp_path):
+    s = window.session
+    path = tmp_path / "tiny.gguf"
+    total = write_gguf(path)
+    assert drop(window, [path])
+    cfg = s.cfg
+    assert cfg.model.name == "tiny-dropped" and cfg.model.layers == 2
+    # the memory plan prices the file's own tensors: its format, on a runtime that loads GGUF
+    assert cfg.runtime.key == "llama.cpp" and cfg.quant.kind == "gguf"
+    assert s.prediction.weights_gb * 1e9 == pytest.approx(total, rel=1e-6)
+    assert window.inputs.combo_quant.currentData() == cfg.quant.key
+    assert "Imported tiny-dropped" in window.statusBar().currentMessage()
+
+
+def test_drop_a_folder_and_a_safetensors_index(window, tmp_path):
+    s = window.session
+    folder = tmp_path / "gemma-local"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "gemma-2-9b.json", folder / "config.json")
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 18_483_000_000},
+                                                                     "weight_map": {}}))
+    assert drop(window, [folder])
+    assert s.cfg.model.key == "gemma-local" and s.cfg.model.sliding_window == 4096
+    s.set_inputs(model="llama 3.1 8b")
+    # the dialog's File… may pick the index: it stands for its folder
+    assert window.import_source(str(folder / "model.safetensors.index.json"))
+    assert s.cfg.model.key == "gemma-local"
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("config.json", "[1, 2, 3]", "must be a json object"),
+    ("broken.gguf", "half", "truncated"),
+    ("zero.json", json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                              "num_hidden_layers": 0, "num_attention_heads": 32, "vocab_size": 32000}), "layers"),
+])
+def test_a_bad_file_leaves_the_window_usable_and_the_model_as_it_was(window, tmp_path, name, content, words):
+    s = window.session
+    s.set_inputs(model="qwen3 8b")
+    before_cfg, before_pred = s.cfg, s.prediction
+    path = tmp_path / name
+    if content == "half":  # a real GGUF cut in the middle of its tensor infos
+        write_gguf(path)
+        path.write_bytes(path.read_bytes()[:600])
+    else:
+        path.write_text(content)
+    assert drop(window, [path])             # a file is accepted for dropping; its import is refused
+    assert s.cfg is before_cfg and s.prediction is before_pred and not s.imported
+    assert window.inputs.model_picker.combo.currentData() == "qwen3-8b"
+    msg = window.statusBar().currentMessage()
+    assert msg.startswith("⚠") and words in msg.lower() and "\n" not in msg
+    # still usable: an input change recomputes
+    window.inputs.spin_batch.setValue(4)
+    assert s.cfg.workload.batch == 4 and s.prediction is not before_pred
+
+
+def test_drop_of_something_that_is_not_a_file_is_refused(window):
+    mime = QMimeData()
+    mime.setText("llama 3.1 8b")
+    enter = QDragEnterEvent(QPoint(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, enter)
+    assert not enter.isAccepted()
+
+
+def test_dropping_a_sizing_file_opens_it(window, tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"advisor_sizing": 1, "inputs": {"hardware": "rtx-4090", "model": "qwen3-8b",
+                                                                "batch": 3}}))
+    assert drop(window, [path])
+    assert window.session.cfg.model.key == "qwen3-8b" and window.session.cfg.workload.batch == 3
+    assert window.file_path == path
+
+
+def test_import_dialog_previews_and_saves_to_the_user_catalog(window, tmp_path, private_user_data):
+    from ui.import_dialog import ImportDialog
+
+    dlg = ImportDialog(window, start_dir=str(tmp_path))
+    ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert not ok.isEnabled()
+    dlg.path.setText(str(tmp_path / "nothing-here.gguf"))
+    dlg.read_source()
+    assert not ok.isEnabled() and "no such file" in dlg.preview.text()
+    dlg.path.setText(str(FIXTURES / "mixtral-8x7b-v0.1.json"))
+    dlg.read_source()
+    assert ok.isEnabled() and dlg.imported is not None
+    text = dlg.preview.text()
+    assert "46.7 B params" in text and "8 experts" in text and "head_dim is not in the config" in text
+    dlg.save.setChecked(True)
+    assert window.import_source(dlg.source(), save=dlg.save.isChecked(), imported=dlg.imported)
+    key = window.session.cfg.model.key
+    saved = private_user_data / "imported-models.yaml"
+    assert saved.is_file() and key in saved.read_text()
+    # a fresh catalog with the user's overlay has it: it is there in later sessions
+    assert key in api.load_catalog().models
+    assert "saved to" in window.statusBar().currentMessage()
+
+
+def test_save_imported_model_action(window, tmp_path, private_user_data):
+    assert not window.act_save_model.isEnabled()        # a catalog model is not an import
+    assert window.import_source(str(FIXTURES / "phi-3-mini-4k.json"))
+    assert window.act_save_model.isEnabled()
+    window.act_save_model.trigger()
+    assert window.session.cfg.model.key in (private_user_data / "imported-models.yaml").read_text()
+
+
+def test_imports_survive_a_catalog_reload(window):
+    s = window.session
+    assert window.import_source(str(FIXTURES / "qwen3-4b.json"))
+    key = s.cfg.model.key
+    s.reload_catalog()
+    assert key in s.cat.models and s.cfg.model.key == key
