@@ -64,7 +64,7 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
     if value is None:
         if meta.get("required"):
             raise EntryError(name, "is required")
-        return None if kind not in ("strlist", "map", "str", "bool") else _empty(kind)
+        return None if kind not in ("strlist", "map", "str", "bool", "support") else _empty(kind)
     if kind in ("num", "int"):
         if isinstance(value, bool):
             raise EntryError(name, f"must be a number, got {value!r}")
@@ -118,6 +118,10 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
                 raise EntryError(name, f"{k}: {v!r} is not one of {', '.join(choices or ())}")
             pairs.append((str(k), v))
         return tuple(sorted(pairs))
+    if kind == "support":
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise EntryError(name, "must be a list of rules (vendor, families, reason, source)")
+        return tuple(_build(specs.Support, v, prefix=f"{name}[{i}].") for i, v in enumerate(value))
     if kind == "price":
         if not isinstance(value, dict):
             raise EntryError(name, "must be a mapping")
@@ -126,7 +130,7 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
 
 
 def _empty(kind: str) -> Any:
-    return {"strlist": (), "map": (), "str": "", "bool": False}[kind]
+    return {"strlist": (), "map": (), "str": "", "bool": False, "support": ()}[kind]
 
 
 #: Field names of earlier versions, still read from user files: old name → current name.
@@ -243,6 +247,8 @@ class Catalog:
     runtimes: Mapping[str, specs.Runtime]
     profiles: Mapping[str, specs.Profile]
     issues: tuple[LoadIssue, ...] = ()
+    #: published checkpoints per model and format (launch lines); empty in a hand-built catalog
+    checkpoints: Mapping[str, specs.Checkpoint] = field(default_factory=dict)
     #: keys whose shipped entry was replaced by a user entry, per section
     overridden: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 

@@ -207,6 +207,21 @@ class KvDtype:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Support:
+    """One rule of the support matrix (`advisor.model.compat`): on ``vendor``'s hardware, the
+    runtime (no ``quants``/``kv_dtypes``), or these weight formats, or these KV dtypes, run only
+    on the hardware ``families`` listed (an allow-list: a family not named is refused, with
+    ``reason``). Rules are per runtime, in its ``support`` list."""
+
+    vendor: str = _f("str", True, choices=VENDORS)
+    families: tuple[str, ...] = _f("strlist")
+    quants: tuple[str, ...] = _f("strlist")
+    kv_dtypes: tuple[str, ...] = _f("strlist")
+    reason: str = _f("str", True)
+    source: str = _f("str", True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Runtime:
     """An inference engine and its memory behaviour and default efficiencies.
 
@@ -263,6 +278,8 @@ class Runtime:
     compute_dtype: tuple[tuple[str, str], ...] = _f("map", choices=COMPUTE_DTYPES)
     #: An old build kept for comparing with measurements of its time; never recommended.
     historic: bool = _f("bool")
+    #: Where it runs what, by hardware family: rules of the support matrix (`Support`)
+    support: tuple[Support, ...] = field(default=(), metadata={"kind": "support"})
     notes: str = _f("str")
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
 
@@ -314,6 +331,22 @@ class Profile:
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
 
 
+@dataclass(frozen=True, kw_only=True)
+class Checkpoint:
+    """A published checkpoint of a catalog model in one or more weight formats: what a launch
+    line downloads. GGUF repositories hold one file (or a split set) per format: ``files``."""
+
+    key: str = _f("str", True)
+    model: str = _f("str", True)
+    quants: tuple[str, ...] = _f("strlist")
+    repo: str = _f("str", True)
+    #: exact file names in the repository (GGUF: per format, the first of a split set first)
+    files: tuple[str, ...] = _f("strlist")
+    source: str = _f("str", True)
+    notes: str = _f("str")
+    origin: str = field(default="", compare=False, metadata={"kind": "internal"})
+
+
 ENTRY_TYPES: dict[str, type] = {
     "hardware": Hardware,
     "models": Model,
@@ -321,4 +354,5 @@ ENTRY_TYPES: dict[str, type] = {
     "kv_dtypes": KvDtype,
     "runtimes": Runtime,
     "profiles": Profile,
+    "checkpoints": Checkpoint,
 }

@@ -5,8 +5,16 @@ vendor's hardware, cannot load this weight format or KV dtype, the format quanti
 experts of MoE models, or more GPUs are asked for than the hardware is used with. An empty list
 in the catalog means "no restriction" everywhere (a runtime with no ``vendors`` runs on all).
 
+The support matrix (runtime × hardware generation × weight format × KV dtype) is each runtime's
+``support`` rules in catalog/runtimes.yaml: per vendor, the hardware families (generations) that
+can run the runtime at all, a format, or a KV dtype (vLLM needs compute capability 7.0, FP8
+weights on TensorRT-LLM need Ada or newer, NVFP4 needs Blackwell, llama.cpp has no Gaudi
+backend). `hardware_refusal` reads them.
+
 `predict` raises the first refusal as an error; the sweep builds its boolean grids from the same
-functions; the app greys out refused choices and shows the reason on hover.
+functions; the recommender's launch lines and the default runtime and format
+(`advisor.model.config.with_defaults`) use them too; the app greys out refused choices and shows
+the reason on hover.
 """
 
 from __future__ import annotations
@@ -33,11 +41,45 @@ class Choice:
     reason: str = ""
 
 
+def _family_words(family: str) -> str:
+    return family.replace("-", " ")
+
+
+def hardware_refusal(hw: Hardware, runtime: Runtime, quant: Quant | None = None,
+                     kv: KvDtype | None = None) -> str | None:
+    """The support matrix: why ``runtime`` cannot run on ``hw``'s generation at all (no ``quant``
+    or ``kv``), or cannot run ``quant`` weights or a ``kv`` cache there; None if it can."""
+    for rule in runtime.support:
+        if rule.vendor != hw.vendor or hw.family in rule.families:
+            continue
+        if rule.quants:
+            if quant is not None and quant.key in rule.quants:
+                return (f"{runtime.name} cannot run {quant.name} weights on {hw.name} "
+                        f"({_family_words(hw.family)}): {rule.reason}")
+        elif rule.kv_dtypes:
+            if kv is not None and kv.key in rule.kv_dtypes:
+                return (f"{runtime.name} has no {kv.name} KV cache on {hw.name} "
+                        f"({_family_words(hw.family)}): {rule.reason}")
+        elif quant is None and kv is None:
+            return f"{runtime.name} does not run on {hw.name} ({_family_words(hw.family)}): {rule.reason}"
+    return None
+
+
 def runtime_refusal(hw: Hardware, runtime: Runtime) -> str | None:
     if runtime.vendors and hw.vendor not in runtime.vendors:
         return (f"{runtime.name} does not run on {hw.vendor} hardware ({hw.name}); "
                 f"it supports {', '.join(runtime.vendors)}")
-    return None
+    return hardware_refusal(hw, runtime)
+
+
+def format_refusal(hw: Hardware, runtime: Runtime, quant: Quant, model: Model | None = None) -> str | None:
+    """Why ``runtime`` cannot load ``quant`` weights (of ``model``) on ``hw``; None if it can."""
+    return quant_refusal(runtime, quant, model) or hardware_refusal(hw, runtime, quant=quant)
+
+
+def cache_refusal(hw: Hardware, runtime: Runtime, kv: KvDtype) -> str | None:
+    """Why ``runtime`` has no ``kv`` cache on ``hw``; None if it has."""
+    return kv_refusal(runtime, kv) or hardware_refusal(hw, runtime, kv=kv)
 
 
 def quant_refusal(runtime: Runtime, quant: Quant, model: Model | None = None) -> str | None:
@@ -67,7 +109,7 @@ def refusal(hw: Hardware, model: Model | None, quant: Quant, kv: KvDtype, runtim
     """The first reason this combination cannot run at all, or None."""
     if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:
         return quant_refusal(runtime, quant, model)
-    return (runtime_refusal(hw, runtime) or quant_refusal(runtime, quant) or kv_refusal(runtime, kv)
+    return (runtime_refusal(hw, runtime) or format_refusal(hw, runtime, quant) or cache_refusal(hw, runtime, kv)
             or gpus_refusal(hw, gpus))
 
 
@@ -82,20 +124,22 @@ def runtimes_for(cat: "Catalog", hw: Hardware, include_historic: bool = True) ->
     return out
 
 
-def formats_for(cat: "Catalog", runtime: Runtime, model: Model | None = None) -> list[Choice]:
-    """Every weight format, best quality first, marked with whether ``runtime`` can run it for ``model``."""
+def formats_for(cat: "Catalog", runtime: Runtime, model: Model | None = None,
+                hardware: Hardware | None = None) -> list[Choice]:
+    """Every weight format, best quality first, marked with whether ``runtime`` can run it for
+    ``model`` (on ``hardware``'s generation, if given)."""
     out = []
     for q in sorted(cat.quants.values(), key=lambda q: (-q.quality_rank, q.bits_per_weight, q.name)):
-        why = quant_refusal(runtime, q, model)
+        why = quant_refusal(runtime, q, model) or (hardware_refusal(hardware, runtime, quant=q) if hardware else None)
         out.append(Choice(q.key, q.name, why is None, why or ""))
     return out
 
 
-def kv_dtypes_for(cat: "Catalog", runtime: Runtime) -> list[Choice]:
-    """Every KV-cache dtype, widest first, marked with whether ``runtime`` has it."""
+def kv_dtypes_for(cat: "Catalog", runtime: Runtime, hardware: Hardware | None = None) -> list[Choice]:
+    """Every KV-cache dtype, widest first, marked with whether ``runtime`` has it (on ``hardware``, if given)."""
     out = []
     for k in sorted(cat.kv_dtypes.values(), key=lambda k: (-k.bits, k.name)):
-        why = kv_refusal(runtime, k)
+        why = kv_refusal(runtime, k) or (hardware_refusal(hardware, runtime, kv=k) if hardware else None)
         out.append(Choice(k.key, k.name, why is None, why or ""))
     return out
 
@@ -107,6 +151,20 @@ def grids(hardware, runtimes, quants, kv_dtypes) -> tuple[np.ndarray, np.ndarray
     ok_rt_kv = np.array([[kv_refusal(r, x) is None for x in kv_dtypes] for r in runtimes], dtype=bool)
     return ok_hw_rt.reshape(len(hardware), len(runtimes)), ok_rt_q.reshape(len(runtimes), len(quants)), \
         ok_rt_kv.reshape(len(runtimes), len(kv_dtypes))
+
+
+def generation_grids(hardware, runtimes, quants, kv_dtypes) -> tuple[np.ndarray, np.ndarray]:
+    """The support matrix as boolean tables (hardware × runtime × quant, hardware × runtime × KV):
+    True where the hardware's generation runs the format (the cache). Worked out once per
+    (vendor, family), which is all a rule looks at."""
+    groups: dict[tuple[str, str], int] = {}
+    first = [groups.setdefault((h.vendor, h.family), i) for i, h in enumerate(hardware)]
+    rows = sorted(set(first))
+    q_ok = {i: [[hardware_refusal(hardware[i], r, quant=x) is None for x in quants] for r in runtimes] for i in rows}
+    kv_ok = {i: [[hardware_refusal(hardware[i], r, kv=x) is None for x in kv_dtypes] for r in runtimes] for i in rows}
+    ok_q = np.array([q_ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(quants))
+    ok_kv = np.array([kv_ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(kv_dtypes))
+    return ok_q, ok_kv
 
 
 def expert_only(quants) -> np.ndarray:

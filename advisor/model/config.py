@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.model.compat import quant_refusal, refusal
+from advisor.model.compat import format_refusal, refusal, runtime_refusal
 from advisor.model.roofline import Workload
 
 if TYPE_CHECKING:
@@ -41,9 +41,25 @@ class Defaults:
 
 def default_runtime_key(hw: Hardware) -> str:
     """The runtime people most often use on this hardware."""
+    if hw.kind == "dataflow":
+        return "dataflow"  # the vendors' own stacks: nothing else runs on these machines
     if hw.kind == "datacenter" and hw.vendor in ("NVIDIA", "AMD"):
         return "vllm"
     return "llama.cpp"
+
+
+#: Where the usual runtime does not run on this generation (vLLM on a Pascal P40, llama.cpp on
+#: Gaudi), the first of these that does (the support matrix, advisor.model.compat).
+FALLBACK_RUNTIMES = ("llama.cpp", "vllm", "sglang", "tensorrt-llm", "mlx", "llama.cpp-vulkan")
+
+
+def default_runtime(cat: "Catalog", hw: Hardware) -> Runtime:
+    """The runtime people most often use on this hardware, among those that run on it."""
+    for key in (default_runtime_key(hw),) + FALLBACK_RUNTIMES + tuple(cat.runtimes):
+        rt = cat.runtimes.get(key)
+        if rt is not None and not rt.historic and runtime_refusal(hw, rt) is None:
+            return rt
+    return cat.runtimes[default_runtime_key(hw)]  # none runs here: Config.check says why
 
 
 def default_quant_key(runtime: Runtime) -> str:
@@ -52,12 +68,12 @@ def default_quant_key(runtime: Runtime) -> str:
 
 def with_defaults(cat: "Catalog", hardware: Hardware, model: Model, runtime: Runtime | None = None) -> Defaults:
     """The runtime, weight format and KV dtype a new sizing of ``model`` on ``hardware`` starts from."""
-    rt = runtime or cat.runtimes[default_runtime_key(hardware)]
+    rt = runtime or default_runtime(cat, hardware)
     q = cat.quants.get(default_quant_key(rt))
-    if q is None or quant_refusal(rt, q, model):
-        # the preferred format is not loadable here: the best-quality one that is
+    if q is None or format_refusal(hardware, rt, q, model):
+        # the preferred format is not loadable here (BF16 before Ampere): the best-quality one that is
         q = next((x for x in sorted(cat.quants.values(), key=lambda x: -x.quality_rank)
-                  if not quant_refusal(rt, x, model)), None)
+                  if not format_refusal(hardware, rt, x, model)), None)
         if q is None:
             raise AdvisorError(f"{rt.name} can load no weight format in the catalog for {model.name}")
     return Defaults(rt, q, cat.kv_dtypes[DEFAULT_KV])
@@ -146,7 +162,7 @@ def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = 
     m = cat.model_named(model)
     rt = cat.runtime_named(runtime) if runtime else None
     own = None if quant else cat.imported_quant(m)  # an imported model: its own weight format (a GGUF file's mix)
-    if own is not None and quant_refusal(rt or cat.runtimes[default_runtime_key(hw)], own, m):
+    if own is not None and format_refusal(hw, rt or default_runtime(cat, hw), own, m):
         if own.kind == "gguf" and rt is None and "llama.cpp" in cat.runtimes:
             rt = cat.runtimes["llama.cpp"]
         else:

@@ -97,6 +97,8 @@ class Tables:
         self.eff_level = np.array([[e.level for e in row] for row in effs])
 
         self.ok_hw_rt, self.ok_rt_q, self.ok_rt_kv = compat.grids(hw, rt, q, kv)
+        # the support matrix: formats and KV dtypes a runtime runs only on some generations
+        self.ok_hw_rt_q, self.ok_hw_rt_kv = compat.generation_grids(hw, rt, q, kv)
         self.expert_only = compat.expert_only(q)
 
     def gather(self, h, r, q, k, g, *, batch, prompt, output, depth, eff: Efficiency | None = None,

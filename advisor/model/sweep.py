@@ -118,7 +118,8 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
                       t.indices("kv_dtypes", kv_dtypes))
     # which (hardware, runtime, quant, kv) combinations can run at all: a small 4-D boolean grid
     ok = (t.ok_hw_rt[np.ix_(hi, ri)][:, :, None, None] & t.ok_rt_q[np.ix_(ri, qi)][None, :, :, None]
-          & t.ok_rt_kv[np.ix_(ri, ki)][None, :, None, :])
+          & t.ok_rt_kv[np.ix_(ri, ki)][None, :, None, :]
+          & t.ok_hw_rt_q[np.ix_(hi, ri, qi)][:, :, :, None] & t.ok_hw_rt_kv[np.ix_(hi, ri, ki)][:, :, None, :])
     if not model.is_moe:  # formats that quantize only the routed experts do not apply to dense models
         ok &= ~t.expert_only[qi][None, None, :, None]
     a, b_, c, d = np.nonzero(ok)

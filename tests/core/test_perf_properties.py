@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.data.catalog import load_catalog
-from advisor.model.compat import kv_refusal, quant_refusal, runtime_refusal
+from advisor.model.compat import cache_refusal, format_refusal, kv_refusal, runtime_refusal
 from advisor.model.config import Config
 from advisor.model.devices import max_gpus
 from advisor.model.predict import predict
@@ -27,8 +27,8 @@ def config(draw):
     hw = CAT.hardware[draw(st.sampled_from(HW))]
     rt = CAT.runtimes[draw(st.sampled_from([r for r in RUNTIMES if runtime_refusal(hw, CAT.runtimes[r]) is None]))]
     model = CAT.models[draw(st.sampled_from(MODELS))]
-    quants = sorted(k for k, q in CAT.quants.items() if quant_refusal(rt, q, model) is None)
-    kvs = sorted(k for k, x in CAT.kv_dtypes.items() if kv_refusal(rt, x) is None)
+    quants = sorted(k for k, q in CAT.quants.items() if format_refusal(hw, rt, q, model) is None)
+    kvs = sorted(k for k, x in CAT.kv_dtypes.items() if cache_refusal(hw, rt, x) is None)
     return {
         "hw": hw.key, "runtime": rt.key, "model": model.key, "quant": draw(st.sampled_from(quants)),
         "kv": draw(st.sampled_from(kvs)), "gpus": draw(st.sampled_from([g for g in (1, 2, 4, 8) if g <= max_gpus(hw)])),

@@ -6,6 +6,7 @@ import numpy as np
 
 import pytest
 
+from advisor.model.compat import refusal
 from advisor.model.predict import predict_entries as predict
 from advisor.model.roofline import Workload
 from advisor.model.sweep import sweep
@@ -41,6 +42,11 @@ def test_sweep_drops_what_cannot_run(cat):
         assert hw.vendor in runtime.vendors
         assert runtime.format_family in quant.runtimes and runtime.format_family in kv.runtimes
         assert quant.non_expert_bits_per_weight is None  # experts-only formats are not for a dense model
+        assert refusal(hw, None, quant, kv, runtime, 1) is None  # the support matrix (generation rules) too
+    # the support matrix drops whole generations: no vLLM on Pascal, no TensorRT-LLM FP8 on Ampere
+    kept = {(t.hardware[h].family, t.runtimes[rt].key, t.quants[q].key) for h, rt, q, _ in combos}
+    assert not any(f == "nvidia-pascal" and rt == "vllm" for f, rt, _ in kept)
+    assert ("nvidia-ampere", "tensorrt-llm", "fp8") not in kept and ("nvidia-ada", "tensorrt-llm", "fp8") in kept
     multi = np.unique(r.hw[r.gpus > 1])
     assert all(t.hardware[h].kind in ("datacenter", "workstation", "consumer") for h in multi)
     apple = np.array([t.hardware[h].vendor == "Apple" for h in r.hw])
@@ -48,6 +54,7 @@ def test_sweep_drops_what_cannot_run(cat):
     assert {t.runtimes[x].format_family for x in np.unique(r.rt[apple])} <= {"llama.cpp", "mlx"}
     # and the rows it dropped are exactly those: the count matches the grids
     ok = t.ok_hw_rt[:, :, None, None] & t.ok_rt_q[None, :, :, None] & t.ok_rt_kv[None, :, None, :]
+    ok &= t.ok_hw_rt_q[:, :, :, None] & t.ok_hw_rt_kv[:, :, None, :]
     ok &= ~t.expert_only[None, None, :, None]
     per_gpu_count = ok.sum(axis=(1, 2, 3))
     expected = per_gpu_count.sum() + per_gpu_count[t.max_gpus >= 8].sum()
