@@ -49,6 +49,8 @@ def change_text(field: str, before, after) -> str:
         d = float(after) - float(before)
         return "—" if abs(d) < 5e-4 else f"{'+' if d > 0 else '−'}{num(abs(d))} GB"
     b, a = float(before), float(after)
+    if field == "max_batch" and b == 0 and a > 0:
+        return f"+{int(a):,}"
     if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
         return "—"
     r = a / b
@@ -98,7 +100,7 @@ class TechniquesView(LazyView):
         self.pages.addWidget(eager)
         self.pages.addWidget(self._attention_page())
         self.pages.addWidget(self._offload_page())
-        self.pages.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self._fit_pages()
         lay.addWidget(self.pages)
 
         self.summary = QLabel()
@@ -142,7 +144,7 @@ class TechniquesView(LazyView):
         # the charts: created once, updated with setData
         self.charts = QStackedWidget()
         self.spec_plot_widget, self.spec_plot = self._plot("Speculative decoding: speed-up vs batch",
-                                                           "batch (sequences)", "speed-up ×")
+                                                           "batch (sequences)", "speed-up ×", (10, -10))
         self.spec_plot.setLogMode(True, False)
         self.spec_line = self.spec_plot.plot([], [], pen=pg.mkPen(col["a"], width=2), name="speed-up")
         self.spec_now = self.spec_plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"],
@@ -153,14 +155,14 @@ class TechniquesView(LazyView):
         self.spec_plot.addItem(self.spec_one, ignoreBounds=True)
         self.spec_plot.addItem(self.spec_cross, ignoreBounds=True)
         self.off_plot_widget, self.off_plot = self._plot("Partial offload: decode speed vs GPU layers",
-                                                         "layers on the GPU", "tok/s per user")
+                                                         "layers on the GPU", "tok/s per user", (10, 10))
         self.off_line = self.off_plot.plot([], [], pen=pg.mkPen(col["a"], width=2), name="fits")
         self.off_nofit = self.off_plot.plot([], [], pen=None, symbol="x", symbolSize=7, symbolPen=col["d"],
                                             name="does not fit")
         self.off_now = self.off_plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"],
                                           name="chosen")
-        self.no_chart = QLabel("No chart for this technique: its effect is the same at every batch; the table "
-                               "shows it at the workload on screen.")
+        self.no_chart = QLabel("No chart for this technique: the table shows its effect at the workload on "
+                               "screen; move the prompt, depth or users to see it change.")
         self.no_chart.setWordWrap(True)
         self.no_chart.setAlignment(Qt.AlignmentFlag.AlignCenter)
         for w in (self.spec_plot_widget, self.off_plot_widget, self.no_chart):
@@ -173,7 +175,9 @@ class TechniquesView(LazyView):
         session.sig_techniques_changed.connect(self._on_techniques_changed)
 
     # ------------------------------------------------------------------ building
-    def _plot(self, title: str, xlabel: str, ylabel: str) -> tuple[pg.PlotWidget, pg.PlotItem]:
+    def _plot(self, title: str, xlabel: str, ylabel: str, legend_at: tuple[int, int]) -> tuple[pg.PlotWidget, pg.PlotItem]:
+        """A chart; ``legend_at`` is pyqtgraph's legend offset (negative: from the right or bottom),
+        put where its curve leaves room."""
         w = pg.PlotWidget(title=title)
         p = w.getPlotItem()
         p.setLabel("bottom", xlabel)
@@ -184,7 +188,7 @@ class TechniquesView(LazyView):
         p.setMouseEnabled(x=False, y=False)
         p.disableAutoRange()
         p.showGrid(x=True, y=True, alpha=0.2)
-        p.addLegend(offset=(-5, 5), labelTextSize="7pt")
+        p.addLegend(offset=legend_at, labelTextSize="7pt")
         return w, p
 
     def _speculative_page(self) -> QWidget:
@@ -261,13 +265,15 @@ class TechniquesView(LazyView):
 
     def _attention_page(self) -> QWidget:
         page = QWidget()
-        form = QFormLayout(page)
-        form.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout(page)
+        row.setContentsMargins(0, 0, 0, 0)
         self.layout_combo = QComboBox()
         self.layout_combo.setObjectName("whatif_attention")
         self.layout_combo.setToolTip("KV heads: MHA has one per query head, GQA groups them, MQA shares one")
         self.layout_combo.activated.connect(lambda _i: self._push())
-        form.addRow("Layout", self.layout_combo)
+        row.addWidget(QLabel("Layout"))
+        row.addWidget(self.layout_combo)
+        row.addStretch(1)
         return page
 
     def _offload_page(self) -> QWidget:
@@ -324,7 +330,15 @@ class TechniquesView(LazyView):
 
     def _on_kind(self, _index: int) -> None:
         self.pages.setCurrentIndex(self.kind.currentIndex())
+        self._fit_pages()
         self._push()
+
+    def _fit_pages(self) -> None:
+        """The options take the height of the page shown, not of the tallest page."""
+        for i in range(self.pages.count()):
+            policy = QSizePolicy.Policy.Preferred if i == self.pages.currentIndex() else QSizePolicy.Policy.Ignored
+            self.pages.widget(i).setSizePolicy(policy, policy)
+        self.pages.setFixedHeight(self.pages.currentWidget().sizeHint().height())
 
     def _show_typical(self) -> None:
         d = DEFAULT_FOR["draft" if self.radio_draft.isChecked() else "head"]
