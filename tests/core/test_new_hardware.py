@@ -1,0 +1,133 @@
+"""Hardware people ask about (issue 16): every name and alias resolves to its own entry, the
+figures follow the catalog's conventions, and a prediction runs on each new architecture family."""
+
+import pytest
+
+from advisor.cli.main import main
+
+#: key -> names people type (beyond the catalog's own aliases, which are all checked below).
+NEW_HARDWARE = {
+    # NVIDIA GeForce / Titan
+    "gtx-1080-ti": ["GTX 1080 Ti", "1080 Ti", "NVIDIA GeForce GTX 1080 Ti", "gtx1080ti"],
+    "gtx-1070": ["GTX 1070", "GeForce GTX 1070"],
+    "gtx-1660": ["GTX 1660", "GeForce GTX 1660"],
+    "gtx-1660-super": ["GTX 1660 Super", "GTX 1660 SUPER"],
+    "gtx-1660-ti": ["GTX 1660 Ti", "1660 Ti"],
+    "rtx-2070": ["RTX 2070", "GeForce RTX 2070", "2070"],
+    "rtx-2070-super": ["RTX 2070 Super", "RTX 2070 SUPER", "2070 Super"],
+    "titan-rtx": ["Titan RTX", "NVIDIA TITAN RTX"],
+    "titan-v": ["Titan V", "NVIDIA TITAN V"],
+    # NVIDIA datacenter, "Tesla" prefix included
+    "p4-8gb": ["Tesla P4", "P4", "NVIDIA Tesla P4"],
+    "p100-pcie-12gb": ["Tesla P100 12GB", "P100 12GB", "Tesla P100-PCIE-12GB"],
+    "p100-sxm2-16gb": ["Tesla P100 SXM2", "P100 SXM2", "Tesla P100-SXM2-16GB"],
+    "m40-12gb": ["Tesla M40", "M40", "M40 12GB"],
+    "m40-24gb": ["Tesla M40 24GB", "M40 24GB"],
+    "k80-per-gpu": ["Tesla K80", "K80"],
+    "a10g-24gb": ["A10G", "NVIDIA A10G"],
+    "a800-sxm4-80gb": ["A800", "A800 SXM4", "NVIDIA A800-SXM4-80GB"],
+    "a800-pcie-80gb": ["A800 PCIe", "A800 80GB PCIe"],
+    "a800-pcie-40gb": ["A800 40GB", "A800 PCIe 40GB"],
+    "h20-96gb": ["H20", "NVIDIA H20", "HGX H20"],
+    "l20-48gb": ["L20", "NVIDIA L20"],
+    # NVIDIA workstation
+    "rtx-a400": ["RTX A400", "A400"],
+    "rtx-a1000": ["RTX A1000", "A1000"],
+    # AMD
+    "rx-6700-xt": ["RX 6700 XT", "AMD Radeon RX 6700 XT", "6700xt"],
+    "rx-6600": ["RX 6600", "Radeon RX 6600"],
+    "rx-6600-xt": ["RX 6600 XT", "6600 XT"],
+    "rx-6500-xt": ["RX 6500 XT"],
+    "rx-7700-xt": ["RX 7700 XT", "7700 XT"],
+    "rx-5700-xt": ["RX 5700 XT"],
+    "rx-580": ["RX 580", "Radeon RX 580"],
+    "rx-590": ["RX 590"],
+    "radeon-vii": ["Radeon VII", "AMD Radeon VII"],
+    "radeon-pro-w7700": ["Radeon Pro W7700", "W7700"],
+    "radeon-pro-w6800": ["Radeon Pro W6800", "W6800"],
+    "mi50-16gb": ["MI50 16GB", "Radeon Instinct MI50 16GB"],
+    # Intel
+    "arc-a310": ["Arc A310", "Intel Arc A310", "A310"],
+    "arc-a380": ["Arc A380", "Intel Arc A380", "A380"],
+    # Jetson
+    "jetson-orin-nano-8gb": ["Jetson Orin Nano", "Orin Nano", "Jetson Orin Nano 8GB"],
+    "jetson-orin-nano-super": ["Jetson Orin Nano Super", "Orin Nano Super"],
+    "jetson-orin-nx-16gb": ["Jetson Orin NX", "Jetson Orin NX 16GB", "Orin NX 16GB"],
+    "jetson-orin-nx-8gb": ["Jetson Orin NX 8GB", "Orin NX 8GB"],
+}
+
+#: Names from the issue that were already in the catalog: they must still go where they went.
+EXISTING = {
+    "RTX 2080": "rtx-2080",
+    "RTX 2080 Super": "rtx-2080-super",
+    "Tesla P100": "p100-pcie-16gb",
+    "P100": "p100-pcie-16gb",
+    "Tesla P40": "p40-24gb",
+    "MI50": "mi50-32gb",
+    "MI60": "mi60",
+    "MI100": "mi100",
+    "MI210": "mi210",
+    "A10": "a10-24gb",
+    "H200": "h200-sxm-141gb",
+    "L40": "l40-48gb",
+    "L4": "l4-24gb",
+    "Jetson AGX Orin": "jetson-agx-orin-64gb",
+}
+
+CASES = [(q, k) for k, names in NEW_HARDWARE.items() for q in names] + list(EXISTING.items())
+
+
+@pytest.mark.parametrize("query,key", CASES)
+def test_names_people_type_resolve_to_their_entry(cat, query, key):
+    assert cat.hardware_named(query).key == key
+
+
+@pytest.mark.parametrize("key", sorted(NEW_HARDWARE))
+def test_every_alias_and_the_name_resolve_to_their_own_entry(cat, key):
+    hw = cat.hardware[key]
+    for name in (hw.name, hw.key, *hw.aliases):
+        assert cat.hardware_named(name).key == key, name
+
+
+@pytest.mark.parametrize("key", sorted(NEW_HARDWARE))
+def test_new_entries_carry_sources_and_consistent_figures(cat, key):
+    hw = cat.hardware[key]
+    assert hw.source and hw.notes and hw.year and hw.tdp_w and hw.memory_type
+    assert hw.fp32_tflops and hw.fp32_tflops > 0
+    # a dense matrix rate is never below the vector FP32 rate on parts with matrix units, and on
+    # parts without them the notes say which vector rate fp16 is
+    if hw.fp16_dense_tflops and hw.fp16_dense_tflops < hw.fp32_tflops:
+        assert "1/64" in hw.notes  # Pascal's slow FP16 (as the Tesla P40 entry)
+    if hw.fp16_dense_tflops is None:
+        assert "omitted" in hw.notes.lower() or "fp16/bf16/int8 are omitted" in hw.notes
+    # Hopper/Ada FP8 is twice FP16 dense; bf16 never exceeds fp16 on these parts
+    if hw.fp8_dense_tflops:
+        assert hw.fp8_dense_tflops == pytest.approx(2 * hw.fp16_dense_tflops, rel=0.01)
+    if hw.bf16_dense_tflops:
+        assert hw.bf16_dense_tflops <= hw.fp16_dense_tflops
+
+
+def test_worked_figures(cat):
+    """A few derivations redone by hand (the arithmetic the notes show)."""
+    hw = cat.hardware
+    assert hw["rtx-2070"].fp16_dense_tflops == pytest.approx(36 * 1.620 * 512 / 1000, abs=0.05)  # 29.9
+    assert hw["titan-rtx"].fp16_dense_tflops == pytest.approx(72 * 1.770 * 1024 / 1000, abs=0.05)  # 130.5
+    assert hw["rtx-a400"].fp16_dense_tflops == pytest.approx(21.7 / 2, abs=0.05)  # datasheet sparse / 2
+    assert hw["l20-48gb"].fp16_dense_tflops == pytest.approx(92 * 2.52 * 512 / 1000, abs=0.05)  # 118.7
+    assert hw["rx-7700-xt"].fp16_dense_tflops == pytest.approx(54 * 2.544 * 512 / 1000, abs=0.05)  # 70.3
+    assert hw["arc-a380"].int8_dense_tops == pytest.approx(8 * 4096 * 2.0 / 1000, abs=0.05)  # 65.5
+    assert hw["jetson-orin-nano-8gb"].int8_dense_tops == pytest.approx(20, abs=0.6)  # datasheet 20 dense
+    assert hw["jetson-orin-nano-super"].int8_dense_tops == pytest.approx(67 / 2, abs=0.2)  # 67 sparse
+    assert hw["h20-96gb"].fp16_dense_tflops == 148 and hw["h20-96gb"].interconnect_gb_s == 900
+    assert hw["k80-per-gpu"].memory_gib == 12  # one of the board's two GPUs, as nvidia-smi shows it
+    assert hw["a800-sxm4-80gb"].interconnect_gb_s == 400 < hw["a100-sxm4-80gb"].interconnect_gb_s
+
+
+@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20"])
+def test_predict_runs_on_each_new_family(capsys, hardware):
+    # new family keys (nvidia-kepler, nvidia-maxwell, amd-gcn4, amd-rdna1) have no calibrated
+    # profile: the prediction borrows a vendor/runtime profile and still runs
+    code = main(["predict", "--hardware", hardware, "--model", "Llama 3.1 8B"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Decode:" in out and "tok/s" in out
