@@ -18,6 +18,7 @@ reaches into the physics modules and those can change without breaking it:
   partial offload; `techniques_from(cat, draft=..., ...)` builds the record from typed text;
   `speculative_curve` and `offload_curve` trace them along the batch or the GPU layers;
   `draft_refusal(draft, target)` says why a model cannot draft for another (empty when it can);
+  `technique_rows(effect)` and `technique_details(effect)` say it in text (the app and the report);
 - `report_from_config` / `report_from_requirements` → `ReportContent`: the PDF report as data
   (rendered by ``ui/report.py``);
 - `import_model(source)` → `ImportedModel` (a config.json, a folder, a .gguf file, ``hf:org/name``),
@@ -42,7 +43,8 @@ __all__ = [
     "Techniques", "TechniqueEffect", "TechniqueFigures", "techniques", "techniques_from", "speculative_curve",
     "SpeculativeCurve", "offload_curve", "OffloadCurve", "attention_variant", "expected_tokens",
     "ImportedModel", "import_model", "is_import_source", "add_imported", "catalog_with_imported",
-    "save_imported_model", "imported_weight_bytes", "draft_refusal",
+    "save_imported_model", "imported_weight_bytes", "draft_refusal", "technique_rows",
+    "technique_details",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -62,6 +64,7 @@ from advisor.model.techniques import (Effect as TechniqueEffect, Figures as Tech
                                       SpeculativeCurve, Techniques, attention_variant, expected_tokens, offload_curve,
                                       speculative_curve, techniques_from, tokenizer_refusal as draft_refusal,
                                       what_if as techniques)
+from advisor.text.techniques import technique_details, technique_rows
 from advisor.text.report import (ReportContent, SourceEntry, Table as ReportTable, catalog_data_date,
                                  report_from_config, report_from_requirements)
 

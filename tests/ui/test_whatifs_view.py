@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from advisor import api
-from ui.views.techniques import ROWS, change_text
+from advisor.text.format import duration_ms, num
 
 
 def shown(view) -> dict[str, tuple[str, str, str]]:
@@ -19,8 +19,15 @@ def shown(view) -> dict[str, tuple[str, str, str]]:
 
 
 def expected(effect) -> dict[str, tuple[str, str, str]]:
-    return {label: (fmt(getattr(effect.before, f)), fmt(getattr(effect.after, f)),
-                    change_text(f, getattr(effect.before, f), getattr(effect.after, f))) for f, label, fmt in ROWS}
+    """The core's figures as the table must show them (and as the report prints them)."""
+    rows = {label: (b, a, c) for label, b, a, c in api.technique_rows(effect)}
+    f0, f1 = effect.before, effect.after
+    assert rows["Time to first token"][:2] == (duration_ms(f0.ttft_ms), duration_ms(f1.ttft_ms))
+    assert rows["Decode speed per user"][:2] == (f"{num(f0.decode_tok_s)} tok/s", f"{num(f1.decode_tok_s)} tok/s")
+    assert rows["Max batch"][:2] == (f"{f0.max_batch:,}", f"{f1.max_batch:,}")
+    assert rows["Memory per GPU"][:2] == (f"{num(f0.memory_gb)} GB", f"{num(f1.memory_gb)} GB")
+    assert rows["Fits"][:2] == ("yes" if f0.fits else "no", "yes" if f1.fits else "no")
+    return rows
 
 
 def open_whatifs(window, kind: str):

@@ -29,32 +29,11 @@ from ui.widgets import LazyView, plot_colors
 
 KINDS = (("speculative", "Speculative decoding"), ("eager", "Flash attention off (eager attention)"),
          ("attention", "Attention layout: MHA / GQA / MQA"), ("offload", "Partial offload to host memory"))
-#: the before/after rows: Figures field, label, how a value is shown
-ROWS = (("ttft_ms", "Time to first token", duration_ms),
-        ("decode_tok_s", "Decode speed per user", lambda v: f"{num(v)} tok/s"),
-        ("throughput_tok_s", "All users", lambda v: f"{num(v)} tok/s"),
-        ("max_batch", "Max batch", lambda v: f"{int(v):,}"),
-        ("memory_gb", "Memory per GPU", lambda v: f"{num(v)} GB"),
-        ("fits", "Fits", lambda v: "yes" if v else "no"))
+#: the table's rows before any technique is computed (the same labels `api.technique_rows` gives)
+ROW_LABELS = ("Time to first token", "Decode speed per user", "All users", "Max batch", "Memory per GPU", "Fits")
 HEADERS = ("", "Before", "After", "Change")
 #: what an untouched draft length / acceptance shows: the core's default for each kind of draft
 DEFAULT_FOR = {"draft": api.Techniques(), "head": api.Techniques(head_params_b=1.0)}
-
-
-def change_text(field: str, before, after) -> str:
-    """How a figure moved: a ratio for speeds, times and batch sizes, a difference for memory."""
-    if field == "fits":
-        return "—" if bool(before) == bool(after) else f"{'yes' if before else 'no'} → {'yes' if after else 'no'}"
-    if field == "memory_gb":
-        d = float(after) - float(before)
-        return "—" if abs(d) < 5e-4 else f"{'+' if d > 0 else '−'}{num(abs(d))} GB"
-    b, a = float(before), float(after)
-    if field == "max_batch" and b == 0 and a > 0:
-        return f"+{int(a):,}"
-    if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
-        return "—"
-    r = a / b
-    return "—" if abs(r - 1) < 5e-4 else f"×{num(r)}"
 
 
 def one_layer_params_b(m) -> float:
@@ -113,14 +92,14 @@ class TechniquesView(LazyView):
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
-        self.table = QTableWidget(len(ROWS), len(HEADERS))
+        self.table = QTableWidget(len(ROW_LABELS), len(HEADERS))
         self.table.setObjectName("whatif_table")
         self.table.setHorizontalHeaderLabels(HEADERS)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
-        for i, (_f, label, _fmt) in enumerate(ROWS):
+        for i, label in enumerate(ROW_LABELS):
             self.table.setItem(i, 0, QTableWidgetItem(label))
             for j in (1, 2, 3):
                 item = QTableWidgetItem("—")
@@ -498,44 +477,22 @@ class TechniquesView(LazyView):
             why = s.technique_error or "choose a technique"
             self.summary.setText(f"<span style='color:#d23c3c'>{why}</span>")
             self.notes.setText("")
-            for i in range(len(ROWS)):
+            for i in range(len(ROW_LABELS)):
                 for j in (1, 2, 3):
                     self.table.item(i, j).setText("—")
         else:
             e = self.effect
             self.summary.setText(f"<b>{e.label}</b>: decode ×{num(e.speedup)}, TTFT ×{num(e.ttft_ratio)}")
-            for i, (f, _label, fmt) in enumerate(ROWS):
-                b, a = getattr(e.before, f), getattr(e.after, f)
-                self.table.item(i, 1).setText(fmt(b))
-                self.table.item(i, 2).setText(fmt(a))
-                self.table.item(i, 3).setText(change_text(f, b, a))
-            self.notes.setText("<br>".join(f"• {n}" for n in (*e.notes, *self._details(e))))
+            for i, row in enumerate(api.technique_rows(e)):
+                for j, text in enumerate(row):
+                    self.table.item(i, j).setText(text)
+            self.notes.setText("<br>".join(f"• {n}" for n in (*e.notes, *api.technique_details(e))))
         if kind == "speculative":
             self._draw_speculative()
         elif kind == "offload":
             self._draw_offload()
         else:
             self.charts.setCurrentWidget(self.no_chart)
-
-    def _details(self, e: "api.TechniqueEffect") -> list[str]:
-        d = e.details
-        if e.technique == "speculative":
-            return [f"{num(d['expected_tokens'])} tokens per round of {d['k']} drafts at α {num(d['accept'])}: "
-                    f"{d['k']} draft steps of {duration_ms(d['draft_step_ms'])} + a verification of "
-                    f"{duration_ms(d['verify_step_ms'])} (a plain step: {duration_ms(d['plain_step_ms'])})",
-                    f"the draft adds {num(d['draft_weights_gb'])} GB of weights and {num(d['draft_kv_gb'])} GB of KV"]
-        if e.technique == "eager-attention":
-            return [f"score workspace {num(d['score_workspace_gpu_gb'])} GB per GPU; prefill moves "
-                    f"{num(d['prefill_extra_gb_per_gpu'])} GB more per GPU"]
-        if e.technique == "attention":
-            return [f"KV per token {num(d['kv_bytes_per_token_before'] / 1024)} → "
-                    f"{num(d['kv_bytes_per_token_after'] / 1024)} KiB (×{num(d['kv_ratio'])}); weights "
-                    f"{num(d['weights_gb_before'])} → {num(d['weights_gb_after'])} GB; max context "
-                    f"{d['max_context_before']:,} → {d['max_context_after']:,}"]
-        if e.technique == "offload":
-            return [f"{num(d['host_gb'])} GB in host memory; PCIe {num(d['pcie_gb_s'])} GB/s; all on the GPU: "
-                    f"{num(d['all_gpu_decode_tok_s'])} tok/s (ceiling {num(d['all_gpu_ceiling_tok_s'])})"]
-        return []
 
     def _draw_speculative(self) -> None:
         s = self.session
@@ -598,7 +555,7 @@ class TechniquesView(LazyView):
     def table_rows(self) -> list[list[str]]:
         rows = [list(HEADERS)]
         rows[0][0] = self.effect.label if self.effect is not None else "what-if"
-        for i in range(len(ROWS)):
+        for i in range(len(ROW_LABELS)):
             rows.append([self.table.item(i, j).text() for j in range(len(HEADERS))])
         return rows
 
