@@ -27,8 +27,8 @@ def _f(kind: str, required: bool = False, default: Any = None, **rules: Any) -> 
     return field(default=default, metadata=meta)
 
 
-HARDWARE_KINDS = ("datacenter", "workstation", "consumer", "laptop", "apple", "soc", "cpu")
-VENDORS = ("NVIDIA", "AMD", "Intel", "Apple", "CPU")
+HARDWARE_KINDS = ("datacenter", "workstation", "consumer", "laptop", "apple", "soc", "cpu", "dataflow")
+VENDORS = ("NVIDIA", "AMD", "Intel", "Apple", "CPU", "SambaNova", "Groq", "Cerebras")
 #: Compute dtypes a hardware entry can list a peak for, and the field that holds it.
 PEAK_FIELDS = {
     "fp32": "fp32_tflops",
@@ -63,8 +63,10 @@ class Hardware:
     kind: str = _f("str", True, choices=HARDWARE_KINDS)
     family: str = _f("str", True)
     #: as vendors print it: "80 GB" HBM and "24 GB" GDDR are binary gigabytes (GiB)
-    memory_gib: float = _f("num", True, min=0.5, max=4096)
-    bandwidth_gb_s: float = _f("num", True, min=1, max=100_000)
+    #: (dataflow chips keep their weights in on-chip SRAM: a Groq LPU has 230 MB)
+    memory_gib: float = _f("num", True, min=0.1, max=4096)
+    #: (wafer-scale SRAM reaches petabytes per second: Cerebras WSE-3 21 PB/s)
+    bandwidth_gb_s: float = _f("num", True, min=1, max=100_000_000)
     source: str = _f("str", True)
     aliases: tuple[str, ...] = _f("strlist")
     memory_type: str = _f("str")
@@ -85,6 +87,13 @@ class Hardware:
     gpu_cores: int | None = _f("int", min=1, max=100_000)
     cpu_cores: int | None = _f("int", min=1, max=1024)
     gpu_wired_limit_gb: float | None = _f("num", min=0.5, max=4096)
+    #: Tiered memory (dataflow machines; advisor.model.roofline places weights, then KV, in the
+    #: fastest tier with room): an on-chip SRAM tier in front of ``memory_gib``, and a large DDR
+    #: tier behind it (SambaNova SN40L). A tier counts only with both its size and its bandwidth.
+    sram_gib: float | None = _f("num", min=0.001, max=100_000)
+    sram_bandwidth_gb_s: float | None = _f("num", min=1, max=100_000_000)
+    ddr_gib: float | None = _f("num", min=0.5, max=100_000)
+    ddr_bandwidth_gb_s: float | None = _f("num", min=1, max=100_000)
     price: Price | None = _f("price")
     notes: str = _f("str")
     #: Where the entry came from (file path); set by the loader, not read from YAML.

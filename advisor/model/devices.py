@@ -20,7 +20,9 @@ PCIE_GB_S_PER_LANE = {3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 /
 DEFAULT_PCIE = (4, 16)
 
 #: Most GPUs of one kind we consider in one node, by hardware kind.
-MAX_GPUS_BY_KIND = {"datacenter": 8, "workstation": 8, "consumer": 8, "laptop": 1, "apple": 1, "soc": 1, "cpu": 1}
+#: Dataflow machines count chips (Groq LPUs: hundreds for a 70B model), sockets (SN40L) or wafers.
+MAX_GPUS_BY_KIND = {"datacenter": 8, "workstation": 8, "consumer": 8, "laptop": 1, "apple": 1, "soc": 1, "cpu": 1,
+                    "dataflow": 1024}
 
 #: Order in which to fall back when hardware lacks the requested compute dtype.
 DTYPE_FALLBACK = {

@@ -24,12 +24,25 @@ from advisor.model.roofline import Inputs, Workload
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
 
-HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s")
+HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
+                    "ddr_bandwidth_gb_s")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens")
 
 
 def hardware_columns(h: Hardware) -> dict:
-    return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h)}
+    return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h),
+            **memory_tiers(h)}
+
+
+def memory_tiers(h: Hardware) -> dict:
+    """The SRAM tier in front of main memory and the DDR tier behind it, GB and GB/s. A tier the
+    entry lacks (or gives without its bandwidth) has size 0 and main memory's bandwidth, so that
+    its terms in the kernel are exactly zero."""
+    bw = h.bandwidth_gb_s
+    sram = bool(h.sram_gib and h.sram_bandwidth_gb_s)
+    ddr = bool(h.ddr_gib and h.ddr_bandwidth_gb_s)
+    return {"sram_gb": h.sram_gib * 2**30 / 1e9 if sram else 0.0, "sram_bandwidth_gb_s": h.sram_bandwidth_gb_s if sram else bw,
+            "ddr_gb": h.ddr_gib * 2**30 / 1e9 if ddr else 0.0, "ddr_bandwidth_gb_s": h.ddr_bandwidth_gb_s if ddr else bw}
 
 
 def runtime_columns(r: Runtime) -> dict:

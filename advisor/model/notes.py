@@ -20,7 +20,8 @@ def efficiency_note(eff, runtime, hw) -> str | None:
 
 def prediction_notes(cfg, eff, *, fits: bool, weights_fit: bool, per_gpu_total_gb: float, per_gpu_usable_gb: float,
                      shortfall_gb: float, kv_gpu_gb: float, kv_budget_gpu_gb: float, peak: float, used_dtype: str,
-                     wanted_dtype: str) -> list[str]:
+                     wanted_dtype: str, sram_gpu_gb: float | None = None, main_gpu_gb: float | None = None,
+                     ddr_gpu_gb: float | None = None) -> list[str]:
     hw, w, gpus = cfg.hardware, cfg.workload, cfg.gpus
     notes: list[str] = []
     if not fits:
@@ -38,6 +39,23 @@ def prediction_notes(cfg, eff, *, fits: bool, weights_fit: bool, per_gpu_total_g
     why = efficiency_note(eff, cfg.runtime, hw)
     if why:
         notes.append(why)
+    if hw.kind == "dataflow":
+        notes.append(f"extrapolated: no measurements of {hw.name} in the calibration data (default efficiencies, "
+                     "the vendor's memory figures); its fixed per-layer costs are unpublished, so where its memory "
+                     "is fast the decode figure is an upper bound")
+    if main_gpu_gb is not None:
+        notes.append(tier_note(hw, sram_gpu_gb or 0.0, main_gpu_gb, ddr_gpu_gb or 0.0))
     if hw.kind == "apple" and not hw.gpu_wired_limit_gb:
         notes.append("usable memory = default macOS GPU wired limit (2/3 of RAM up to 32 GB, 3/4 above)")
     return notes
+
+
+def tier_note(hw, sram_gpu_gb: float, main_gpu_gb: float, ddr_gpu_gb: float) -> str:
+    """Where the weights and KV cache sit on a machine with memory tiers, and what each tier reads at."""
+    parts = []
+    if sram_gpu_gb > 0:
+        parts.append(f"{sram_gpu_gb:.2f} GB in SRAM at {hw.sram_bandwidth_gb_s:,.0f} GB/s")
+    parts.append(f"{main_gpu_gb:.1f} GB in {hw.memory_type or 'main memory'} at {hw.bandwidth_gb_s:,.0f} GB/s")
+    if ddr_gpu_gb > 0:
+        parts.append(f"{ddr_gpu_gb:.1f} GB spilled to DDR at {hw.ddr_bandwidth_gb_s:,.0f} GB/s (decode slows accordingly)")
+    return "memory tiers, per chip, fastest first: " + "; ".join(parts)

@@ -153,7 +153,8 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
     notes = prediction_notes(cfg, eff, fits=fits, weights_fit=v["kv_budget_gpu_bytes"] >= 0,
                              per_gpu_total_gb=per_gpu_total, per_gpu_usable_gb=per_gpu_usable, shortfall_gb=shortfall,
                              kv_gpu_gb=v["kv_gpu_bytes"] / GB, kv_budget_gpu_gb=v["kv_budget_gpu_bytes"] / GB,
-                             peak=peak, used_dtype=used_dtype, wanted_dtype=wanted_dtype)
+                             peak=peak, used_dtype=used_dtype, wanted_dtype=wanted_dtype,
+                             **_tier_gb(r))
     return Prediction(
         hardware=hw.name, model=cfg.model.name, quant=cfg.quant.name, kv_dtype=cfg.kv_dtype.name,
         runtime=cfg.runtime.name, gpus=gpus,
@@ -175,6 +176,15 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
         bandwidth_gb_s=hw.bandwidth_gb_s, peak_tflops=peak, compute_dtype=used_dtype,
         efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes),
     )
+
+
+def _tier_gb(r: Result) -> dict[str, float]:
+    """The bytes a machine with memory tiers keeps in its SRAM and DDR tiers, GB per GPU (none without tiers)."""
+    if r.sram_gpu_bytes is None:
+        return {}
+    sram, ddr = (float(np.ravel(v)[0]) / GB for v in (r.sram_gpu_bytes, r.ddr_gpu_bytes))
+    resident = (float(np.ravel(r.weights_gpu_bytes)[0]) + float(np.ravel(r.kv_gpu_bytes)[0])) / GB
+    return {"sram_gpu_gb": sram, "main_gpu_gb": max(resident - sram - ddr, 0.0), "ddr_gpu_gb": ddr}
 
 
 def _first_values(r: Result, names=None) -> dict[str, float]:

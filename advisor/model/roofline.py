@@ -80,6 +80,13 @@ class Inputs:
     #: bytes per attention-score element an unfused ("eager") attention materialises (fp32: 4);
     #: 0 = fused (flash) attention, which keeps the scores on chip
     score_bytes: Any = 0.0
+    # Tiered memory (dataflow machines, `advisor.model.inputs.memory_tiers`): an SRAM tier in front
+    # of main memory and a DDR tier behind it, GB per GPU; 0 = no such tier. Weights, then the KV
+    # cache, fill the fastest tier with room first, and each tier's bytes are read at its bandwidth.
+    sram_gb: Any = 0.0
+    sram_bandwidth_gb_s: Any = 0.0
+    ddr_gb: Any = 0.0
+    ddr_bandwidth_gb_s: Any = 0.0
 
     def replace(self, **changes: Any) -> "Inputs":
         return replace(self, **changes)
@@ -103,6 +110,9 @@ class Result:
     fits: Any
     max_batch: Any
     max_context: Any
+    # tiered memory: weights and KV placed in the SRAM and DDR tiers (None: no tiers)
+    sram_gpu_bytes: Any = None
+    ddr_gpu_bytes: Any = None
     # decode
     decode_tok_s: Any = None
     decode_low_tok_s: Any = None
@@ -207,6 +217,17 @@ class _Arrays:
         self.q = None if np.all(q == 1) else _arr(q, ft)
         sb = np.asarray(x.score_bytes)
         self.score = None if not np.any(sb) else _arr(sb, ft)
+        # memory tiers: the plain path runs untouched where no configuration has one
+        sram, ddr = np.asarray(x.sram_gb), np.asarray(x.ddr_gb)
+        self.tiered = bool(np.any(sram) or np.any(ddr))
+        if self.tiered:
+            self.sram, self.ddr = _arr(sram, ft) * 1e9, _arr(ddr, ft) * 1e9
+            # extra seconds per byte read from a tier instead of main memory (negative for SRAM)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                self.d_sram = _arr(_where(sram > 0, 1.0 / (_arr(x.sram_bandwidth_gb_s, ft) * 1e9) - 1.0 / self.bw, 0.0), ft)
+                self.d_ddr = _arr(_where(ddr > 0, 1.0 / (_arr(x.ddr_bandwidth_gb_s, ft) * 1e9) - 1.0 / self.bw, 0.0), ft)
+            # set by memory_plan: the extra seconds per byte of weights and of KV read, at η = 1
+            self.w_tier = self.kv_tier = 0.0
 
     def score_elems(self, g: Geometry, c):
         """Attention scores per query token per GPU over a context c (all layers, heads / tp)."""
@@ -258,6 +279,9 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
     free_after_weights = capacity - reserve - overhead - weights_gpu - workspace
     kv_budget = _where(np.asarray(x.memory_of_free, bool), frac * free_after_weights,
                          capacity * frac - reserve - overhead - weights_gpu - workspace)
+    tier_bytes = {}
+    if a.tiered:
+        kv_budget, capacity, tier_bytes = _place_in_tiers(a, weights_gpu, kv_need, kv_budget, capacity)
     usable = kv_budget + weights_gpu + workspace + overhead
     fits = (kv_budget >= kv_need) & (kv_budget >= 0)
     W = kv.window
@@ -277,7 +301,28 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
         weights_bytes=weights_total, weights_gpu_bytes=weights_gpu, kv_gpu_bytes=kv_need, kv_seq_bytes=seq_bytes,
         workspace_gpu_bytes=workspace + 0 * n, overhead_gpu_bytes=overhead + 0 * n, usable_gpu_bytes=usable,
         capacity_gpu_bytes=capacity + 0 * n, kv_budget_gpu_bytes=kv_budget, fits=fits, max_batch=max_batch,
-        max_context=max_context)
+        max_context=max_context, **tier_bytes)
+
+
+def _place_in_tiers(a: "_Arrays", weights, kv, kv_budget, capacity):
+    """Place the resident bytes fastest tier first: the weights, then the KV cache, fill the SRAM
+    tier, then main memory's room (what the runtime leaves for weights and KV), then the DDR tier
+    (the SN40L paper's order: parameters sit in DDR, the models in use are served from HBM and
+    streamed through SRAM; a greedy fill is its simplest reading). Sets on ``a`` the extra seconds
+    per byte of weights and of KV read (Σ bytes_tier / bw_tier minus all bytes / bw_main) and
+    returns the KV budget and capacity with the two tiers added, and the bytes each tier holds."""
+    F, D = a.sram, a.ddr
+    main_room = np.maximum(kv_budget + weights, 0.0)
+    W, K = weights, kv
+    w_sram = np.minimum(W, F)
+    w_ddr = np.maximum(W - F - main_room, 0.0)
+    k_sram = np.clip(F - W, 0.0, K)
+    k_ddr = np.maximum(W + K - np.maximum(W, F + main_room), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a.w_tier = (w_sram * a.d_sram + w_ddr * a.d_ddr) / np.maximum(W, 1e-30)
+        a.kv_tier = (k_sram * a.d_sram + k_ddr * a.d_ddr) / np.maximum(K, 1e-30)
+    return (kv_budget + F + D, capacity + F + D,
+            {"sram_gpu_bytes": w_sram + k_sram, "ddr_gpu_bytes": np.minimum(w_ddr + k_ddr, D)})
 
 
 def _exchanges(g: Geometry, tp, pp):
@@ -322,9 +367,12 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # bytes = weights / tp + B · KV(c) · pp and FLOPs = (linear + B · attention(c)) / tp. Factored
     # so that the per-configuration terms are computed once and only a few operations run over
     # every configuration × batch (a sweep is memory-bound on those).
-    def node_times(c, inv_bw, inv_c):
+    def node_times(c, inv_bw, inv_c, inv_eta):
         kv_term = kv(c) * pp * inv_bw
         mem = w_tp * inv_bw + B * kv_term
+        if a.tiered:
+            # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
+            mem = mem + (w_tp * a.w_tier + B * kv(c) * pp * a.kv_tier) * inv_eta
         if a.score is not None:
             mem = mem + Bq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
         comp = (dec_flops_lin + Bq * attn_flops(c)) * (inv_c / tp)
@@ -334,8 +382,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         return (values[0] + 4.0 * values[1] + values[2]) / 6.0
 
     # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
-    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c) for c in (c0, cm, c1)]
-    ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak)) for c in (c0, cm, c1)]
+    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw) for c in (c0, cm, c1)]
+    ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak, 1.0)) for c in (c0, cm, c1)]
     fixed_comm = fixed + comm
     t_step = simpson([np.fmax(m, f) for m, f in attained]) + fixed_comm
     t_step_ceil = simpson(ideal)
@@ -385,6 +433,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     w_gpu = w_bytes / tp
     lin_gpu, att_gpu, bytes_gpu = lin / tp, att / tp, ub * w_gpu
     per_pass = w_gpu / (bw * eta_bw) + fixed
+    if a.tiered:
+        per_pass = per_pass + w_gpu * a.w_tier / eta_bw
     compute = lin * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
     t = compute + ub * per_pass + exchanges * lat + transfer
     if a.score is not None:
@@ -395,7 +445,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
             * (g.full_layers * (d + (s + u) / 2.0) + g.sliding_layers * np.minimum(W, d + (s + u) / 2.0))
         t = t + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
-    t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_gpu / bw)
+    w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
+    t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_read_s)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         tok_s = _choose(has_prompt, lambda: T / t, lambda: np.nan)

@@ -267,8 +267,9 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     t0 = time.perf_counter()
     req.check()
     users = req.concurrency()
+    # dataflow machines (hosted services and appliances, extrapolated) only when asked for by kind or key
     hw_keys = [h.key for h in cat.hardware.values()
-               if (not req.hardware_kinds or h.kind in req.hardware_kinds)
+               if (h.kind in req.hardware_kinds if req.hardware_kinds else h.kind != "dataflow" or h.key in req.hardware)
                and (not req.vendors or h.vendor in req.vendors)
                and (not req.hardware or h.key in req.hardware)]
     if not hw_keys:

@@ -48,7 +48,7 @@ def test_sweep_drops_what_cannot_run(cat):
     assert not any(f == "nvidia-pascal" and rt == "vllm" for f, rt, _ in kept)
     assert ("nvidia-ampere", "tensorrt-llm", "fp8") not in kept and ("nvidia-ada", "tensorrt-llm", "fp8") in kept
     multi = np.unique(r.hw[r.gpus > 1])
-    assert all(t.hardware[h].kind in ("datacenter", "workstation", "consumer") for h in multi)
+    assert all(t.hardware[h].kind in ("datacenter", "workstation", "consumer", "dataflow") for h in multi)
     apple = np.array([t.hardware[h].vendor == "Apple" for h in r.hw])
     assert apple.any()
     assert {t.runtimes[x].format_family for x in np.unique(r.rt[apple])} <= {"llama.cpp", "mlx"}
