@@ -7,8 +7,8 @@ import argparse
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
-from advisor.plan.recommend import distinct
-from advisor.text.verdicts import candidate_record, reason_text
+from advisor.plan.recommend import by_hardware, distinct
+from advisor.text.verdicts import candidate_record, reason_text, why_first
 
 EXIT_OK, EXIT_UNMET = 0, 1
 
@@ -28,7 +28,7 @@ def _number(name: str, text, kind=float):
 
 
 def requirements_from_args(cat: Catalog, args: argparse.Namespace):
-    from advisor.plan.recommend import DEFAULT_KV, Requirements
+    from advisor.plan.recommend import DEFAULT_KV, DEFAULT_MIN_BITS, Requirements
 
     model = cat.model_named(args.model)
     kinds = tuple(_csv_list(args.hardware_kind))
@@ -59,19 +59,26 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         runtimes=runtimes, min_quality_rank=floor.quality_rank if floor else 0, quality_floor=floor.name if floor else "",
         max_ppl_delta=_number("max-ppl", args.max_ppl), kv_dtypes=kv, safe=bool(args.safe),
         think_s=_number("think-s", args.think_s) or 0.0, burst=bool(args.burst),
+        min_bits=DEFAULT_MIN_BITS if args.min_bits is None else _number("min-bits", args.min_bits),
+        cost_basis=(args.cost_basis or "").lower(),
     )
 
 
 def _cost_cell(c, basis):
     if basis == "hour":
-        return f"${c.cost_usd_hour:,.2f}/h" if c.cost_usd_hour else "—"
+        if not c.cost_usd_hour:
+            return "—"
+        per_m = f" · ${c.usd_per_million_tokens:,.2f}/M tok" if c.usd_per_million_tokens else ""
+        return f"${c.cost_usd_hour:,.2f}/h{per_m}"
     if basis == "purchase":
         return f"${c.cost_usd:,.0f}" if c.cost_usd else "—"
     return "—"
 
 
-def _quality_cell(q):
-    return f"+{q.ppl_delta:.2f} ppl" if q.ppl_delta is not None else f"rank {q.quality_rank}"
+BASIS_TEXT = {"hour": "ranked by rent: on-demand $/GPU-hour × GPUs (and $/million output tokens at the predicted "
+                      "throughput)",
+              "purchase": "ranked by buy: purchase price (typical street price where sourced, else launch MSRP)",
+              "headroom": "no prices known for these: ranked by quality, then memory and speed headroom"}
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
@@ -103,14 +110,18 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         users = f"{rec.users} concurrent user{'s' if rec.users > 1 else ''}"
         users += " arriving at once (burst)" if req.burst else (
             f" (closed loop, {num(req.think_s)} s think time)" if req.think_s else " (closed loop)")
+    context = f"context {req.context:,}" + (" (default for chat; --context to change)" if req.context_is_default else "")
     print(f"{req.model.name} for {users} · prompt {req.prompt_tokens:,} · output {req.output_tokens:,} · "
-          f"context {req.context:,}" + (f" · targets: {', '.join(targets)}" if targets else ""))
+          f"{context}" + (f" · targets: {', '.join(targets)}" if targets else ""))
+    floor = f"weights at least {req.min_bits:g}-bit class (--min-bits)" if req.min_bits > 1 else "no bit floor"
+    native = req.model.native_quant.upper() if req.model.native_quant else "16-bit"
+    print(f"Quality: {native} (the release format) is the reference; {floor}; figures are llama.cpp's KL divergence "
+          f"on Llama-3-8B, else \"unmeasured\".")
     if req.safe:
         print("Safe mode: judged by the pessimistic edge of each prediction's band.")
-    basis_text = {"hour": "ranked by cloud $/hour", "purchase": "ranked by purchase price",
-                  "headroom": "no prices known for these: ranked by quality, then memory and speed headroom"}[rec.cost_basis]
+    why = f" ({rec.cost_basis_why})" if rec.cost_basis_why and rec.cost_basis != "headroom" else ""
     print(f"Swept {len(rec):,} configurations in {rec.elapsed_ms:.0f} ms: {rec.n_passing:,} meet every requirement; "
-          f"{basis_text}.\n")
+          f"{BASIS_TEXT[rec.cost_basis]}{why}.\n")
     if not rec.n_passing:
         print("No configuration meets every requirement. Closest misses:")
         misses = distinct(rec.closest_misses(200), 8)
@@ -119,20 +130,34 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                       f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}", "; ".join(reason_text(r) for r in c.failures[:2])]
                      for c in misses]))
         return EXIT_UNMET
-    best = distinct(rec.passing, top_n)
-    rows = []
-    for i, c in enumerate(best, 1):
-        rows.append([str(i) + ("*" if c.pareto else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
-                     f"{duration_ms(c.ttft_ms)} ({duration_ms(c.ttft_safe_ms)})", f"{num(c.tok_s)} ({num(c.tok_s_safe)})",
-                     num(c.throughput_tok_s), f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}",
-                     _cost_cell(c, rec.cost_basis), _quality_cell(c.quant)])
+    groups = by_hardware(rec.passing, top_n)
+    best = [g.best for g in groups]
+
+    def row(mark, c):
+        return [mark + ("*" if c.pareto else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
+                f"{duration_ms(c.ttft_ms)} ({duration_ms(c.ttft_safe_ms)})", f"{num(c.tok_s)} ({num(c.tok_s_safe)})",
+                num(c.throughput_tok_s), f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}",
+                _cost_cell(c, rec.cost_basis), c.quality]
+
+    rows = [row(str(i), g.best) for i, g in enumerate(groups, 1)]
     ttft_head = "TTFT (safe)" if req.burst else "TTFT p90 (safe)"
+    print(f"Best configuration per hardware ({len(groups)} of {len({c.hardware.key for c in distinct(rec.passing, 10**9)})} "
+          f"that pass):")
     print(table(["#", "configuration", "runtime", "weights", "KV", ttft_head, "tok/s/user (safe)", "total tok/s",
                  "mem/GPU GB", "cost", "quality"], rows))
     print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band.")
+    if len(best) > 1:
+        print("Why #1: " + why_first(best[0], best[1], rec.cost_basis))
+    alts = [(i, c) for i, g in enumerate(groups[:3], 1) for c in g.alternatives]
+    if alts:
+        print("\nAlternatives on the same hardware:")
+        for i, c in alts:
+            print(f"  #{i}: {c.label} · {c.runtime.name} · {c.quant.name} · {c.kv_dtype.name} KV · "
+                  f"{num(c.tok_s)} tok/s/user · {_cost_cell(c, rec.cost_basis)}")
     print("\nLaunch:")
     for i, c in enumerate(best[:3], 1):
-        print(f"  #{i}: {c.launch}")
+        each = f" (on each of the {c.replicas} replicas, behind one load balancer)" if c.replicas > 1 else ""
+        print(f"  #{i}{each}: {c.launch}")
     priced = [c for c in best if c.price_note]
     if priced:
         print("\nPrices used (dated; override with your own quote):")
@@ -198,7 +223,14 @@ def register(sub) -> None:
     p.add_argument("--budget-usd-hour", dest="budget_usd_hour", help="cloud budget, USD per hour")
     p.add_argument("--runtime", help="comma list of runtimes allowed")
     p.add_argument("--min-quant", dest="min_quant", help="worst acceptable weight format (e.g. q4_k_m)")
-    p.add_argument("--max-ppl", dest="max_ppl", help="largest acceptable perplexity increase (llama.cpp, Llama-3-8B)")
+    p.add_argument("--max-ppl", dest="max_ppl", help="largest acceptable perplexity increase (llama.cpp, Llama-3-8B); "
+                                                     "formats without a published figure are rejected")
+    p.add_argument("--min-bits", dest="min_bits",
+                   help="weakest bit class of the weights (default 4: Q4_K_M, AWQ INT4, NVFP4, MXFP4 …; 1 allows all); "
+                        "a model's own release format always passes")
+    p.add_argument("--cost-basis", dest="cost_basis", choices=("buy", "rent"),
+                   help="rank by purchase price or by on-demand rent (default: rent for datacenter GPUs, "
+                        "buy for consumer, workstation, Apple and SoC machines)")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="comma list of KV-cache dtypes allowed (default f16,fp8,q8_0)")
     p.add_argument("--safe", action="store_true", help="judge by the pessimistic edge of each band")
     p.add_argument("--top", type=int, help="how many to list (default 10; with --json: limit the candidates)")

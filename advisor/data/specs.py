@@ -43,12 +43,25 @@ COMPUTE_DTYPES = tuple(PEAK_FIELDS)
 
 @dataclass(frozen=True, kw_only=True)
 class Price:
-    """Prices, each with its own source and date (dates as the source gives them)."""
+    """Prices, each with its own source and date (dates as the source gives them).
+
+    Purchase prices are per ``unit`` ("card": one GPU, times the GPU count; "system": the whole
+    machine, which counts as one device) for the memory configuration ``memory_gib`` (empty = the
+    entry's ``memory_gib``); a price for another configuration is not used to price this one.
+    ``msrp_usd`` is the launch list price, ``street_usd`` a typical retail price of its date.
+    ``cloud_usd_hour`` is per GPU-hour on demand; ``cloud_basis`` says how it was chosen.
+    """
 
     msrp_usd: float | None = _f("num", min=1, max=10_000_000)
     msrp_date: str = _f("str")
     msrp_source: str = _f("str")
+    street_usd: float | None = _f("num", min=1, max=10_000_000)
+    street_date: str = _f("str")
+    street_source: str = _f("str")
+    unit: str = _f("str", default="card", choices=("card", "system"))
+    memory_gib: float | None = _f("num", min=0.5, max=4096)
     cloud_usd_hour: float | None = _f("num", min=0.001, max=1000)
+    cloud_basis: str = _f("str")
     cloud_date: str = _f("str")
     cloud_source: str = _f("str")
 
@@ -126,6 +139,8 @@ class Model:
     head_dim: int = _f("int", True, min=8, max=2048)
     vocab: int = _f("int", True, min=100, max=2_000_000)
     native_context: int = _f("int", True, min=128, max=100_000_000)
+    #: The weight format the model is released in (a quant key); empty = 16-bit (BF16/F16).
+    native_quant: str = _f("str")
     tie_embeddings: bool = _f("bool")
     attention: str = _f("str", True, choices=("mha", "gqa", "mqa", "mla"))
     source: str = _f("str", True)
@@ -186,6 +201,10 @@ class Quant:
     compute_dtype: tuple[tuple[str, str], ...] = _f("map", choices=COMPUTE_DTYPES)
     #: Perplexity increase on Llama-3-8B from llama.cpp's quantize table (lower = better).
     ppl_delta: float | None = _f("num", min=0, max=1000)
+    #: Mean KL divergence from FP16 on Llama-3-8B (llama.cpp tools/perplexity README scoreboard).
+    kld: float | None = _f("num", min=0, max=100)
+    #: The bit class for "at least N bits" floors (Q3_K_L is 3-bit class at 4.2 bpw); empty = int(bits_per_weight).
+    bits_class: int | None = _f("int", min=1, max=32)
     #: Rank for "at least this good" filters: higher keeps more quality. F16/BF16 = 100.
     quality_rank: int = _f("int", True, min=0, max=100)
     #: Runtime families able to load this format.

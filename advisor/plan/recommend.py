@@ -1,9 +1,15 @@
-"""The recommender: the cheapest hardware × GPU count × quantization × KV dtype × runtime that
-holds the model at the required context and concurrency and meets the latency targets.
+"""The recommender: the cheapest hardware × GPU count × quantization × KV dtype × runtime (and
+data-parallel replicas of it) that holds the model at the required context and concurrency and
+meets the latency targets.
 
 One vectorised sweep prices every combination (`advisor.model.sweep`); each gets a verdict with a
-one-line reason; the ones that pass are ranked by cost (when prices are known), then quality,
-then headroom; the Pareto front of cost, speed and quality is marked.
+one-line reason; the ones that pass are ranked by cost on one basis (buy or rent, stated), then
+quality, then headroom; the Pareto front of cost, speed and quality is marked.
+
+Quality is one scale: the model's own release format is the reference; other formats carry the
+KL divergence (or perplexity increase) llama.cpp published for them on Llama-3-8B, or are
+"unmeasured". A natively quantized model (gpt-oss in MXFP4, DeepSeek-V3/R1 in FP8) is never
+upcast: a wider format costs memory and buys no quality.
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ from advisor.plan.launch import FIXED_SLOTS, launch_line
 from advisor.plan.reasons import Reason
 
 GPU_COUNTS = (1, 2, 4, 8)
+#: Data-parallel replicas tried when one tensor-parallel group cannot serve every user.
+REPLICAS = (1, 2, 4)
+#: The default floor: 4-bit class formats (Q4_K_M, AWQ INT4, NVFP4, MXFP4 …); --min-bits lowers it.
+DEFAULT_MIN_BITS = 4
+#: Chat sessions grow past one prompt + answer: without --context every user may reach this many tokens
+#: (or the model's native context, if shorter).
+DEFAULT_CHAT_CONTEXT = 8192
 DEFAULT_KV = ("f16", "fp8", "q8_0")
 #: With --rps and no latency targets, Little's law uses these to turn a rate into concurrency.
 DEFAULT_TTFT_S = 1.0
@@ -36,7 +49,7 @@ class Requirements:
     model: Model
     prompt_tokens: int = 1024
     output_tokens: int = 256
-    context_tokens: int | None = None        # longest context that must fit (default prompt + output)
+    context_tokens: int | None = None        # longest context that must fit (default ≥ 8k, DEFAULT_CHAT_CONTEXT)
     users: int | None = None                 # concurrent users: clients in a closed loop (burst: sequences at once)
     rps: float | None = None                 # or a Poisson request rate (open loop)
     think_s: float = 0.0                     # closed loop: pause between a response and the next request
@@ -51,14 +64,22 @@ class Requirements:
     runtimes: tuple[str, ...] = ()
     min_quality_rank: int = 0
     quality_floor: str = ""                  # the name of the worst acceptable quantization
-    max_ppl_delta: float | None = None
+    max_ppl_delta: float | None = None       # formats without a published figure fail it ("unmeasured")
+    min_bits: float = DEFAULT_MIN_BITS       # the floor on a format's bit class (the native format always passes)
+    cost_basis: str = ""                     # "buy", "rent" or "" (rent for datacenter, buy otherwise)
     kv_dtypes: tuple[str, ...] = DEFAULT_KV
     safe: bool = False                       # judge by the pessimistic edge of the band
     burst: bool = False                      # judge all users' prompts arriving at once (a static batch)
 
     @property
     def context(self) -> int:
-        return self.context_tokens or (self.prompt_tokens + self.output_tokens)
+        if self.context_tokens:
+            return self.context_tokens
+        return max(self.prompt_tokens + self.output_tokens, min(DEFAULT_CHAT_CONTEXT, self.model.native_context))
+
+    @property
+    def context_is_default(self) -> bool:
+        return not self.context_tokens and self.context > self.prompt_tokens + self.output_tokens
 
     def concurrency(self) -> int:
         if self.users:
@@ -93,6 +114,10 @@ class Requirements:
                 raise AdvisorError(f"--{name} must be a positive number, got {v}")
         if not 1 <= self.max_gpus <= 64:
             raise AdvisorError(f"max GPUs must be between 1 and 64, got {self.max_gpus}")
+        if not 1 <= self.min_bits <= 32:
+            raise AdvisorError(f"--min-bits must be between 1 and 32, got {self.min_bits:g}")
+        if self.cost_basis not in ("", "buy", "rent"):
+            raise AdvisorError(f"--cost-basis must be buy or rent, got {self.cost_basis!r}")
 
 
 @dataclass
@@ -118,9 +143,12 @@ class Candidate:
     bound: str                    # what limits it: memory(-bandwidth), compute, kv-capacity, max-seqs, queue
     running_batch: float          # sequences decoding together (serving) or the batch (burst)
     queue: float                  # requests waiting (serving; 0 in burst)
-    cost_usd: float | None
-    cost_usd_hour: float | None
+    cost_usd: float | None        # purchase, all GPUs of all replicas
+    cost_usd_hour: float | None   # rent, all GPUs of all replicas
     price_note: str
+    replicas: int = 1             # data-parallel copies of the gpus-GPU group, users split among them
+    usd_per_million_tokens: float | None = None   # rent: cost_usd_hour over the output tokens it serves
+    quality: str = ""             # "reference (native BF16)", "KLD 0.031 (Llama-3-8B)", "unmeasured"
     ok: bool = False
     headroom: float = 0.0
     pareto: bool = False
@@ -130,45 +158,129 @@ class Candidate:
     @property
     def label(self) -> str:
         gpus = f"{self.gpus} × " if self.gpus > 1 else ""
-        return f"{gpus}{self.hardware.name}"
+        group = f"{gpus}{self.hardware.name}"
+        if self.replicas > 1:
+            tp = f", TP {self.gpus}" if self.gpus > 1 else ""
+            return f"{self.replicas} × ({group}{tp})"
+        return group
 
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus * self.replicas
+
+
+
+def bits_class(q: Quant) -> int:
+    """The bit class a --min-bits floor compares (Q3_K_L is 3-bit class at 4.2 bits per weight)."""
+    return q.bits_class or int(q.bits_per_weight)
+
+
+#: Formats that hold a native format's weights unchanged in another container (gpt-oss's MXFP4
+#: experts repacked as GGUF by llama.cpp's converter).
+SAME_WEIGHTS = {"mxfp4": ("mxfp4-moe-gguf",)}
+
+
+def native_quant(m: Model) -> str:
+    return m.native_quant or "bf16"
+
+
+def is_reference(q: Quant, m: Model) -> bool:
+    """The model's own release format (16-bit formats stand for a BF16 release)."""
+    native = native_quant(m)
+    if native == "bf16":
+        return q.kind == "float" and q.bits_per_weight >= 16
+    return q.key == native or q.key in SAME_WEIGHTS.get(native, ())
+
+
+def is_upcast(q: Quant, m: Model) -> bool:
+    """A wider format than a natively quantized model ships in: more memory, no more quality."""
+    return bool(m.native_quant) and not is_reference(q, m) and bits_class(q) > _native_bits(m)
+
+
+def _native_bits(m: Model) -> int:
+    return 16 if not m.native_quant else {"fp8": 8, "mxfp4": 4, "nvfp4": 4}.get(m.native_quant, 16)
+
+
+def quality_text(q: Quant, m: Model) -> str:
+    """One scale: the native format is the reference; else the published figure on Llama-3-8B; else unmeasured."""
+    if is_reference(q, m):
+        return f"reference (native {q.name})" if m.native_quant else "reference (16-bit)"
+    if m.native_quant:
+        return f"unmeasured (vs native {native_quant(m).upper()})"
+    if q.kld is not None:
+        return f"KLD {q.kld:.3f} (Llama-3-8B)"
+    if q.ppl_delta is not None:
+        return f"+{q.ppl_delta:.2f} ppl (Llama-3-8B)"
+    return "unmeasured"
+
+
+def _quality_score(q: Quant, m: Model) -> int:
+    """For ranking only (never printed): the reference first, then the catalog's ordering."""
+    return 101 if is_reference(q, m) else q.quality_rank
 
 
 def _quality_reason(q: Quant, req: Requirements) -> Reason | None:
-    if req.max_ppl_delta is not None and q.ppl_delta is not None and q.ppl_delta > req.max_ppl_delta:
+    m = req.model
+    if is_upcast(q, m):
+        return Reason("quality", None, None, "upcast", {"quant": q.name, "native": native_quant(m).upper()})
+    if is_reference(q, m):
+        return None
+    if req.max_ppl_delta is not None and (q.ppl_delta is None or m.native_quant):
+        return Reason("quality", req.max_ppl_delta, None, "+ppl", {"quant": q.name, "unmeasured": True})
+    if req.max_ppl_delta is not None and q.ppl_delta > req.max_ppl_delta:
         return Reason("quality", req.max_ppl_delta, q.ppl_delta, "+ppl", {"quant": q.name})
+    if bits_class(q) < req.min_bits:
+        return Reason("quality", req.min_bits, bits_class(q), "bits",
+                      {"quant": q.name, "kld": q.kld, "ppl_delta": q.ppl_delta})
     if q.quality_rank < req.min_quality_rank:
         return Reason("quality", req.min_quality_rank, q.quality_rank, "quality rank",
                       {"quant": q.name, "ppl_delta": q.ppl_delta, "floor": req.quality_floor})
     return None
 
 
-def _price(hw: Hardware, gpus: int) -> tuple[float | None, float | None, str]:
+def unit_prices(hw: Hardware) -> tuple[float | None, float | None, str]:
+    """Purchase USD and rent USD/hour for one GPU (or one system), with the note that says their
+    basis and date. A purchase price for another memory configuration than the entry's is not used."""
     p = hw.price
     if not p:
         return None, None, ""
-    usd = p.msrp_usd * gpus if p.msrp_usd else None
-    hour = p.cloud_usd_hour * gpus if p.cloud_usd_hour else None
     notes = []
-    if usd:
-        notes.append(f"${p.msrp_usd:,.0f} each ({p.msrp_date or 'date n/a'})")
+    usd = None
+    each = "per machine" if p.unit == "system" else "per card"
+    if p.memory_gib and abs(p.memory_gib - hw.memory_gib) > 0.5:
+        notes.append(f"no purchase price sourced for the {hw.memory_gib:g} GB configuration "
+                     f"(the catalog's is for {p.memory_gib:g} GB)")
+    elif p.street_usd:
+        usd = p.street_usd
+        notes.append(f"buy ${usd:,.0f} {each}, typical street price ({p.street_date or 'date n/a'})")
+    elif p.msrp_usd:
+        usd = p.msrp_usd
+        notes.append(f"buy ${usd:,.0f} {each}, launch MSRP ({p.msrp_date or 'date n/a'})")
+    hour = p.cloud_usd_hour or None
     if hour:
-        notes.append(f"${p.cloud_usd_hour:.2f}/GPU-h ({p.cloud_date or 'date n/a'})")
+        basis = p.cloud_basis or "on-demand"
+        notes.append(f"rent ${hour:.2f}/GPU-hour, {basis} ({p.cloud_date or 'date n/a'})")
     return usd, hour, "; ".join(notes)
+
+
+def _price(hw: Hardware, gpus: int) -> tuple[float | None, float | None, str]:
+    usd, hour, note = unit_prices(hw)
+    return (usd * gpus if usd else None), (hour * gpus if hour else None), note
 
 
 class Recommendation:
     """Every configuration considered, judged; candidates are built on demand (there can be 100k)."""
 
     def __init__(self, req: Requirements, users: int, configs, arrays: dict, order: np.ndarray,
-                 basis: str, elapsed_ms: float):
+                 basis: str, elapsed_ms: float, basis_why: str = ""):
         self.requirements = req
         self.users = users
         # ``configs``: a sweep with one entry per configuration (its index arrays name them);
         # ``arrays``: everything judged about them, in the same order
         self._configs, self._a = configs, arrays
         self._order = order              # passing first (ranked), then failing by headroom
-        self.cost_basis = basis
+        self.cost_basis = basis          # "hour" (rent), "purchase" (buy) or "headroom" (no prices)
+        self.cost_basis_why = basis_why  # why that basis: the flag, a budget, or the hardware's kind
         self.elapsed_ms = elapsed_ms
         self.n_passing = int(arrays["ok"].sum())
         self.load_kind = "burst" if req.burst else ("open" if req.rps and not req.users else "closed")
@@ -201,11 +313,11 @@ class Recommendation:
 
 
 def distinct(cands, n: int) -> list[Candidate]:
-    """The first ``n`` candidates that differ in hardware, GPU count, runtime or weight format
+    """The first ``n`` candidates that differ in hardware, GPU count, replicas, runtime or weight format
     (the KV-dtype variants of one configuration are folded into the first, best-ranked one)."""
     seen, out = set(), []
     for c in cands:
-        key = (c.hardware.key, c.gpus, c.runtime.key, c.quant.key)
+        key = (c.hardware.key, c.gpus, c.replicas, c.runtime.key, c.quant.key)
         if key in seen:
             continue
         seen.add(key)
@@ -215,17 +327,43 @@ def distinct(cands, n: int) -> list[Candidate]:
     return out
 
 
+@dataclass
+class HardwareGroup:
+    """The best configuration on one hardware entry and the next-best distinct ones on it."""
+
+    best: Candidate
+    alternatives: list[Candidate]
+
+
+def by_hardware(cands, n: int, alternatives: int = 2) -> list[HardwareGroup]:
+    """The first ``n`` hardware entries in rank order, each with its best configuration and up to
+    ``alternatives`` other distinct configurations (so eight rows of one GPU do not hide the rest)."""
+    groups: dict[str, HardwareGroup] = {}
+    for c in distinct(cands, 10**9):
+        g = groups.get(c.hardware.key)
+        if g is None:
+            if len(groups) < n:
+                groups[c.hardware.key] = HardwareGroup(c, [])
+        elif len(g.alternatives) < alternatives:
+            g.alternatives.append(c)
+    return list(groups.values())
+
+
 def _build(rec: Recommendation, i: int) -> Candidate:
     s, a, req = rec._configs, rec._a, rec.requirements
     t = s.tables
     hw, rt, q, kv = t.hardware[s.hw[i]], t.runtimes[s.rt[i]], t.quants[s.q[i]], t.kv_dtypes[s.kv[i]]
     g = int(s.gpus[i])
-    usd, hour, note = _price(hw, g)
-    c = Candidate(hw, rt, q, kv, g, rec.users, float(a["ttft"][i]), float(a["ttft_safe"][i]), float(a["tok"][i]),
-                  float(a["tok_safe"][i]), float(a["throughput"][i]), float(a["needed"][i]),
+    r = int(a["replicas"][i])
+    usd, hour, note = _price(hw, g * r)
+    per_replica_users = int(a["users"][i])
+    c = Candidate(hw, rt, q, kv, g, per_replica_users, float(a["ttft"][i]), float(a["ttft_safe"][i]),
+                  float(a["tok"][i]), float(a["tok_safe"][i]), float(a["throughput"][i]), float(a["needed"][i]),
                   float(a["usable"][i]), int(a["max_batch"][i]), int(a["max_context"][i]),
                   float(a["compute_share"][i]), str(a["bound"][i]), float(a["running"][i]), float(a["queue"][i]),
-                  usd, hour, note)
+                  usd, hour, note, replicas=r, quality=quality_text(q, req.model))
+    if hour and c.throughput_tok_s > 0:
+        c.usd_per_million_tokens = hour / (c.throughput_tok_s * 3600) * 1e6
     fail: list[Reason] = []
     quality = _quality_reason(q, req)
     if quality:
@@ -233,9 +371,9 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     if not a["fits"][i]:
         fail.append(Reason("memory", float(a["needed"][i]), float(a["usable"][i]), "GB per GPU",
                            {"room_for": c.max_batch, "context": req.context,
-                            "users": rec.users if req.burst or a.get("fixed_slots", [False] * (i + 1))[i] else 1}))
+                            "users": per_replica_users if req.burst or a["fixed_slots"][i] else 1}))
     serving = {"serving": not req.burst, "running": c.running_batch, "capacity": float(a["capacity"][i]),
-               "queue": c.queue, "load": rec.load_kind, "users": rec.users}
+               "queue": c.queue, "load": rec.load_kind, "users": per_replica_users}
     if not req.burst and not a["load_ok"][i]:
         fail.append(Reason("load", req.rps, float(a["rate"][i]), "requests/s", serving | {"bound": c.bound}))
     if req.ttft_ms and not a["ttft_ok"][i]:
@@ -289,7 +427,6 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
                                                output_tokens=req.output_tokens), **keys)
         memory = sweep(cat, req.model, Workload(batch=users, prompt_tokens=req.prompt_tokens + extra,
                                                 output_tokens=req.output_tokens), memory_only=True, **keys)
-        a = _judge_burst(speed)
     else:
         # a server under load: the decode step at every batch size, then the steady state; memory
         # must hold one user at the longest context (more users queue, which TTFT shows)
@@ -297,47 +434,83 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
                                                output_tokens=max(req.output_tokens, 2)), batch=STEP_GRID, **keys)
         memory = sweep(cat, req.model, Workload(batch=1, prompt_tokens=req.prompt_tokens + extra,
                                                 output_tokens=req.output_tokens), memory_only=True, **keys)
-        a = _judge_serving(speed, req, users)
     t = speed.tables
     mv = memory.values
-    a["needed"] = (mv["weights_gpu_bytes"] + mv["kv_gpu_bytes"] + mv["workspace_gpu_bytes"] + mv["overhead_gpu_bytes"]) / 1e9
-    a["usable"] = mv["usable_gpu_bytes"] / 1e9
-    a["fits"] = mv["fits"].astype(bool)
-    a["max_batch"] = mv["max_batch"]               # sequences at the longest context
-    if "fixed_slots" in a:
-        # a slot per user, each with the whole context: all of them must fit from the start
-        a["fits"] &= ~a["fixed_slots"] | (a["max_batch"] >= users)
-    a["judge_ttft"] = a["ttft_safe"] if req.safe else a["ttft"]
-    a["judge_tok"] = a["tok_safe"] if req.safe else a["tok"]
     n = len(memory)
-    ratios = [np.minimum(a["usable"] / np.maximum(a["needed"], 1e-9), 1.0)]
-    a["ttft_ok"] = np.ones(n, bool)
-    a["tok_ok"] = np.ones(n, bool)
-    if req.ttft_ms:
-        a["ttft_ok"] = a["judge_ttft"] <= req.ttft_ms
-        ratios.append(np.where(a["judge_ttft"] > 0, req.ttft_ms / a["judge_ttft"], 0.0))
-    if req.tok_s:
-        a["tok_ok"] = a["judge_tok"] >= req.tok_s
-        ratios.append(a["judge_tok"] / req.tok_s)
+    base = {
+        "needed": (mv["weights_gpu_bytes"] + mv["kv_gpu_bytes"] + mv["workspace_gpu_bytes"]
+                   + mv["overhead_gpu_bytes"]) / 1e9,
+        "usable": mv["usable_gpu_bytes"] / 1e9,
+        "max_batch": mv["max_batch"],               # sequences at the longest context
+    }
+
+    def judge(replicas: int) -> dict[str, np.ndarray]:
+        """Every configuration as ``replicas`` copies behind one endpoint, each serving its share of users."""
+        share = math.ceil(users / replicas)
+        a = _judge_burst(speed) if req.burst else _judge_serving(speed, req, share)
+        a.update(base)
+        a.setdefault("fixed_slots", np.zeros(n, bool))
+        a["fits"] = mv["fits"].astype(bool)
+        # llama-server: a slot per user, each with the whole context: all of them must fit from the start
+        a["fits"] &= ~a["fixed_slots"] | (a["max_batch"] >= share)
+        a["judge_ttft"] = a["ttft_safe"] if req.safe else a["ttft"]
+        a["judge_tok"] = a["tok_safe"] if req.safe else a["tok"]
+        ratios = [np.minimum(a["usable"] / np.maximum(a["needed"], 1e-9), 1.0)]
+        a["ttft_ok"] = np.ones(n, bool)
+        a["tok_ok"] = np.ones(n, bool)
+        if req.ttft_ms:
+            a["ttft_ok"] = a["judge_ttft"] <= req.ttft_ms
+            ratios.append(np.where(a["judge_ttft"] > 0, req.ttft_ms / a["judge_ttft"], 0.0))
+        if req.tok_s:
+            a["tok_ok"] = a["judge_tok"] >= req.tok_s
+            ratios.append(a["judge_tok"] / req.tok_s)
+        a["headroom"] = np.nan_to_num(np.minimum.reduce(ratios), nan=0.0)
+        a["serves"] = a["fits"] & a["load_ok"] & a["ttft_ok"] & a["tok_ok"]
+        a["replicas"] = np.full(n, replicas)
+        a["users"] = np.full(n, share)
+        a["throughput"] = a["throughput"] * replicas
+        return a
+
+    a = judge(1)
+    if not req.burst and users > 1:
+        # one group cannot serve everyone: try 2 or 4 data-parallel copies (users split among them);
+        # a configuration keeps the fewest replicas that serve, or one if none does
+        for r in REPLICAS[1:]:
+            if r > users:
+                break
+            more = judge(r)
+            take = ~a["serves"] & more["serves"]
+            if take.any():
+                for k, v in more.items():
+                    if isinstance(v, np.ndarray) and v.shape == (n,):
+                        a[k] = np.where(take, v, a[k])
     cfg_hw, cfg_q, cfg_gpus = memory.hw, memory.q, memory.gpus   # one entry per configuration
+    total_gpus = cfg_gpus * a["replicas"]
     q_ok = np.array([_quality_reason(q, req) is None for q in t.quants])
     a["quality_ok"] = q_ok[cfg_q]
-    # unit prices per hardware (nan = unknown), times the GPU count of each configuration
-    unit = np.array([[p or np.nan for p in _price(h, 1)[:2]] for h in t.hardware], dtype=float)
-    usd = unit[cfg_hw, 0] * cfg_gpus
-    hour = unit[cfg_hw, 1] * cfg_gpus
+    # unit prices per hardware (nan = unknown), times the GPUs of each configuration and its replicas
+    unit = np.array([[p or np.nan for p in unit_prices(h)[:2]] for h in t.hardware], dtype=float)
+    usd = unit[cfg_hw, 0] * total_gpus
+    hour = unit[cfg_hw, 1] * total_gpus
     a["budget_ok"] = np.ones(n, bool) if req.budget_usd is None else (usd <= req.budget_usd)
     a["budget_hour_ok"] = np.ones(n, bool) if req.budget_usd_hour is None else (hour <= req.budget_usd_hour)
-    a["headroom"] = np.nan_to_num(np.minimum.reduce(ratios), nan=0.0)
-    a["ok"] = (a["fits"] & a["load_ok"] & a["ttft_ok"] & a["tok_ok"] & a["quality_ok"] & a["budget_ok"]
-               & a["budget_hour_ok"])
+    a["ok"] = a["serves"] & a["quality_ok"] & a["budget_ok"] & a["budget_hour_ok"]
     ok_idx = np.flatnonzero(a["ok"])
-    basis = _cost_basis(req, np.isfinite(hour[ok_idx]).sum(), np.isfinite(usd[ok_idx]).sum())
-    cost = hour if basis == "hour" else usd if basis == "purchase" else np.full(n, np.nan)
-    quality = np.array([q.quality_rank for q in t.quants])[cfg_q]
+    kinds = {cat.hardware[k].kind for k in hw_keys}
+    basis, why = _cost_basis(req, kinds, users)
+    if basis == "hour" and not np.isfinite(hour[ok_idx]).any() and np.isfinite(usd[ok_idx]).any() \
+            and not req.cost_basis:
+        basis, why = "purchase", "no rental price for any configuration that passes"
+    elif basis == "purchase" and not np.isfinite(usd[ok_idx]).any() and np.isfinite(hour[ok_idx]).any() \
+            and not req.cost_basis:
+        basis, why = "hour", "no purchase price for any configuration that passes"
+    cost = hour if basis == "hour" else usd
+    if not np.isfinite(cost[ok_idx]).any():
+        basis, why = "headroom", why
+    quality = np.array([_quality_score(q, req.model) for q in t.quants])[cfg_q]
     # rank: priced first (cheapest), then better quality, then more headroom, then fewer GPUs
-    order_keys = (cfg_gpus[ok_idx], -a["headroom"][ok_idx], -quality[ok_idx], np.nan_to_num(cost[ok_idx], nan=0.0),
-                  ~np.isfinite(cost[ok_idx]))
+    order_keys = (total_gpus[ok_idx], -a["headroom"][ok_idx], -quality[ok_idx],
+                  np.nan_to_num(cost[ok_idx], nan=0.0), ~np.isfinite(cost[ok_idx]))
     ranked = ok_idx[np.lexsort(order_keys)]
     fail_idx = np.flatnonzero(~a["ok"])
     failing = fail_idx[np.argsort(-a["headroom"][fail_idx], kind="stable")]
@@ -345,7 +518,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     a["pareto"][ok_idx] = _pareto(np.column_stack([np.where(np.isfinite(cost[ok_idx]), cost[ok_idx], np.inf),
                                                    -a["tok"][ok_idx], -quality[ok_idx]]))
     elapsed = (time.perf_counter() - t0) * 1e3
-    return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed)
+    return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed, why)
 
 
 def _judge_burst(speed) -> dict[str, np.ndarray]:
@@ -425,14 +598,23 @@ def _judge_serving(grid, req: Requirements, users: int) -> dict[str, np.ndarray]
     return a
 
 
-def _cost_basis(req: Requirements, n_hourly: int, n_purchase: int) -> str:
+def _cost_basis(req: Requirements, kinds: set[str], users: int) -> tuple[str, str]:
+    """The one basis the ranking uses, and why: --cost-basis, a budget, else the hardware considered
+    (rent for datacenter GPUs, buy for consumer, workstation, Apple and SoC machines; when both are
+    considered, rent for several users and buy for one)."""
+    if req.cost_basis:
+        return ("hour" if req.cost_basis == "rent" else "purchase"), "--cost-basis " + req.cost_basis
     if req.budget_usd_hour is not None:
-        return "hour"
+        return "hour", "--budget-usd-hour"
     if req.budget_usd is not None:
-        return "purchase"
-    if max(n_hourly, n_purchase) == 0:
-        return "headroom"
-    return "hour" if n_hourly >= n_purchase else "purchase"
+        return "purchase", "--budget-usd"
+    if kinds <= {"datacenter"}:
+        return "hour", "datacenter hardware is usually rented"
+    if "datacenter" not in kinds:
+        return "purchase", "this hardware is usually bought"
+    if users > 1:
+        return "hour", f"{users} users on any hardware: a team's basis"
+    return "purchase", "one user on any hardware: a buyer's basis"
 
 
 def _pareto(points: np.ndarray) -> np.ndarray:

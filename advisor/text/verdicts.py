@@ -9,8 +9,18 @@ from advisor.text.format import duration_ms, num
 def reason_text(r: Reason) -> str:
     d = r.detail
     if r.constraint == "quality":
+        if r.unit == "upcast":
+            return (f"{d['quant']} not considered: the model ships in {d['native']}, and a wider format "
+                    f"costs memory without adding quality")
+        if r.unit == "+ppl" and d.get("unmeasured"):
+            return (f"{d['quant']} rejected: no published perplexity figure for it on this model "
+                    f"(--max-ppl accepts measured formats and the native one only)")
         if r.unit == "+ppl":
             return f"{d['quant']} rejected: +{r.achieved:.2f} ppl exceeds the +{r.required:g} limit"
+        if r.unit == "bits":
+            kld = f" (KLD {d['kld']:.3f} on Llama-3-8B)" if d.get("kld") is not None else ""
+            return (f"{d['quant']}{kld} rejected: {r.achieved:g}-bit class is below the {r.required:g}-bit floor "
+                    f"(--min-bits lowers it)")
         ppl = f" (+{d['ppl_delta']:.2f} ppl)" if d.get("ppl_delta") is not None else ""
         return f"{d['quant']}{ppl} rejected: below the quality floor {d['floor']}".rstrip()
     if r.constraint == "memory":
@@ -83,7 +93,31 @@ def candidate_record(c) -> dict:
         "memory_needed_gb_per_gpu": c.memory_needed_gb, "memory_usable_gb_per_gpu": c.memory_usable_gb,
         "max_users_at_context": c.max_batch, "max_context_at_one_user": c.max_context,
         "cost_usd": c.cost_usd, "cost_usd_hour": c.cost_usd_hour, "price_note": c.price_note,
+        "replicas": c.replicas, "total_gpus": c.gpus * c.replicas, "label": c.label,
+        "usd_per_million_output_tokens": c.usd_per_million_tokens,
+        "quality": c.quality, "kld": c.quant.kld,
         "quality_rank": c.quant.quality_rank, "ppl_delta": c.quant.ppl_delta,
         "headroom": c.headroom, "pareto": c.pareto, "launch": c.launch or None,
         "bound": c.bound, "running_batch": c.running_batch, "queue": c.queue,
     }
+
+
+def why_first(first, second, basis: str) -> str:
+    """One line on why ``first`` ranks above ``second`` (both pass): the cost on the ranking's
+    basis, else quality, else headroom, else fewer GPUs."""
+    def cost(c):
+        return c.cost_usd_hour if basis == "hour" else c.cost_usd if basis == "purchase" else None
+
+    a, b = cost(first), cost(second)
+    unit = "/h" if basis == "hour" else ""
+    if a is not None and (b is None or a < b - 1e-9):
+        other = f"${b:,.2f}{unit}" if b is not None and basis == "hour" else (f"${b:,.0f}" if b is not None else "no price")
+        mine = f"${a:,.2f}{unit}" if basis == "hour" else f"${a:,.0f}"
+        return f"#1 costs {mine} against {other} for #2 ({second.label}); both meet every requirement."
+    if first.quality != second.quality and first.quant.key != second.quant.key:
+        return (f"#1 and #2 cost the same; #1's weights are closer to the original: {first.quant.name} "
+                f"{first.quality} against {second.quant.name} {second.quality}.")
+    if first.headroom > second.headroom + 1e-9:
+        return (f"#1 and #2 cost the same; #1 has more headroom over the tightest requirement "
+                f"(×{num(first.headroom, 2)} against ×{num(second.headroom, 2)}).")
+    return f"#1 and #2 tie on cost, quality and headroom; #1 uses {first.gpus * first.replicas} GPU(s)."

@@ -32,7 +32,9 @@ def test_70b_for_50_users_at_8k_needs_four_h100s_and_says_so(cat, capsys):
                        context_tokens=8192, users=50, hardware=("h100-sxm5-80gb",), runtimes=("vllm",),
                        min_quality_rank=100, quality_floor="BF16")
     rec = recommend(cat, req)
-    assert rec.passing and min(c.gpus for c in rec.passing) == 4
+    # fewest GPUs in all: one 4-GPU group (replicas of smaller groups cost more GPUs)
+    assert rec.passing and min(c.total_gpus for c in rec.passing) == 4
+    assert rec.passing[0].total_gpus == 4 and rec.passing[0].replicas == 1
     code = main(["recommend", "--model", "Llama 3.1 70B", "--users", "50", "--context", "8192", "--prompt", "2048",
                  "--output", "512", "--hardware", "H100 SXM5 80GB", "--runtime", "vllm", "--min-quant", "bf16"])
     out = capsys.readouterr().out
@@ -86,7 +88,7 @@ def test_impossible_request_says_why_with_the_closest_miss(cat, capsys):
 
 def test_quality_floor_rejects_with_the_perplexity_cost(cat):
     req = Requirements(model=cat.model_named("Llama-3.1-8B"), hardware=("rtx-4090",), runtimes=("llama.cpp",),
-                       min_quality_rank=cat.quants["q4_k_m"].quality_rank, quality_floor="Q4_K_M")
+                       min_quality_rank=cat.quants["q4_k_m"].quality_rank, quality_floor="Q4_K_M", min_bits=1)
     rec = recommend(cat, req)
     q3 = next(c for c in rec.all() if c.quant.key == "q3_k_m")
     assert not q3.ok and "Q3_K_M (+0.66 ppl) rejected: below the quality floor Q4_K_M" in candidate_verdict(q3)
