@@ -334,6 +334,13 @@ def _build(b: _Builder, content, charts) -> None:
     for ch in charts:
         b.chart(ch)
 
+    if c.what_ifs:
+        b.heading("What if")
+        b.para("A serving technique applied to the chosen configuration, at the same workload "
+               "(chosen on the app's What-ifs tab).", before=2)
+        for t in c.what_ifs:
+            b.table(t, widths=[2.3, 1.3, 1.3, 1.3], pt=TABLE_PT + 0.3, first_bold=True)
+
     b.heading("Launch command")
     b.para(_e(c.launch) if c.launch else "<i>this runtime has no launch template in the catalog</i>",
            pt=BODY_PT - 0.8, mono=True, before=4)
@@ -511,8 +518,10 @@ class ReportExport(QObject):
 def content_for_session(session) -> "api.ReportContent":
     """The report for what the app shows: ``session.cat``, ``session.cfg`` and ``session.targets``."""
     t = getattr(session, "targets", None)
+    # the What-ifs tab's technique, when one is chosen and applies to this configuration
+    tech = getattr(session, "techniques", None) if getattr(session, "technique_effects", None) else None
     return api.report_from_config(session.cat, session.cfg, ttft_ms=(getattr(t, "ttft_ms", 0) or None),
-                                  tok_s=(getattr(t, "tok_s", 0) or None))
+                                  tok_s=(getattr(t, "tok_s", 0) or None), techniques=tech)
 
 
 def export_report(parent, session, path: str | None = None, paper: str | None = None,

@@ -11,6 +11,7 @@ and `report_from_config` (one configuration, as the app holds it).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import re
@@ -53,8 +54,9 @@ BANDS_TEXT = (
 NOT_MODELLED = (
     "Request lengths are fixed at the typical prompt and output; real traffic varies, and long requests hold KV "
     "blocks longer.",
-    "Speculative decoding, disaggregated prefill/decode, CPU or disk offload of weights or KV, LoRA adapters and "
-    "multi-node deployments are not modelled.",
+    "The figures are without speculative decoding or CPU offload (these appear only as a what-if, when one is "
+    "chosen); disaggregated prefill/decode, disk offload of weights or KV, LoRA adapters and multi-node "
+    "deployments are not modelled.",
     "Prefix caching is off unless stated (the prefix-hit fraction of the load); sampling, tokenization, network "
     "and HTTP overheads are not in the times.",
     "Power, thermal and clock throttling, ECC and MIG partitioning, and interference from other jobs on the same "
@@ -121,6 +123,8 @@ class ReportContent:
     sources: tuple[SourceEntry, ...]
     prompt_curve_batch: int = 1                  # prompts processed together in ``prompt_curve``
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the what-ifs chosen (the app's What-ifs tab): one before → after table per technique, its notes below
+    what_ifs: tuple[Table, ...] = ()
 
     @property
     def label(self) -> str:
@@ -525,10 +529,24 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
                             "chosen_ok": bool(c.ok)})
 
 
+def what_if_tables(cat: "Catalog", cfg: Config, techniques) -> tuple[Table, ...]:
+    """One before → after table per technique asked for in ``techniques`` (`advisor.model.techniques.
+    Techniques`), with the technique's notes and own figures as the table's note; `AdvisorError` when
+    a technique does not apply to ``cfg``."""
+    from advisor.model.techniques import what_if
+    from advisor.text.techniques import HEADER, technique_details, technique_rows
+
+    if techniques is None or not techniques.any:
+        return ()
+    return tuple(Table(f"What if: {e.label}", HEADER, technique_rows(e), note=" ".join(
+        f"{n.rstrip('.')}." for n in (*e.notes, *technique_details(e)))) for e in what_if(cat, cfg, techniques))
+
+
 def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = None, tok_s: float | None = None,
-                       created: str | None = None) -> ReportContent:
+                       created: str | None = None, techniques=None) -> ReportContent:
     """One configuration as the app holds it: the static batch of ``cfg.workload`` (the app's
-    numbers), the server under that many clients, the charts, the method and the sources."""
+    numbers), the server under that many clients, the charts, the method and the sources; with
+    ``techniques`` (a `Techniques`), the before → after of each technique asked for."""
     from advisor.plan.launch import launch_line
 
     cfg.check()
@@ -566,10 +584,12 @@ def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = N
     cand = SimpleNamespace(runtime=cfg.runtime, kv_dtype=cfg.kv_dtype, quant=cfg.quant, gpus=cfg.gpus, users=users)
     launch = launch_line(cand, req)
     note = f"{cfg.runtime.name}'s command for this configuration, sized for {users} users at {ctx:,} tokens of context."
-    return _assemble(cat, cfg, question=question, answer=answer, users=users,
-                     targets={"ttft_ms": ttft_ms, "tok_s": tok_s}, serving=serving, recommendations=None,
-                     rejected=None, launch=launch, launch_note=note, table_configs=[],
-                     title=f"Sizing report: {cfg.model.name}", created=created, static=True)
+    content = _assemble(cat, cfg, question=question, answer=answer, users=users,
+                        targets={"ttft_ms": ttft_ms, "tok_s": tok_s}, serving=serving, recommendations=None,
+                        rejected=None, launch=launch, launch_note=note, table_configs=[],
+                        title=f"Sizing report: {cfg.model.name}", created=created, static=True)
+    what_ifs = what_if_tables(cat, cfg, techniques)
+    return dataclasses.replace(content, what_ifs=what_ifs) if what_ifs else content
 
 
 __all__ = ["ReportContent", "SourceEntry", "Table", "catalog_data_date", "report_from_config",
