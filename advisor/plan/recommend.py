@@ -252,7 +252,8 @@ def unit_prices(hw: Hardware) -> tuple[float | None, float | None, str]:
                      f"(the catalog's is for {p.memory_gib:g} GB)")
     elif p.street_usd:
         usd = p.street_usd
-        notes.append(f"buy ${usd:,.0f} {each}, typical street price ({p.street_date or 'date n/a'})")
+        used = "used " if p.street_source.lower().startswith("used") else ""
+        notes.append(f"buy ${usd:,.0f} {each}, typical {used}street price ({p.street_date or 'date n/a'})")
     elif p.msrp_usd:
         usd = p.msrp_usd
         notes.append(f"buy ${usd:,.0f} {each}, launch MSRP ({p.msrp_date or 'date n/a'})")
