@@ -482,7 +482,12 @@ class TechniquesView(LazyView):
                     self.table.item(i, j).setText("—")
         else:
             e = self.effect
-            self.summary.setText(f"<b>{e.label}</b>: decode ×{num(e.speedup)}, TTFT ×{num(e.ttft_ratio)}")
+            users = s.cfg.workload.batch
+            load = ("" if s.serving is None else
+                    f"<br><span style='color:#888'>Before and after are for the {users:,} users as one batch with "
+                    "their prompts at once (the static prediction); the cards above show them as clients of a "
+                    "server.</span>")
+            self.summary.setText(f"<b>{e.label}</b>: decode ×{num(e.speedup)}, TTFT ×{num(e.ttft_ratio)}{load}")
             for i, row in enumerate(api.technique_rows(e)):
                 for j, text in enumerate(row):
                     self.table.item(i, j).setText(text)
