@@ -59,8 +59,9 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         runtimes=runtimes, min_quality_rank=floor.quality_rank if floor else 0, quality_floor=floor.name if floor else "",
         max_ppl_delta=_number("max-ppl", args.max_ppl), kv_dtypes=kv, safe=bool(args.safe),
         think_s=_number("think-s", args.think_s) or 0.0, burst=bool(args.burst),
-        min_bits=DEFAULT_MIN_BITS if args.min_bits is None else _number("min-bits", args.min_bits),
-        cost_basis=(args.cost_basis or "").lower(),
+        # (other commands that reuse this parser, such as report, may not offer these flags)
+        min_bits=_number("min-bits", getattr(args, "min_bits", None)) or DEFAULT_MIN_BITS,
+        cost_basis=(getattr(args, "cost_basis", None) or "").lower(),
     )
 
 

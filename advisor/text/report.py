@@ -63,9 +63,10 @@ NOT_MODELLED = (
     "machine are not modelled.",
     "Large MoE models under tensor parallel: expert routing and dispatch costs are not in the data, so decode "
     "predictions are likely optimistic.",
-    "Quality is ranked by the weight format's perplexity increase (llama.cpp, Llama-3-8B) or its rank; "
-    "task accuracy of the quantized model is not predicted.",
-    "Prices are single dated quotes from the sources listed; your own quote replaces them.",
+    "Quality: the model's release format is the reference; other formats show llama.cpp's KL divergence "
+    "(or perplexity increase) on Llama-3-8B, or \"unmeasured\"; task accuracy of the quantized model is not predicted.",
+    "Prices are dated, each on its stated basis (launch MSRP, typical street, median on-demand $/GPU-hour); "
+    "your own quote replaces them.",
 )
 
 
@@ -166,7 +167,9 @@ def _cost(c, basis: str) -> str:
 
 
 def _quality(q) -> str:
-    return f"+{q.ppl_delta:.2f} ppl" if q.ppl_delta is not None else f"rank {q.quality_rank}"
+    if q.kld is not None:
+        return f"KLD {q.kld:.3f} (Llama-3-8B)"
+    return f"+{q.ppl_delta:.2f} ppl (Llama-3-8B)" if q.ppl_delta is not None else "unmeasured"
 
 
 _DATE = re.compile(r"\b(20\d\d)-(0[1-9]|1[0-2])(?:-(0[1-9]|[12]\d|3[01]))?\b")
@@ -456,8 +459,8 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
                          f"{duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)})",
                          f"{num(c.tok_s)} ({num(kl)}–{num(kh)})", num(c.throughput_tok_s),
                          f"{num(c.memory_needed_gb)} / {num(c.memory_usable_gb)}", f"{c.max_batch:,}",
-                         f"×{c.headroom:.2f}", _cost(c, rec.cost_basis), _quality(c.quant), candidate_verdict(c)))
-        basis = {"hour": "ranked by cloud $/hour", "purchase": "ranked by purchase price",
+                         f"×{c.headroom:.2f}", _cost(c, rec.cost_basis), c.quality or _quality(c.quant), candidate_verdict(c)))
+        basis = {"hour": "ranked by rent (on-demand $/GPU-hour)", "purchase": "ranked by purchase price",
                  "headroom": "no prices known: ranked by quality, then headroom"}[rec.cost_basis]
         rec_table = Table(
             f"Top {len(best)} of {rec.n_passing:,} configurations that meet every requirement ({basis})",
