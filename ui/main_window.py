@@ -308,10 +308,16 @@ class MainWindow(QMainWindow):
     def open_file(self, path) -> bool:
         """Load a sizing file; a bad one leaves the inputs as they were and says why in the status bar."""
         try:
-            inputs, targets = sizing_file.read(path)
+            inputs, targets, source = sizing_file.read_with_source(path)
         except sizing_file.SizingFileError as exc:
             self.show_error(str(exc))
             return False
+        if source and inputs["model"] not in self.session.cat.models:
+            try:  # a sizing of an imported model: import it again from where it came from
+                self.session.restore_import(source)
+            except api.AdvisorError as exc:
+                self.show_error(f"{Path(path).name}: its model could not be imported again ({exc})")
+                return False
         if not self.session.load_keys(inputs, targets):
             self.show_error(f"{Path(path).name}: {self.session.last_error}")
             return False
@@ -360,11 +366,11 @@ class MainWindow(QMainWindow):
         background (it may need the network)."""
         source = import_path(source)
         if imported is not None:
-            return self.session.add_imported(imported, save) is not None
+            return self.session.add_imported(imported, save, source) is not None
         if source.startswith("hf:"):
             self.statusBar().showMessage(f"Fetching {source}…")
             self.workers.run("import", lambda: api.import_model(source),
-                             lambda im: self.session.add_imported(im, save),
+                             lambda im: self.session.add_imported(im, save, source),
                              lambda exc, _tb: self.show_error(str(exc) if isinstance(exc, api.AdvisorError)
                                                               else f"{source}: {exc}"))
             return True
@@ -536,6 +542,15 @@ class MainWindow(QMainWindow):
         if 0 <= tab < self.tabs.count():
             self.tabs.setCurrentIndex(tab)
         inputs = st.get("session/inputs")
+        imported = inputs.get("imported") if isinstance(inputs.get("imported"), dict) else {}
+        for key, source in imported.items():
+            # the last session's imports, from their files (a Hub id is not fetched at start-up)
+            if key in self.session.cat.models or not isinstance(source, str) or source.startswith("hf:"):
+                continue
+            try:
+                self.session.restore_import(source)
+            except api.AdvisorError as exc:
+                st.notices.append(f"the imported model {key} could not be read again: {exc}")
         if inputs:
             if self.session.load_keys(inputs.get("inputs", {}), inputs.get("targets")):
                 self.session.clear_history()
@@ -557,7 +572,8 @@ class MainWindow(QMainWindow):
         st.set("window/splitter", self.splitter.sizes())
         st.set("window/right_splitter", self.right_splitter.sizes())
         st.set("window/tab", self.tabs.currentIndex())
-        st.set("session/inputs", {"inputs": self.session.cfg.keys(), "targets": self.session.targets.to_dict()})
+        st.set("session/inputs", {"inputs": self.session.cfg.keys(), "targets": self.session.targets.to_dict(),
+                                  "imported": dict(self.session.import_sources)})
         st.sync()
 
     def closeEvent(self, event) -> None:  # noqa: N802

@@ -88,6 +88,8 @@ class Session(QObject):
         self.last_error = ""
         #: models imported in this session (File → Import model…, drag-and-drop), kept across reloads
         self.imported: list[api.ImportedModel] = []
+        #: what each imported model (by key) was imported from: a file, a folder or ``hf:org/name``
+        self.import_sources: dict[str, str] = {}
         #: the what-if on the What-ifs tab (None: none chosen), its before/after, or why it cannot apply
         self.techniques: api.Techniques | None = None
         self.technique_effects: list[api.TechniqueEffect] = []
@@ -329,17 +331,15 @@ class Session(QObject):
         catalog and make it the model in use, everything recomputed (undoable). With ``save`` it is
         also written to the user catalog. A bad source is refused with `sig_error` and nothing changes."""
         try:
-            imported = api.import_model(source)
+            imported = _read_import(source)
         except api.AdvisorError as exc:
             self._refuse(str(exc))
             return None
-        except OSError as exc:  # an unreadable file or folder
-            self._refuse(f"{source}: {exc.strerror or exc}")
-            return None
-        return self.add_imported(imported, save)
+        return self.add_imported(imported, save, source)
 
-    def add_imported(self, imported: "api.ImportedModel", save: bool = False) -> "api.ImportedModel | None":
-        """Make an already imported model the one in use (see `import_model`)."""
+    def add_imported(self, imported: "api.ImportedModel", save: bool = False,
+                     source: str = "") -> "api.ImportedModel | None":
+        """Make an already imported model (read from ``source``) the one in use (see `import_model`)."""
         old_cat = self.cat
         try:
             cat, imported = api.catalog_with_imported(old_cat, imported)
@@ -357,7 +357,7 @@ class Session(QObject):
         if not self._apply(State(cfg, self.targets), ""):
             self.cat = old_cat
             return None
-        self.imported.append(imported)
+        self._remember(imported, source)
         self.sig_catalog_changed.emit()
         self.sig_inputs_changed.emit()
         message = f"Imported {imported.model.name} ({imported.kind}, {imported.model.params_total_b:.3g} B params)"
@@ -368,6 +368,20 @@ class Session(QObject):
             message += f"; saved to {saved}"
         self.sig_message.emit(message)
         return imported
+
+    def restore_import(self, source: str) -> str:
+        """Import ``source`` into this session's catalog without changing the inputs (a sizing or the
+        last session that used an imported model); the model's key, or `api.AdvisorError`."""
+        imported = _read_import(source)
+        self.cat, imported = api.catalog_with_imported(self.cat, imported)
+        self._remember(imported, source)
+        self.sig_catalog_changed.emit()
+        return imported.model.key
+
+    def _remember(self, imported: "api.ImportedModel", source: str) -> None:
+        self.imported = [m for m in self.imported if m.model.key != imported.model.key] + [imported]
+        if source:
+            self.import_sources[imported.model.key] = _absolute(source)
 
     def save_imported(self, imported: "api.ImportedModel | None" = None):
         """Write an imported model (default: the one in use) to the user catalog; the path, or None
@@ -488,7 +502,28 @@ class Session(QObject):
 
     # ------------------------------------------------------------------ files
     def to_file_dict(self) -> dict[str, Any]:
-        return {"advisor_sizing": 1, "inputs": self.cfg.keys(), "targets": self.targets.to_dict()}
+        """The sizing as saved; an imported model's source goes with it, so the file opens elsewhere."""
+        out = {"advisor_sizing": 1, "inputs": self.cfg.keys(), "targets": self.targets.to_dict()}
+        source = self.import_sources.get(self.cfg.model.key)
+        if source:
+            out["model_source"] = source
+        return out
+
+
+def _read_import(source: str) -> "api.ImportedModel":
+    """`api.import_model`, with an unreadable file or folder as an `api.AdvisorError` too."""
+    try:
+        return api.import_model(source)
+    except OSError as exc:
+        raise api.AdvisorError(f"{source}: {exc.strerror or exc}") from None
+
+
+def _absolute(source: str) -> str:
+    """A local source as an absolute path (so a saved sizing finds it from any folder); ``hf:`` as is."""
+    from pathlib import Path
+
+    text = str(source).strip()
+    return text if text.startswith("hf:") else str(Path(text).expanduser().resolve())
 
 
 def _resolves(fn, name: str) -> bool:

@@ -68,6 +68,14 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def read(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float]]:
     """(inputs, targets) from a sizing file; `SizingFileError` for a missing, unreadable or malformed one."""
+    inputs, targets, _source = read_with_source(path)
+    return inputs, targets
+
+
+def read_with_source(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float], str]:
+    """(inputs, targets, model_source): ``model_source`` is where an imported model came from (a file,
+    a folder or ``hf:org/name``; empty for a catalog model), written by the app so that the sizing
+    opens in a session that has not imported it."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -104,4 +112,7 @@ def read(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float]]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise SizingFileError(f"{path.name}: targets.{k} must be a number ≥ 0, got {v!r}")
         targets[k] = float(v)
-    return dict(inputs), targets
+    source = data.get("model_source") or ""
+    if not isinstance(source, str):
+        raise SizingFileError(f"{path.name}: 'model_source' must be a path or hf:org/name, got {source!r}")
+    return dict(inputs), targets, source

@@ -230,3 +230,39 @@ def test_imports_survive_a_catalog_reload(window):
     key = s.cfg.model.key
     s.reload_catalog()
     assert key in s.cat.models and s.cfg.model.key == key
+
+
+def test_a_sizing_of_an_imported_model_opens_in_a_fresh_window(make_window, tmp_path):
+    w1 = make_window(restore=False)
+    gguf = tmp_path / "models" / "tiny.gguf"
+    gguf.parent.mkdir()
+    write_gguf(gguf)
+    assert drop(w1, [gguf])
+    w1.session.set_inputs(batch=3)
+    sizing = tmp_path / "tiny.yaml"
+    assert w1.save_file(sizing)
+    assert str(gguf.resolve()) in sizing.read_text()
+    # another window, whose session never imported it: opening the sizing imports it again
+    w2 = make_window(restore=False, path=tmp_path / "other.ini")
+    assert "tiny-dropped" not in {m.name for m in w2.session.cat.models.values()}
+    assert w2.open_file(sizing)
+    cfg = w2.session.cfg
+    assert cfg.model.name == "tiny-dropped" and cfg.workload.batch == 3 and cfg.quant == w1.session.cfg.quant
+    assert w2.session.prediction.weights_gb == pytest.approx(w1.session.prediction.weights_gb)
+    # the file is gone: the sizing is refused with the reason, the window keeps its inputs
+    gguf.unlink()
+    w3 = make_window(restore=False, path=tmp_path / "third.ini")
+    before = w3.session.cfg
+    assert not w3.open_file(sizing)
+    assert w3.session.cfg is before
+    assert "could not be imported again" in w3.statusBar().currentMessage()
+
+
+def test_the_last_session_s_import_is_restored_at_start(make_window, tmp_path, settings_path):
+    w1 = make_window()
+    assert w1.import_source(str(FIXTURES / "gemma-2-2b.json"))
+    key = w1.session.cfg.model.key
+    w1.close()                                           # saves the settings
+    w2 = make_window()
+    assert w2.session.cfg.model.key == key and key in w2.session.cat.models
+    assert not w2.settings.notices
