@@ -21,6 +21,7 @@ import yaml
 from advisor.data import specs
 from advisor.data.errors import AdvisorError
 from advisor.data.names import NameIndex
+from advisor.data.names import tokens as names_tokens
 
 try:  # the C loader is ~10x faster; fall back to pure Python where libyaml is missing
     _Loader: Any = yaml.CSafeLoader
@@ -64,7 +65,7 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
     if value is None:
         if meta.get("required"):
             raise EntryError(name, "is required")
-        return None if kind not in ("strlist", "map", "str", "bool", "support") else _empty(kind)
+        return None if kind not in ("strlist", "numlist", "map", "str", "bool", "support") else _empty(kind)
     if kind in ("num", "int"):
         if isinstance(value, bool):
             raise EntryError(name, f"must be a number, got {value!r}")
@@ -108,6 +109,10 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
             raise EntryError(name, "must be a list of text")
         return tuple(str(v).strip() for v in value if str(v).strip())
+    if kind == "numlist":  # sizes a part ships in: distinct numbers, kept sorted
+        if not isinstance(value, list):
+            value = [value]
+        return tuple(sorted({_coerce(name, v, {**meta, "kind": "num", "required": True}) for v in value}))
     if kind == "map":
         if not isinstance(value, dict):
             raise EntryError(name, "must be a mapping")
@@ -130,7 +135,7 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
 
 
 def _empty(kind: str) -> Any:
-    return {"strlist": (), "map": (), "str": "", "bool": False, "support": ()}[kind]
+    return {"strlist": (), "numlist": (), "map": (), "str": "", "bool": False, "support": ()}[kind]
 
 
 #: Field names of earlier versions, still read from user files: old name → current name.
@@ -272,8 +277,33 @@ class Catalog:
         """The entry that ``name`` designates; `AdvisorError` listing candidates otherwise."""
         return self.section(section)[self.index(section).resolve(name)]
 
-    def hardware_named(self, name: str) -> specs.Hardware:
-        return self.resolve("hardware", name)
+    def hardware_named(self, name: str, memory_gib: float | None = None) -> specs.Hardware:
+        """The hardware ``name`` designates, in the memory size the name states ("M3 Max 64GB") or
+        ``memory_gib`` (--memory-gb), else its default size; its ``assumed`` notes say what the name
+        left open (the size of a chip that ships in several, the GPU-core bin of an Apple chip)."""
+        key, _, stated = self.index("hardware").match_sized(name)
+        hw = self.hardware[key]
+        if memory_gib is not None and stated is not None and memory_gib != stated:
+            raise AdvisorError(f"{name!r} says {stated:g} GB but --memory-gb says {memory_gib:g}")
+        size = memory_gib if memory_gib is not None else stated
+        assumed = []
+        bins = [h for h in self.hardware.values() if h.key != key and h.kind == "apple" == hw.kind
+                and _chip(h.name) == _chip(hw.name)]
+        if bins and "core" not in names_tokens(name):
+            assumed.append(f"assumed the {hw.name}; the {_chip(hw.name)} also comes as "
+                           f"{', '.join(h.name for h in bins)} (name the GPU cores to choose)")
+        if size is None and len(memory_options(hw)) > 1:
+            others = ", ".join(f"{m:g}" for m in memory_options(hw) if m != hw.memory_gib)
+            assumed.append(f"assumed {hw.memory_gib:g} GB; the {hw.name} also ships with {others} GB "
+                           "(pass --memory-gb or put the size in the name)")
+        if size is not None:
+            hw = with_memory(hw, size)
+        return dataclasses.replace(hw, assumed=tuple(assumed)) if assumed else hw
+
+    def with_hardware(self, *entries: specs.Hardware) -> "Catalog":
+        """A copy of this catalog with these hardware entries in place of those with their keys (a
+        chosen memory size, for sweeps that read the catalog's tables)."""
+        return dataclasses.replace(self, hardware={**self.hardware, **{h.key: h for h in entries}})
 
     def model_named(self, name: str) -> specs.Model:
         """The model ``name`` designates: a catalog name, or something to import (``hf:org/name``, a
@@ -348,6 +378,47 @@ class Catalog:
 
     def runtime_named(self, name: str) -> specs.Runtime:
         return self.resolve("runtimes", name)
+
+
+def memory_options(hw: specs.Hardware) -> tuple[float, ...]:
+    """The memory sizes ``hw`` ships in, GiB, ascending (its ``memory_gib`` among them)."""
+    return tuple(sorted({hw.memory_gib, *hw.memory_options_gib}))
+
+
+def offers_memory(hw: specs.Hardware, memory_gib: float) -> bool:
+    """Whether ``hw`` ships with ``memory_gib``: one of its listed sizes, or, for a unified-memory
+    entry whose sizes are not listed (no source found), any size up to its largest."""
+    if memory_gib in memory_options(hw):
+        return True
+    return bool(hw.unified_memory and not hw.memory_options_gib and 0 < memory_gib <= hw.memory_gib)
+
+
+def with_memory(hw: specs.Hardware, memory_gib: float) -> specs.Hardware:
+    """``hw`` in one of the memory sizes it ships in; `AdvisorError` listing them for any other.
+
+    Another size than the entry's own is named with it ("M3 Max (40-core GPU) 64GB") and drops what
+    was stated for the entry's own size: the GPU wired limit
+    (Apple: the default rule then applies, which reproduces every per-size measurement in
+    catalog/hardware/apple.yaml's header for macOS <= 15: 16 GB 10.67, 24 GB 16, 32 GB 21.33,
+    64 GB 48, 128 GB 96 GiB) and the price (it is the price of the entry's own configuration).
+    Bandwidth and compute stay: the sizes of one bin share them (binned chips with other
+    bandwidths are separate entries, e.g. M3 Max 30-core 300 GB/s vs 40-core 400 GB/s).
+    """
+    offered = memory_options(hw)
+    if isinstance(memory_gib, bool) or not isinstance(memory_gib, (int, float)) or not offers_memory(hw, memory_gib):
+        listed = ", ".join(f"{m:g}" for m in offered)
+        raise AdvisorError(f"{hw.name} ships with {listed} GB, not {memory_gib:g} GB" if isinstance(memory_gib, (int, float))
+                           else f"memory size must be a number of GB, got {memory_gib!r}")
+    if memory_gib == hw.memory_gib:
+        return hw
+    # the name says the size, so that every table and note shows which configuration this is
+    return dataclasses.replace(hw, name=f"{hw.name} {memory_gib:g}GB", memory_gib=float(memory_gib),
+                               gpu_wired_limit_gb=None, price=None)
+
+
+def _chip(name: str) -> str:
+    """An Apple entry's chip without its bin: "M3 Max (40-core GPU)" → "M3 Max"."""
+    return name.split(" (")[0]
 
 
 def load_catalog(shipped: Path | None = CATALOG_DIR, user: Path | None = None,

@@ -10,6 +10,15 @@ at the first that decides:
    ("3090" → RTX 3090, not RTX 3090 Ti), otherwise it is ambiguous;
 3. the same after dropping memory sizes and decorations ("Instruct", "GGUF", "it").
 
+Hardware names may carry a memory size ("M3 Max 40-core 64GB", "RTX 3060 12GB"): only entries that
+ship in that size (``memory_gib`` or one of ``memory_options_gib``; a unified-memory entry without
+``memory_options_gib``: any size up to ``memory_gib``) match, and `match_sized` returns
+the size for `Catalog.hardware_named` to apply; a size no matching entry has is an error listing
+the sizes there are. A Mac's product name before its chip ("Mac mini M4 Pro", "MacBook Pro 16-inch
+M3 Max", "Mac Studio M2 Ultra 192GB") is dropped: the chip decides. A name that matches only
+entries adding a variant word ("RX 7600" → "RX 7600 XT", "RTX 4090" → "RTX 4090 Laptop") does not
+resolve: a Ti, XT or laptop part is a different product.
+
 An unknown or ambiguous name raises `UnknownName` listing the nearest candidates. An unknown name's
 candidates are only worked out when the error is shown (`UnknownName` describes itself lazily), and
 `NameIndex.nearest` scores only the entries a cheap upper bound cannot rule out, so a miss that is
@@ -37,6 +46,12 @@ GENERIC_WORDS = frozenset({"rtx", "gpu", "core", "graphics", "edition", "desktop
 #: Words a query may carry that no entry needs to match (stage 3).
 DECORATIONS = frozenset({"instruct", "chat", "it", "hf", "base", "gguf", "ai", "qat", "mostly", "version",
                          "v0", "with", "mix", "ftype"})
+#: Words that make a different product of the same number: a query must say them to match them.
+VARIANT_WORDS = frozenset({"ti", "xt", "xtx", "super", "gre", "laptop", "mobile"})
+#: Mac product names as tokens, longest first; dropped from the front of a hardware query that goes
+#: on to name a chip ("Mac mini M4 Pro" → "M4 Pro"); "14 inch" or a year may follow them.
+MAC_PRODUCTS = (("macbook", "pro"), ("macbook", "air"), ("mac", "mini"), ("mac", "studio"), ("mac", "pro"),
+                ("macbook",), ("imac",))
 SYNONYMS = {"c": "core", "cores": "core", "gib": "gb", "gigabytes": "gb", "ultra": "ultra", "plus": "plus"}
 
 _SPLIT_RE = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
@@ -74,6 +89,32 @@ def normalise(text: str) -> str:
     return " ".join(tokens(text))
 
 
+def memory_sizes(toks: list[str]) -> list[float]:
+    """Memory sizes a name's tokens state, GB: each number followed by "gb" ("64GB", "64 GB")."""
+    return [float(t) for t, nxt in zip(toks, toks[1:]) if t.isdigit() and nxt == "gb"]
+
+
+def strip_mac_product(toks: list[str]) -> list[str]:
+    """``toks`` without a leading Mac product name when a chip follows ("mac mini m 4 pro" → "m 4 pro");
+    works on `tokens` and on `words` alike."""
+    for product in MAC_PRODUCTS:
+        n = len(product)
+        if tuple(toks[:n]) != product:
+            continue
+        rest = toks[n:]
+        while rest and (rest[0] in ("inch", "in") or (rest[0].isdigit() and len(rest) > 1
+                                                         and rest[1] in ("inch", "in"))
+                        or (rest[0].isdigit() and len(rest[0]) == 4)):
+            rest = rest[1:]  # "14 inch", "16-inch", "2023"
+        if rest and (rest[0] == "m" or re.fullmatch(r"m\d+", rest[0])):
+            return rest
+        if not rest:
+            raise UnknownName(f"{' '.join(toks)!r} names a Mac, not its chip: add the chip, e.g. "
+                              f"'{' '.join(product)} M4 Pro' (the chip decides, see 'advisor list hardware')")
+        return toks
+    return toks
+
+
 def _drop_decorations(toks: list[str]) -> list[str]:
     out: list[str] = []
     skip_next = False
@@ -101,6 +142,10 @@ class NameIndex:
         self._names: dict[str, list[frozenset[str]]] = {}
         self._compact: dict[str, list[str]] = {}
         self._extra: dict[str, frozenset[str]] = {}
+        #: per entry: the memory sizes it ships in, GiB (hardware only)
+        self._sizes: dict[str, frozenset[float]] = {}
+        #: unified-memory entries whose sizes are not listed: the largest (any size up to it is offered)
+        self._open_sizes: dict[str, float] = {}
         # per entry: (key, display name, its names' distinct token tuples, its names as given)
         self._entries: list[tuple[str, str, list[tuple[str, ...]], list[str]]] = []
         for e in entries:
@@ -121,8 +166,13 @@ class NameIndex:
                 self._compact[e.key].append(compact)
             extra: set[str] = set()
             mem = getattr(e, "memory_gib", None)
-            if mem:
-                extra |= {f"{mem:g}", "gb"}
+            options = getattr(e, "memory_options_gib", ())
+            sizes = frozenset({mem, *options} if mem else ())
+            self._sizes[e.key] = sizes
+            if mem and getattr(e, "unified_memory", False) and not options:
+                self._open_sizes[e.key] = mem  # sizes not listed: any up to the largest (a configuration)
+            for size in sizes:
+                extra |= {f"{size:g}", "gb"}
             self._extra[e.key] = frozenset(extra)
             self._entries.append((e.key, e.name, distinct, names))
 
@@ -164,14 +214,26 @@ class NameIndex:
 
     def match(self, query: str) -> tuple[str, str]:
         """(key, how): how is "exact" (a name or alias, up to case and punctuation) or "partial"."""
+        key, how, _ = self.match_sized(query)
+        return key, how
+
+    def match_sized(self, query: str) -> tuple[str, str, float | None]:
+        """(key, how, size): as `match`, with the memory size the name states, GB (None if none)."""
         q = tokens(query or "")
         if not q:
             raise UnknownName(f"empty {self._label()} name")
+        qwords = [SYNONYMS.get(w, w) for w in words(query)]
+        size = None
+        if self.section == "hardware":
+            q, qwords = strip_mac_product(q), strip_mac_product(qwords)
+            sizes = set(memory_sizes(q))
+            if len(sizes) > 1:
+                raise UnknownName(f"{query!r} states several memory sizes ({', '.join(f'{s:g}' for s in sorted(sizes))} GB)")
+            size = sizes.pop() if sizes else None
         for form in (" ".join(q), "".join(q)):
             hits = self._exact.get(form)
             if hits:
-                return self._one(query, hits), "exact"
-        qwords = [SYNONYMS.get(w, w) for w in words(query)]
+                return self._one(query, hits), "exact", size
         for stage in (0, 1):
             qt = frozenset(q if stage == 0 else _drop_decorations(q))
             # each typed word must appear unbroken in the name ("m40" is not "M3 Max 40-core")
@@ -179,20 +241,32 @@ class NameIndex:
                   and (stage == 0 or w not in DECORATIONS)]
             if not qt:
                 continue
-            key = self._subset(query, qt, ws)
+            key = self._subset(query, qt, ws, size)
             if key:
-                return key, "partial"
+                return key, "partial", size
         raise UnknownName(explain=lambda: self._explain_unknown(query))
 
-    def _subset(self, query: str, q: frozenset[str], qwords: list[str]) -> str | None:
+    def _subset(self, query: str, q: frozenset[str], qwords: list[str], size: float | None = None) -> str | None:
         best: dict[str, int] = {}
+        variant: dict[str, bool] = {}  # the entry's best name adds a variant word the query lacks
+        wrong_size: list[str] = []
         for key, names in self._names.items():
             allowed_extra = self._extra[key]
-            scores = [len(n - q - GENERIC_WORDS) for n, compact in zip(names, self._compact[key])
+            scored = [(len(n - q - GENERIC_WORDS), bool((n - q) & VARIANT_WORDS))
+                      for n, compact in zip(names, self._compact[key])
                       if q <= (n | allowed_extra) and all(w in compact for w in qwords)]
-            if scores:
-                best[key] = min(scores)
+            if not scored:
+                continue
+            if size is not None and size not in self._sizes.get(key, ()) and not size <= self._open_sizes.get(key, 0):
+                wrong_size.append(key)
+                continue
+            best[key], variant[key] = min(scored)
         if not best:
+            if wrong_size:
+                offered = "; ".join(f"{self._display[k]}: {', '.join(f'{s:g}' for s in sorted(self._sizes[k]))} GB"
+                                    for k in sorted(wrong_size, key=self._display.get)[:6])
+                raise UnknownName(f"no {self._label()} entry matching {query!r} ships with {size:g} GB ({offered})",
+                                  tuple(sorted(self._display[k] for k in wrong_size)))
             return None
         clean = [k for k, s in best.items() if s == 0]
         if len(clean) == 1:
@@ -200,7 +274,13 @@ class NameIndex:
         if len(clean) > 1:
             return self._one(query, set(clean))
         fewest = min(best.values())
-        return self._one(query, {k for k, s in best.items() if s == fewest})
+        keys = {k for k, s in best.items() if s == fewest}
+        if all(variant[k] for k in keys):
+            names = sorted(self._display[k] for k in keys)
+            raise UnknownName(f"unknown {self._label()} {query!r}: {', '.join(names)} "
+                              f"{'is a different product' if len(names) == 1 else 'are different products'}; "
+                              "name it in full if you mean it", tuple(names))
+        return self._one(query, keys)
 
     def _one(self, query: str, keys: set[str]) -> str:
         if len(keys) == 1:

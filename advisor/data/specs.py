@@ -13,7 +13,7 @@ from typing import Any
 
 def _f(kind: str, required: bool = False, default: Any = None, **rules: Any) -> Any:
     meta = {"kind": kind, "required": required, **rules}
-    if kind == "strlist":
+    if kind in ("strlist", "numlist"):
         return field(default=(), metadata=meta)
     if kind in ("map", "price"):
         # mappings are stored as sorted (key, value) pairs so that specs stay hashable
@@ -100,6 +100,10 @@ class Hardware:
     gpu_cores: int | None = _f("int", min=1, max=100_000)
     cpu_cores: int | None = _f("int", min=1, max=1024)
     gpu_wired_limit_gb: float | None = _f("num", min=0.5, max=4096)
+    #: Every memory size this part ships in, GiB (Apple: its tech-specs pages); ``memory_gib`` is
+    #: the default. Empty = ``memory_gib`` only. A size is chosen by name or --memory-gb
+    #: (`Catalog.hardware_named`, `with_memory`).
+    memory_options_gib: tuple[float, ...] = _f("numlist", min=0.5, max=4096)
     #: Tiered memory (dataflow machines; advisor.model.roofline places weights, then KV, in the
     #: fastest tier with room): an on-chip SRAM tier in front of ``memory_gib``, and a large DDR
     #: tier behind it (SambaNova SN40L). A tier counts only with both its size and its bandwidth.
@@ -111,6 +115,9 @@ class Hardware:
     notes: str = _f("str")
     #: Where the entry came from (file path); set by the loader, not read from YAML.
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
+    #: What resolving a typed name assumed that the name left open (a memory size, a GPU-core
+    #: bin), in English; set by `Catalog.hardware_named`, shown among a prediction's notes.
+    assumed: tuple[str, ...] = field(default=(), compare=False, metadata={"kind": "internal"})
 
     def peak_tflops(self, dtype: str) -> float | None:
         """Dense peak for a compute dtype, TFLOP/s, or None when the hardware lacks it."""

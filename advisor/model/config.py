@@ -28,6 +28,47 @@ DEFAULT_KV = "f16"
 DEFAULT_GGUF_QUANT = "q4_k_m"
 DEFAULT_QUANT = "bf16"
 PARALLELISM_WORDS = {"tp": "tp", "tensor": "tp", "pp": "pp", "pipeline": "pp", "layer": "pp"}
+#: Beyond its native context a model needs RoPE scaling (YaRN and the like): predicted, with a note,
+#: up to this many times the native context; refused above it (see `context_refusal`).
+ROPE_SCALING_MAX_FACTOR = 4
+#: Each runtime's own spelling of weight formats, by format family (`Runtime.format_family`):
+#: spelling (compared after `names.normalise`) → catalog quant key, or "!" + why that runtime has no such format and what
+#: to use instead. Consulted before the catalog's names, for the runtime in force (`quant_for`).
+#: llama.cpp: llama-quantize's types (MXFP4_MOE is its MXFP4; it has no FP8 or AWQ/GPTQ weights);
+#: vLLM/SGLang: --quantization awq, gptq, fp8, mxfp4, bitsandbytes, compressed-tensors' w4a16/w8a8;
+#: MLX: mlx_lm.convert -q --q-bits 4/8; TensorRT-LLM: quantize.py --qformat fp8, nvfp4, int4_awq,
+#: int8_sq, int8_wo, int4_wo (TensorRT-LLM examples/quantization).
+_LLAMA_CPP_NO_FP8 = "!llama.cpp has no FP8 weights; Q8_0 is its 8-bit format"
+_LLAMA_CPP_NO_INT4 = ("!llama.cpp loads GGUF formats, not AWQ/GPTQ checkpoints; Q4_K_M is its common 4-bit format "
+                      "(AWQ and GPTQ run on vLLM, SGLang and TensorRT-LLM)")
+_VLLM_SPELLINGS = {
+    "awq": "awq-int4", "awq int4": "awq-int4", "gptq": "awq-int4", "gptq int4": "awq-int4", "int4": "awq-int4",
+    "w4a16": "awq-int4", "gptq int8": "gptq-int8", "w8a16": "gptq-int8", "int8": "int8-w8a8", "w8a8": "int8-w8a8",
+    "w8a8 int8": "int8-w8a8", "fp8": "fp8", "w8a8 fp8": "fp8", "fp8 dynamic": "fp8", "mxfp4": "mxfp4",
+    "nvfp4": "nvfp4", "modelopt fp4": "nvfp4", "bitsandbytes": "nf4", "bnb": "nf4", "bnb 4bit": "nf4",
+    "q4 k m": "!vLLM and SGLang are sized here with their own formats (AWQ/GPTQ INT4 for 4-bit); "
+              "GGUF formats such as Q4_K_M are llama.cpp's",
+}
+RUNTIME_FORMAT_SPELLINGS: dict[str, dict[str, str]] = {
+    "llama.cpp": {"mxfp4": "mxfp4-moe-gguf", "mxfp4 moe": "mxfp4-moe-gguf", "fp8": _LLAMA_CPP_NO_FP8,
+                  "fp8 e4m3": _LLAMA_CPP_NO_FP8, "float8": _LLAMA_CPP_NO_FP8, "w8a8": _LLAMA_CPP_NO_FP8,
+                  "int8": "q8_0", "8bit": "q8_0", "8 bit": "q8_0", "q8": "q8_0", "4bit": "q4_k_m", "4 bit": "q4_k_m",
+                  "q4": "q4_k_m", "awq": _LLAMA_CPP_NO_INT4, "gptq": _LLAMA_CPP_NO_INT4, "int4": _LLAMA_CPP_NO_INT4,
+                  "w4a16": _LLAMA_CPP_NO_INT4,
+                  "nvfp4": "!the catalog has no GGUF NVFP4 format; MXFP4_MOE is llama.cpp's 4-bit float format "
+                           "(MoE experts), Q4_K_M its common 4-bit format"},
+    "vllm": _VLLM_SPELLINGS,
+    "sglang": _VLLM_SPELLINGS,
+    "mlx": {"4bit": "mlx-4bit", "4 bit": "mlx-4bit", "q4": "mlx-4bit", "int4": "mlx-4bit",
+            "8bit": "mlx-8bit", "8 bit": "mlx-8bit", "q8": "mlx-8bit", "int8": "mlx-8bit",
+            "fp8": "!MLX has no FP8 weights; its 8-bit format is 8-bit affine (8bit)",
+            "q4 k m": "!MLX loads its own formats here, not GGUF: 4bit is its 4-bit format",
+            "awq": "!MLX has no AWQ weights: 4bit is its 4-bit format",
+            "gptq": "!MLX has no GPTQ weights: 4bit is its 4-bit format"},
+    "tensorrt-llm": {"fp8": "fp8", "nvfp4": "nvfp4", "int4 awq": "awq-int4", "w4a16 awq": "awq-int4",
+                     "awq": "awq-int4", "int4 wo": "awq-int4", "int8 sq": "int8-w8a8", "int8 wo": "gptq-int8",
+                     "w4a8 awq": "!the catalog has no W4A8 AWQ format; int4_awq (W4A16) is the nearest"},
+}
 WORKLOAD_FIELDS = {"batch": "batch", "prompt": "prompt_tokens", "output": "output_tokens", "depth": "depth_tokens",
                    "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens", "depth_tokens": "depth_tokens"}
 
@@ -106,8 +147,13 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     def check(self, check_context: bool = True) -> None:
-        """Raise `AdvisorError` for a workload no model has or a combination no runtime runs."""
-        self.workload.check(self.model if check_context else None)
+        """Raise `AdvisorError` for a workload no model has or a combination no runtime runs.
+        A context beyond the model's native one is allowed up to `context_limit` (RoPE scaling)."""
+        self.workload.check(None)
+        if check_context:
+            why = context_refusal(self.model, self.workload.context_tokens, self.workload)
+            if why:
+                raise AdvisorError(why)
         why = refusal(self.hardware, self.model, self.quant, self.kv_dtype, self.runtime, self.gpus)
         if why:
             raise AdvisorError(why)
@@ -121,6 +167,59 @@ class Config:
                 "kv_dtype": self.kv_dtype.key, "runtime": self.runtime.key, "gpus": self.gpus,
                 "parallelism": self.parallelism, "batch": w.batch, "prompt": w.prompt_tokens,
                 "output": w.output_tokens, "depth": w.depth_tokens}
+
+
+def context_limit(model: Model) -> int:
+    """The longest context predicted for ``model``: `ROPE_SCALING_MAX_FACTOR` × its native context
+    (the catalog holds no published YaRN maximum per model; 4× is YaRN's usual factor, e.g. Qwen's
+    32k → 128k with factor 4)."""
+    return ROPE_SCALING_MAX_FACTOR * int(model.native_context)
+
+
+def context_refusal(model: Model, context_tokens: int, workload: Workload | None = None) -> str | None:
+    """Why a context of ``context_tokens`` is refused for ``model`` (beyond `context_limit`), or None."""
+    if context_tokens <= context_limit(model):
+        return None
+    parts = (f" (depth {workload.depth_tokens:,} + prompt {workload.prompt_tokens:,} + output "
+             f"{workload.output_tokens:,})") if workload is not None else ""
+    return (f"context of {context_tokens:,} tokens{parts} exceeds {ROPE_SCALING_MAX_FACTOR}× {model.name}'s native "
+            f"context of {model.native_context:,} ({context_limit(model):,}), the most predicted with RoPE scaling")
+
+
+def context_note(model: Model, context_tokens: int) -> str | None:
+    """The warning for a context beyond the native one (predicted, but not as trained), or None."""
+    if context_tokens <= model.native_context:
+        return None
+    return (f"context {context_tokens:,} is beyond {model.name}'s native {model.native_context:,} tokens: it needs "
+            f"RoPE scaling (YaRN; {context_tokens / model.native_context:.1f}× the native context) and may lose quality")
+
+
+def quant_for(cat: "Catalog", text: str, runtime: Runtime) -> Quant:
+    """The weight format ``text`` means on ``runtime``: the runtime's own spelling first
+    (`RUNTIME_FORMAT_SPELLINGS`), then the catalog's names; `AdvisorError` for a format it lacks."""
+    from advisor.data.names import normalise
+
+    table = {normalise(k): v for k, v in RUNTIME_FORMAT_SPELLINGS.get(runtime.format_family, {}).items()}
+    hit = table.get(normalise(text))
+    if hit is None:
+        return cat.quant_named(text)
+    if hit.startswith("!"):
+        raise AdvisorError(f"--quant {text}: {hit[1:]}")
+    return cat.quants[hit]
+
+
+def memory_size(value) -> float | None:
+    """A memory size in GB from what a user typed ("64", "64GB", 36.0); None when empty."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = str(value).strip().lower().removesuffix("gib").removesuffix("gb").strip()
+    try:
+        size = float(text)
+    except ValueError:
+        raise AdvisorError(f"--memory-gb must be a size in GB such as 64, got {value!r}") from None
+    if not (size > 0 and size < 1e6):
+        raise AdvisorError(f"--memory-gb must be a positive size in GB, got {value!r}")
+    return size
 
 
 def whole_number(name: str, value, default: int) -> int:
@@ -152,13 +251,15 @@ def parallelism_key(text: str | None) -> str:
 
 def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = None, kv_dtype: str | None = None,
               runtime: str | None = None, gpus=None, batch=None, prompt=None, output=None, depth=None,
-              parallelism: str | None = None) -> Config:
-    """Resolve names (forgivingly) and fill defaults; raise `AdvisorError` on anything wrong."""
+              parallelism: str | None = None, memory_gb=None) -> Config:
+    """Resolve names (forgivingly) and fill defaults; raise `AdvisorError` on anything wrong.
+    ``memory_gb``: one of the memory sizes the hardware ships in (else the name's, else its default);
+    ``quant`` is read in the runtime's own spelling first (`quant_for`)."""
     if not hardware or not str(hardware).strip():
         raise AdvisorError("no hardware given (--hardware)")
     if not model or not str(model).strip():
         raise AdvisorError("no model given (--model)")
-    hw = cat.hardware_named(hardware)
+    hw = cat.hardware_named(hardware, memory_size(memory_gb))
     m = cat.model_named(model)
     rt = cat.runtime_named(runtime) if runtime else None
     own = None if quant else cat.imported_quant(m)  # an imported model: its own weight format (a GGUF file's mix)
@@ -168,7 +269,7 @@ def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = 
         else:
             own = None
     d = with_defaults(cat, hw, m, rt)
-    q = cat.quant_named(quant) if quant else (own or d.quant)
+    q = quant_for(cat, quant, d.runtime) if quant else (own or d.quant)
     kv = cat.kv_dtype_named(kv_dtype) if kv_dtype else d.kv_dtype
     wl = Workload(batch=whole_number("batch", batch, 1), prompt_tokens=whole_number("prompt", prompt, DEFAULT_PROMPT),
                   output_tokens=whole_number("output", output, DEFAULT_OUTPUT), depth_tokens=whole_number("depth", depth, 0))

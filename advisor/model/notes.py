@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from advisor.model.config import context_note
+
 
 def efficiency_note(eff, runtime, hw) -> str | None:
     """Where the efficiencies come from when that should temper trust in the numbers."""
@@ -47,6 +49,10 @@ def prediction_notes(cfg, eff, *, fits: bool, weights_fit: bool, per_gpu_total_g
         notes.append(tier_note(hw, sram_gpu_gb or 0.0, main_gpu_gb, ddr_gpu_gb or 0.0))
     if hw.kind == "apple" and not hw.gpu_wired_limit_gb:
         notes.append("usable memory = default macOS GPU wired limit (2/3 of RAM up to 32 GB, 3/4 above)")
+    notes.extend(hw.assumed)  # what the hardware name left open: memory size, GPU-core bin
+    beyond = context_note(cfg.model, w.context_tokens)
+    if beyond:
+        notes.append(beyond)
     return notes
 
 

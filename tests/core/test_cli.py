@@ -64,7 +64,7 @@ def test_predict_does_not_fit_exits_1_and_says_by_how_much(capsys):
     (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--batch", "0"], "batch must be at least 1"),
     (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--prompt", "-3"], "prompt must be at least 0"),
     (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--prompt", "1e9"], "beyond any model"),
-    (["predict", "--hardware", "rtx 4090", "--model", "llama 2 7b", "--prompt", "9000"], "native context"),
+    (["predict", "--hardware", "rtx 4090", "--model", "llama 2 7b", "--prompt", "20000"], "native context"),
     (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--batch", "many"], "whole number"),
     (["predict", "--hardware", "rtx 4090"], "needs --hardware and --model"),
     (["predict", "--bogus"], "unrecognized arguments"),
