@@ -28,6 +28,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     cat = user_catalog()
     if args.holdout:
         return _validate_held_out(cat, args)
+    if args.profiles:
+        return _print_profiles(cat)
     report = validate(cat, args.data)
     if not report.checked and not report.unmapped:
         raise AdvisorError(f"{args.data} has no measurement rows")
@@ -112,6 +114,25 @@ def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _with_sd(value: float, sd: tuple[float, str] | None, digits: int) -> str:
+    if sd is None:
+        return f"{value:.{digits}f} –"
+    return f"{value:.{digits}f} ±{sd[0]:.{digits}f}" + ("" if sd[1] == "fitted" else f" ({sd[1]})")
+
+
+def _print_profiles(cat: Catalog) -> int:
+    """`advisor validate --profiles`: the profiles in use, with the uncertainty the fit recorded."""
+    rows = []
+    for p in sorted(cat.profiles.values(), key=lambda p: p.key):
+        sd = p.notes.split("; devices:")[0].removeprefix("posterior sd: ") if p.notes.startswith("posterior sd") else "—"
+        rows.append([p.key, p.decode_rows + p.prefill_rows, f"{p.decode_bw_fraction:.3f}", f"{p.layer_overhead_us:.1f}",
+                     f"{p.step_overhead_us:.0f}", f"{p.prefill_compute_fraction:.3f}", f"{p.attention_compute_fraction:.3f}",
+                     f"{p.decode_low:.2f}–{p.decode_high:.2f}", f"{p.prefill_low:.2f}–{p.prefill_high:.2f}", sd])
+    print(table(["profile", "rows", "decode BW frac", "µs/layer", "µs/step", "prefill frac", "attention frac",
+                 "decode band", "prefill band", "posterior sd"], rows))
+    return EXIT_OK
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from advisor.fit.calibration import calibrate, iter_levels, write_profiles
     from advisor.data.catalog import CATALOG_DIR, load_catalog
@@ -129,12 +150,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     result = calibrate(cat, cases)
     rows = []
     for g in iter_levels(result.groups):
-        p = g.params
-        rows.append([g.key, len(g.rows), p.decode_bw_fraction, p.layer_overhead_us, p.prefill_compute_fraction,
-                     p.attention_compute_fraction,
+        p, sd = g.params, g.uncertainty or {}
+        rows.append([g.key, len(g.rows), _with_sd(p.decode_bw_fraction, sd.get("decode_bw_fraction"), 3),
+                     _with_sd(p.layer_overhead_us, sd.get("layer_overhead_us"), 1),
+                     _with_sd(p.step_overhead_us, sd.get("step_overhead_us"), 0),
+                     _with_sd(p.prefill_compute_fraction, sd.get("prefill_compute_fraction"), 3),
+                     _with_sd(p.attention_compute_fraction, sd.get("attention_compute_fraction"), 3),
                      f"{g.band_decode[0]:.2f}–{g.band_decode[1]:.2f}", f"{g.band_prefill[0]:.2f}–{g.band_prefill[1]:.2f}"])
-    print(table(["profile", "rows", "decode BW frac", "µs/layer", "prefill frac", "attention frac", "decode band",
-                 "prefill band"], rows))
+    print(table(["profile", "rows", "decode BW frac", "µs/layer", "µs/step", "prefill frac", "attention frac",
+                 "decode band", "prefill band"], rows))
+    print("± posterior sd (MAP fit with physical priors); (prior) = the data did not pin it down, "
+          "(bound) = on a physical bound, – = not fitted here (the parent's value)")
     if args.held_out:
         from advisor.fit.calibration import held_out_errors
         import numpy as np
@@ -163,6 +189,8 @@ def register(sub) -> None:
     p.add_argument("--list-unmapped", action="store_true", help="list every row that could not be mapped")
     p.add_argument("--holdout", choices=("source", "era"),
                    help="out of sample: refit with each source file (or build era) left out and predict it")
+    p.add_argument("--profiles", action="store_true",
+                   help="list the efficiency profiles in use with each parameter's posterior sd")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("calibrate", help="fit the runtime efficiency profiles to measured data")
     p.add_argument("--data", help="a CSV in the calibration columns (default: catalog/measured/calibration.csv)")

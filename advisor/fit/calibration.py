@@ -4,14 +4,18 @@ The model has a few physical parameters per (runtime, hardware group):
 
 - decode: ``1/η_bw`` (spec bandwidth over reached bandwidth), ``τ_layer`` (a fixed cost per
   layer per step: kernel launches and synchronisation, which is why small models reach a lower
-  fraction of bandwidth) and, where multi-GPU rows exist, the all-reduce latency;
+  fraction of bandwidth), ``τ_step`` (a fixed cost per forward pass) and the all-reduce latency;
 - prefill: ``1/η_c`` for the linear layers and ``1/η_att`` for the attention products (only
   identifiable where prompts are long or the cache is deep).
 
-Step time is linear in these unknowns, so each fit is a small weighted least-squares problem in
-relative error, solved in closed form. Groups are nested — runtime, then vendor, then family — and
-each level is pulled towards its parent (ridge prior), so a family with few rows borrows strength
-instead of memorising them. A family gets its own profile only with ≥ 2 measured devices.
+Step time is linear in these unknowns, so each fit is a small least-squares problem in relative
+error. Every parameter has a physical prior (`PRIOR_SD`: fractions of a roof, overheads in µs,
+attention near the matmul fraction) and physical bounds; the fit is the MAP estimate — ridge
+towards the prior in closed form, with an active set for the bounds — and the inverse normal
+matrix gives each parameter's posterior sd. A parameter the data cannot identify stays at its
+prior, never at a clip. Groups are nested — runtime, then vendor, then family — and each level's
+prior is centred on its parent's fit, so a family with few rows borrows strength instead of
+memorising them. A family gets its own profile only with ≥ 2 measured devices.
 
 Bands come from cross-validation, never from in-sample residuals: a family profile's band from
 leaving one device out at a time, a vendor profile's from leaving one family out, a runtime
@@ -42,11 +46,27 @@ from advisor.model.roofline import evaluate
 from advisor.data.specs import Profile, Runtime
 from advisor.data.userdata import write_atomic
 
-#: Prior sigmas: how far a group may move from its parent before the prior costs as much as one
-#: row predicted 10 % off. Chosen so that the data decides wherever there are a few rows.
-PRIOR_WEIGHT = 0.002
-SIGMA = {"inv_bw": 0.3, "tau_layer_us": 25.0, "allreduce_us": 150.0, "inv_c": 1.0, "inv_att": 3.0,
-         "tau_step_us": 2000.0}
+#: Physical priors on the fitted parameters, in the units the fit solves in (1/η for fractions,
+#: µs for fixed costs). The runtime level is centred on the runtime's documented starting values
+#: (catalog/runtimes.yaml); each lower level on its parent's fit, with the same width. A parameter
+#: the data cannot pin down stays at its prior (its posterior sd stays near the width).
+#:   inv_bw      1/decode bandwidth fraction: 0.25 ≈ the span between 0.6 and 0.9 of spec bandwidth
+#:   tau_layer   fixed cost per layer per forward pass: a few µs to tens of µs (kernel launches)
+#:   tau_step    fixed cost per forward pass: tens to hundreds of µs (sampling, scheduling)
+#:   allreduce   per GPU-to-GPU message: µs (NVLink ~5–10, PCIe ~20–50)
+#:   inv_c       1/prefill compute fraction of the dense peak
+#:   att_vs_c    (1/η_att − 1/η_c) / (1/η_c): with flash attention the attention products run at
+#:               about the matmul fraction, so the attention prior is centred on the group's own
+#:               prefill fraction, ±50 % (without it, deep prompts in the data move it further)
+PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "inv_c": 1.5,
+            "att_vs_c": 0.5}
+#: Physical bounds (as lower bounds on the solved quantities): a decode bandwidth fraction cannot
+#: exceed ~0.95 (refresh, page and command overheads), compute fractions cannot exceed 1, costs ≥ 0.
+MAX_BW_FRACTION = 0.95
+MAX_COMPUTE_FRACTION = 1.0
+#: Relative noise of one measured row: estimated per group from the fit's residuals, never below
+#: this floor (repeated runs of one benchmark scatter by a few per cent).
+MIN_ROW_SD = 0.03
 BAND_QUANTILES = (0.10, 0.90)
 MIN_BAND = (0.95, 1.05)
 MIN_DEVICES_FOR_FAMILY = 2
@@ -124,37 +144,71 @@ def ceilings(cases: Sequence[Case]) -> np.ndarray:
 
 # ---- the fit -------------------------------------------------------------------------------------
 
-def _solve(A: np.ndarray, rhs: np.ndarray, prior: np.ndarray, sigma: np.ndarray, lower: np.ndarray,
-           free: np.ndarray) -> np.ndarray:
-    """min ‖A x − rhs‖² + PRIOR_WEIGHT ‖(x − prior)/σ‖² with x ≥ lower; only ``free`` entries move."""
-    x = prior.copy()
-    active = free.copy()
-    for _ in range(len(x) + 1):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        fixed_part = A[:, ~active] @ x[~active]
-        w = math.sqrt(PRIOR_WEIGHT)
-        M = np.vstack([A[:, idx], np.diag(w / sigma[idx])])
-        b = np.concatenate([rhs - fixed_part, w * prior[idx] / sigma[idx]])
-        sol, *_ = np.linalg.lstsq(M, b, rcond=None)
-        x[idx] = sol
-        low = x < lower
-        if not (low & active).any():
-            break
-        x = np.where(low & active, lower, x)
-        active = active & ~low
-    return x
+@dataclass(frozen=True)
+class Posterior:
+    """A MAP estimate and its uncertainty: x, the posterior sd of each entry, and which entries sit
+    on a physical bound (their sd is then the conditional one, 0)."""
+
+    x: np.ndarray
+    sd: np.ndarray
+    at_bound: np.ndarray
+    row_sd: float
 
 
-def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, prior: Efficiency) -> Efficiency:
-    """Fit 1/η_bw, τ_layer and the all-reduce latency to the decode rows ``rows``.
+def map_solve(A: np.ndarray, rhs: np.ndarray, R: np.ndarray, r0: np.ndarray, lower: np.ndarray) -> Posterior:
+    """min ‖(A x − rhs)/s‖² + ‖R x − r0‖² with x ≥ lower: a Gaussian likelihood with row noise s
+    and a Gaussian prior (rows R, targets r0), i.e. ridge towards the prior in closed form.
+
+    s is estimated from the residuals (two passes, floor `MIN_ROW_SD`). Entries the data pull below
+    their bound are fixed there (active set) and the rest refitted. The posterior covariance is the
+    inverse of the normal matrix (AᵀA/s² + RᵀR) on the free entries.
+    """
+    n, k = A.shape
+    s = 0.1
+    x = np.zeros(k)
+    fixed = np.zeros(k, bool)
+    for _ in range(2):
+        fixed[:] = False
+        x = np.zeros(k)
+        for _ in range(k + 1):
+            free = ~fixed
+            M = np.vstack([A[:, free] / s, R[:, free]])
+            b = np.concatenate([(rhs - A[:, fixed] @ x[fixed]) / s, r0 - R[:, fixed] @ x[fixed]])
+            x[free] = np.linalg.lstsq(M, b, rcond=None)[0]
+            low = free & (x < lower)
+            if not low.any():
+                break
+            x[low] = lower[low]
+            fixed |= low
+        resid = A @ x - rhs
+        dof = max(n - int((~fixed).sum()), 1)
+        s = max(math.sqrt(float(resid @ resid) / dof), MIN_ROW_SD) if n else 0.1
+    free = ~fixed
+    sd = np.zeros(k)
+    if free.any():
+        H = A[:, free].T @ A[:, free] / s ** 2 + R[:, free].T @ R[:, free]
+        sd[free] = np.sqrt(np.diag(np.linalg.inv(H)))
+    return Posterior(x, sd, fixed, s)
+
+
+def _prior_rows(centre: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Independent Gaussian prior rows: (x_j − centre_j)/sd_j."""
+    return np.diag(1 / sd), centre / sd
+
+
+def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray,
+                prior: Efficiency) -> tuple[Efficiency, dict[str, float]]:
+    """MAP fit of 1/η_bw, τ_layer, τ_step and the all-reduce latency to the decode rows ``rows``.
 
     End-to-end latency rows count as decode rows: (latency − predicted TTFT) / (output − 1) is
     their time per step, and for short prompts and long outputs it dominates the latency.
+    Returns the efficiencies and the posterior sd of each fitted field (in its own units).
     """
+    centre = np.array([1 / prior.decode_bw_fraction, prior.layer_overhead_us, prior.step_overhead_us,
+                       prior.allreduce_latency_us])
+    width = np.array([PRIOR_SD["inv_bw"], PRIOR_SD["tau_layer_us"], PRIOR_SD["tau_step_us"], PRIOR_SD["allreduce_us"]])
     if rows.size == 0:
-        return prior
+        return prior, {}
 
     def step_time(i: int) -> float:
         c = cases[i]
@@ -165,56 +219,88 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
 
     t = np.array([step_time(i) for i in rows])
     layers = np.array([cases[i].model.layers for i in rows], dtype=float)
-    mem = parts["dec_mem_ideal_s"][rows]
-    lat_c = parts["dec_comm_lat_coeff"][rows]
-    known = parts["dec_comm_bw_s"][rows] + prior.step_overhead_us * 1e-6
-    A = np.column_stack([mem, layers * 1e-6, lat_c * 1e-6]) / t[:, None]
-    rhs = 1.0 - known / t
-    free = np.array([True, True, bool((lat_c > 0).any())])
-    # linear in 1/η_bw, τ_layer and the latency: solve for those
-    x = _solve(A, rhs, np.array([1 / prior.decode_bw_fraction, prior.layer_overhead_us, prior.allreduce_latency_us]),
-               np.array([SIGMA["inv_bw"], SIGMA["tau_layer_us"], SIGMA["allreduce_us"]]),
-               np.array([1.0, 0.0, 0.0]), free)
-    return prior.replace(decode_bw_fraction=1 / float(x[0]), layer_overhead_us=float(x[1]),
-                         allreduce_latency_us=float(x[2]))
+    A = np.column_stack([parts["dec_mem_ideal_s"][rows], layers * 1e-6, np.full(rows.size, 1e-6),
+                         parts["dec_comm_lat_coeff"][rows] * 1e-6]) / t[:, None]
+    rhs = 1.0 - parts["dec_comm_bw_s"][rows] / t
+    R, r0 = _prior_rows(centre, width)
+    post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0]))
+    x = post.x
+    eff = prior.replace(decode_bw_fraction=1 / float(x[0]), layer_overhead_us=float(x[1]),
+                        step_overhead_us=float(x[2]), allreduce_latency_us=float(x[3]))
+    sd = {"decode_bw_fraction": float(post.sd[0]) / float(x[0]) ** 2, "layer_overhead_us": float(post.sd[1]),
+          "step_overhead_us": float(post.sd[2]), "allreduce_latency_us": float(post.sd[3])}
+    return eff, _mark(sd, post, ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us",
+                                 "allreduce_latency_us"), width / np.array([x[0] ** 2, 1, 1, 1]))
+
+
+def _mark(sd: dict[str, float], post: Posterior, names: tuple[str, ...], prior_sd: np.ndarray) -> dict:
+    """The sds, with each parameter's status: 'bound' (held on a physical bound), 'prior' (the
+    data barely moved its uncertainty: it is the prior's value) or 'fitted'."""
+    out = {}
+    for j, name in enumerate(names):
+        status = "bound" if post.at_bound[j] else ("prior" if sd[name] > 0.7 * prior_sd[j] else "fitted")
+        out[name] = (sd[name], status)
+    return out
 
 
 def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, p: Efficiency,
-                 fit_step: bool = False) -> Efficiency:
-    """Fit 1/η_c and 1/η_att to prefill and TTFT rows, decode-side parameters held; with
-    ``fit_step`` (a group without decode rows, e.g. TTFT-only data) also the per-step cost."""
-    if rows.size == 0:
-        return p
+                 fit_step: bool = False) -> tuple[Efficiency, dict]:
+    """MAP fit of 1/η_c and 1/η_att to prefill and TTFT rows, decode-side parameters held; with
+    ``fit_step`` (a group without decode rows, e.g. TTFT-only data) also the per-step cost.
+    The attention prior is centred on the group's own compute fraction (see `PRIOR_SD`)."""
+    if rows.size == 0:  # nothing to fit: the attention prior's centre is the compute fraction
+        return p.replace(attention_compute_fraction=p.prefill_compute_fraction), {}
     t = np.array([cases[i].workload.prompt_tokens * cases[i].workload.batch / cases[i].measured
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
     layers = np.array([cases[i].model.layers for i in rows], dtype=float)
     known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
-    A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows], ub * 1e-6]) / t[:, None]
+    if not fit_step:
+        known = known + ub * p.step_overhead_us * 1e-6
+    A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows],
+                         ub * 1e-6 * (1.0 if fit_step else 0.0)]) / t[:, None]
     rhs = 1.0 - known / t
     ok = np.isfinite(A).all(axis=1) & np.isfinite(rhs)
     if not ok.any():
-        return p
-    x = _solve(A[ok], rhs[ok], np.array([1 / p.prefill_compute_fraction, 1 / p.attention_compute_fraction,
-                                         p.step_overhead_us]),
-               np.array([SIGMA["inv_c"], SIGMA["inv_att"], SIGMA["tau_step_us"]]),
-               np.array([1.0, 1.0, 0.0]), np.array([True, True, fit_step]))
-    return p.replace(prefill_compute_fraction=1 / float(x[0]), attention_compute_fraction=1 / float(x[1]),
-                     step_overhead_us=float(x[2]))
+        return p, {}
+    inv_c = 1 / p.prefill_compute_fraction
+    step_sd = PRIOR_SD["tau_step_us"] if fit_step else 1e-3  # held: a near-certain prior keeps it
+    R = np.array([[1 / PRIOR_SD["inv_c"], 0, 0],
+                  [-1 / (PRIOR_SD["att_vs_c"] * inv_c), 1 / (PRIOR_SD["att_vs_c"] * inv_c), 0],
+                  [0, 0, 1 / step_sd]])
+    r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, p.step_overhead_us / step_sd])
+    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0])
+    post = map_solve(A[ok], rhs[ok], R, r0, lower)
+    x = post.x
+    eff = p.replace(prefill_compute_fraction=1 / float(x[0]), attention_compute_fraction=1 / float(x[1]),
+                    step_overhead_us=float(x[2]))
+    sd = {"prefill_compute_fraction": float(post.sd[0]) / float(x[0]) ** 2,
+          "attention_compute_fraction": float(post.sd[1]) / float(x[1]) ** 2}
+    # the attention prior's width given the compute fraction (which the data usually pins down)
+    prior_att_sd = PRIOR_SD["att_vs_c"] * inv_c / float(x[1]) ** 2
+    names = ("prefill_compute_fraction", "attention_compute_fraction")
+    out = _mark(sd, post, names, np.array([PRIOR_SD["inv_c"] / float(x[0]) ** 2, prior_att_sd]))
+    if fit_step:
+        out |= _mark({"step_overhead_us": float(post.sd[2])},
+                     Posterior(post.x[2:], post.sd[2:], post.at_bound[2:], post.row_sd), ("step_overhead_us",),
+                     np.array([PRIOR_SD["tau_step_us"]]))
+    return eff, out
 
 
-def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency) -> Efficiency:
-    """Fit one group's parameters (decode first, then prefill/TTFT) on the cases ``rows``."""
+def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency) -> tuple[Efficiency, dict]:
+    """Fit one group's parameters (decode first, then prefill/TTFT) on the cases ``rows``; returns
+    the efficiencies and {field: (posterior sd, 'fitted' | 'prior' | 'bound')}."""
     if rows.size == 0:
-        return prior
+        return prior, {}
     sub = [cases[i] for i in rows]
     parts = evaluate_cases(sub, [prior] * len(sub))
     local = np.arange(len(sub))
     dec = local[[c.metric in ("decode", "e2e") for c in sub]]
     pre = local[[c.metric in ("prefill", "ttft") for c in sub]]
-    p = _fit_decode(sub, parts, dec, prior)
-    return _fit_prefill(sub, parts, pre, p, fit_step=dec.size == 0)
+    p, sd_dec = _fit_decode(sub, parts, dec, prior)
+    p, sd_pre = _fit_prefill(sub, parts, pre, p, fit_step=dec.size == 0)
+    return p, sd_dec | sd_pre
 
 
 # ---- the hierarchy ---------------------------------------------------------------------------------
@@ -227,6 +313,8 @@ class Group:
     family: str
     rows: np.ndarray         # indices into the case list
     params: Efficiency | None = None
+    #: {field: (posterior sd, 'fitted' | 'prior' | 'bound')}
+    uncertainty: dict | None = None
     band_decode: tuple[float, float] = (0.7, 1.3)
     band_prefill: tuple[float, float] = (0.5, 1.6)
     cv_residuals: dict | None = None
@@ -283,8 +371,9 @@ def _parent(groups: list[Group], g: Group) -> Group | None:
 
 
 def _fit_all(cases: Sequence[Case], groups: list[Group], runtimes: dict[str, Runtime],
-             exclude: set[int] | None = None) -> dict[str, Efficiency]:
-    """Fit every group top-down, optionally without some rows; returns params by group key."""
+             exclude: set[int] | None = None, uncertainty: dict | None = None) -> dict[str, Efficiency]:
+    """Fit every group top-down, optionally without some rows; returns params by group key (and
+    fills ``uncertainty`` with each group's posterior sds, when given)."""
     exclude = exclude or set()
     fitted: dict[str, Efficiency] = {}
     for level in ("runtime", "vendor", "family", "hardware"):
@@ -294,7 +383,9 @@ def _fit_all(cases: Sequence[Case], groups: list[Group], runtimes: dict[str, Run
             parent = _parent(groups, g)
             prior = fitted.get(parent.key) if parent else Efficiency.of_runtime(runtimes[g.runtime])
             rows = np.array([i for i in g.rows if i not in exclude], dtype=int)
-            fitted[g.key] = fit_group(cases, rows, prior) if rows.size else prior
+            fitted[g.key], sd = fit_group(cases, rows, prior) if rows.size else (prior, {})
+            if uncertainty is not None:
+                uncertainty[g.key] = sd
     return fitted
 
 
@@ -371,9 +462,11 @@ def calibrate(cat: Catalog, cases: Sequence[Case]) -> CalibrationResult:
     """Fit profiles for every runtime/vendor/family group with data, with cross-validated bands."""
     runtimes = dict(cat.runtimes)
     groups = _groups(cases)
-    fitted = _fit_all(cases, groups, runtimes)
+    uncertainty: dict[str, dict] = {}
+    fitted = _fit_all(cases, groups, runtimes, uncertainty=uncertainty)
     for g in groups:
         g.params = fitted[g.key]
+        g.uncertainty = uncertainty[g.key]
     # bands, parents first so that children can fall back to them
     for level in ("runtime", "vendor", "family", "hardware"):
         for g in groups:
@@ -408,8 +501,26 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
         prefill_rows=sum(c.metric in ("prefill", "ttft") for c in sub),
         source=f"fitted by advisor calibrate to {len(sub)} rows of catalog/measured/calibration.csv ({', '.join(sources)})",
-        notes=f"devices: {', '.join(devices[:12])}{' …' if len(devices) > 12 else ''}",
+        notes=(uncertainty_text(g.uncertainty) + "; " if g.uncertainty else "")
+        + f"devices: {', '.join(devices[:12])}{' …' if len(devices) > 12 else ''}",
     )
+
+
+#: Short names of the fitted fields in the uncertainty text, with their rounding.
+_SD_LABELS = {"decode_bw_fraction": ("bw", 3), "layer_overhead_us": ("layer µs", 1), "step_overhead_us": ("step µs", 0),
+              "allreduce_latency_us": ("all-reduce µs", 0), "prefill_compute_fraction": ("prefill", 3),
+              "attention_compute_fraction": ("attention", 3)}
+
+
+def uncertainty_text(uncertainty: dict) -> str:
+    """'posterior sd: bw ±0.012, layer µs ±3.1 (prior), …' — (prior) where the data did not pin the
+    value down (it is the prior's), (bound) where it sits on a physical bound."""
+    parts = []
+    for name, (label, digits) in _SD_LABELS.items():
+        if name in uncertainty:
+            sd, status = uncertainty[name]
+            parts.append(f"{label} ±{sd:.{digits}f}" + ("" if status == "fitted" else f" ({status})"))
+    return "posterior sd: " + ", ".join(parts)
 
 
 def fit_profiles(cat: Catalog, cases: Sequence[Case]) -> dict[str, Profile]:
@@ -427,8 +538,9 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         f"# Data: {Path(data_path).name} (sha256 {digest}…), {result.rows_used} rows fitted, {date.today().isoformat()}.\n"
         "# decode_bw_fraction = fraction of spec bandwidth reached by decode; layer_overhead_us = fixed cost per layer\n"
         "# per forward pass; prefill_compute_fraction / attention_compute_fraction = fractions of the dense peak;\n"
-        "# allreduce_latency_us = per all-reduce (multi-GPU); bands = 10th-90th percentile of cross-validated\n"
-        "# ln(measured/predicted) (whole devices, families or vendors held out). See advisor/calibration.py.\n"
+        "# allreduce_latency_us = per all-reduce (multi-GPU). Each is a MAP estimate under a physical prior (PRIOR_SD in\n"
+        "# advisor/fit/calibration.py); notes give its posterior sd, (prior) where the data did not pin it down and\n"
+        "# (bound) where it sits on a physical bound. Bands: see BANDS in advisor/fit/calibration.py.\n"
     )
     entries = []
     for p in result.profiles:
