@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from advisor.cli.options import add_memory
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
@@ -25,6 +26,19 @@ def _number(name: str, text, kind=float):
     except ValueError:
         raise AdvisorError(f"--{name} must be a number, got {text!r}") from None
     return v
+
+
+def sized_catalog(cat: Catalog, args: argparse.Namespace) -> Catalog:
+    """``cat`` with each --hardware device in the memory size its name or --memory-gb gives (sweeps
+    read the catalog's entries, so a chosen size must be in the catalog they run on)."""
+    from advisor.model.config import memory_size
+
+    memory_gb = memory_size(getattr(args, "memory_gb", None))
+    names = _csv_list(args.hardware)
+    if memory_gb is not None and not names:
+        raise AdvisorError("--memory-gb needs --hardware: the device whose memory size it sets")
+    sized = [hw for hw in (cat.hardware_named(n, memory_gb) for n in names) if hw != cat.hardware[hw.key]]
+    return cat.with_hardware(*sized) if sized else cat
 
 
 def requirements_from_args(cat: Catalog, args: argparse.Namespace):
@@ -85,7 +99,7 @@ BASIS_TEXT = {"hour": "ranked by rent: on-demand $/GPU-hour × GPUs (and $/milli
 def cmd_recommend(args: argparse.Namespace) -> int:
     from advisor.plan.recommend import recommend
 
-    cat = user_catalog()
+    cat = sized_catalog(user_catalog(), args)
     req = requirements_from_args(cat, args)
     rec = recommend(cat, req)
     top_n = args.top or 10
@@ -158,7 +172,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     print("\nLaunch:")
     for i, c in enumerate(best[:3], 1):
         each = f" (on each of the {c.replicas} replicas, behind one load balancer)" if c.replicas > 1 else ""
-        print(f"  #{i}{each}: {c.launch}")
+        print(f"  #{i}{each}: {c.launch or f'none: {c.runtime.name} is a hosted service or vendor appliance'}")
     priced = [c for c in best if c.price_note]
     if priced:
         print("\nPrices used (dated; override with your own quote):")
@@ -170,7 +184,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_will_it_run(args: argparse.Namespace) -> int:
     from advisor.plan.will_it_run import will_it_run
 
-    cat = user_catalog()
+    cat = sized_catalog(user_catalog(), args)
     hw = cat.hardware_named(args.hardware)
     rt = cat.runtime_named(args.runtime) if args.runtime else None
     gpus = _number("gpus", args.gpus, int) or 1
@@ -219,6 +233,7 @@ def register(sub) -> None:
                    help="comma list of datacenter, workstation, consumer, laptop, apple, soc")
     p.add_argument("--vendor", help="comma list of NVIDIA, AMD, Intel, Apple")
     p.add_argument("--hardware", help="comma list of hardware names to choose from")
+    add_memory(p)
     p.add_argument("--max-gpus", dest="max_gpus", help="GPUs per node at most (default 8)")
     p.add_argument("--budget-usd", dest="budget_usd", help="purchase budget, USD")
     p.add_argument("--budget-usd-hour", dest="budget_usd_hour", help="cloud budget, USD per hour")
@@ -240,6 +255,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("will-it-run", help="for given hardware: the best quantization and longest context per model")
     p.add_argument("--hardware", required=True, help="hardware name")
+    add_memory(p)
     p.add_argument("--model", help="one model: list every quantization")
     p.add_argument("--gpus", help="number of GPUs (default 1)")
     p.add_argument("--runtime", help="runtime (default by hardware)")
