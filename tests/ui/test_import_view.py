@@ -266,3 +266,27 @@ def test_the_last_session_s_import_is_restored_at_start(make_window, tmp_path, s
     w2 = make_window()
     assert w2.session.cfg.model.key == key and key in w2.session.cat.models
     assert not w2.settings.notices
+
+
+def test_a_hub_id_is_fetched_in_the_background_offline_from_the_cache(window, qtbot, tmp_path, monkeypatch):
+    import huggingface_hub.constants as hc
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    base = tmp_path / "hub" / "models--Qwen--Qwen2.5-7B"
+    (base / "snapshots" / commit).mkdir(parents=True)
+    (base / "refs").mkdir()
+    (base / "refs" / "main").write_text(commit)
+    shutil.copy(FIXTURES / "qwen2.5-7b.json", base / "snapshots" / commit / "config.json")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    s = window.session
+    assert window.import_source("hf:Qwen/Qwen2.5-7B")
+    # the catalog has its own Qwen2.5 7B: the import sits beside it, named as imported
+    qtbot.waitUntil(lambda: s.cfg.model.name == "Qwen2.5-7B (imported)", timeout=10000)
+    assert s.cfg.model.key != "qwen2.5-7b" and "qwen2.5-7b" in s.cat.models
+    assert s.import_sources[s.cfg.model.key] == "hf:Qwen/Qwen2.5-7B"
+    before = s.cfg
+    window.import_source("hf:Qwen/Not-There")
+    qtbot.waitUntil(lambda: "not in the local cache" in window.statusBar().currentMessage(), timeout=10000)
+    assert s.cfg is before
