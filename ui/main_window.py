@@ -12,8 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QSplitter, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 import advisor
 from advisor import api
@@ -62,6 +62,13 @@ def _render_svg(widget: QWidget, path: str) -> None:
         widget.render(painter)
     finally:
         painter.end()
+
+
+def _no_text_drops(widget: QWidget) -> None:
+    """A file dropped on a text field (a picker's search, a spin box) imports it as anywhere else in
+    the window, instead of pasting its path as text."""
+    for edit in widget.findChildren(QLineEdit):
+        edit.setAcceptDrops(False)
 
 
 class MainWindow(QMainWindow):
@@ -115,6 +122,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.busy_label)
         self._build_menus()
         self._update_catalog_label()
+        _no_text_drops(self)
 
         s.sig_error.connect(self.show_error)
         s.sig_message.connect(lambda m: self.statusBar().showMessage(m, 6000))
@@ -150,6 +158,7 @@ class MainWindow(QMainWindow):
         """The view of a tab, built on first use."""
         if name not in self._built and name in self._factories:
             w = self._factories[name]()
+            _no_text_drops(w)
             self._built[name] = w
             self.pages[name].layout().addWidget(w)
         return self._built.get(name)

@@ -290,3 +290,12 @@ def test_a_hub_id_is_fetched_in_the_background_offline_from_the_cache(window, qt
     window.import_source("hf:Qwen/Not-There")
     qtbot.waitUntil(lambda: "not in the local cache" in window.statusBar().currentMessage(), timeout=10000)
     assert s.cfg is before
+
+
+def test_text_fields_leave_file_drops_to_the_window(window):
+    from PySide6.QtWidgets import QLineEdit
+
+    window.show_view("whatifs")
+    edits = window.findChildren(QLineEdit)
+    assert window.inputs.model_picker.search in edits and window.whatifs.spin_k.lineEdit() in edits
+    assert not any(e.acceptDrops() for e in edits)
