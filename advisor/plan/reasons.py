@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: The constraints a candidate is judged against, in the order their reasons are listed.
-CONSTRAINTS = ("quality", "memory", "load", "ttft", "tok_s", "budget_usd", "budget_usd_hour")
+CONSTRAINTS = ("quality", "memory", "load", "ttft", "tok_s", "prediction", "budget_usd", "budget_usd_hour")
 
 
 @dataclass(frozen=True)

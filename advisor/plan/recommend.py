@@ -193,8 +193,9 @@ def is_reference(q: Quant, m: Model) -> bool:
 
 
 def is_upcast(q: Quant, m: Model) -> bool:
-    """A wider format than a natively quantized model ships in: more memory, no more quality."""
-    return bool(m.native_quant) and not is_reference(q, m) and bits_class(q) > _native_bits(m)
+    """A format at least as wide as the one a natively quantized model ships in: it saves no memory
+    and cannot add quality (an INT8 copy of an FP8 release only loses some)."""
+    return bool(m.native_quant) and not is_reference(q, m) and bits_class(q) >= _native_bits(m)
 
 
 def _native_bits(m: Model) -> int:
@@ -386,6 +387,8 @@ def _build(rec: Recommendation, i: int) -> Candidate:
         fail.append(Reason("tok_s", req.tok_s, float(a["judge_tok"][i]), "tok/s per user",
                            {"bound": c.bound, "bandwidth_fraction": float(a["bw_share"][i]),
                             "bandwidth_gb_s": hw.bandwidth_gb_s} | serving))
+    if not a["predicted"][i]:
+        fail.append(Reason("prediction", None, None, "", {"hardware": hw.name}))
     if req.budget_usd is not None and not a["budget_ok"][i]:
         fail.append(Reason("budget_usd", req.budget_usd, usd, "USD"))
     if req.budget_usd_hour is not None and not a["budget_hour_ok"][i]:
@@ -466,7 +469,9 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
             a["tok_ok"] = a["judge_tok"] >= req.tok_s
             ratios.append(a["judge_tok"] / req.tok_s)
         a["headroom"] = np.nan_to_num(np.minimum.reduce(ratios), nan=0.0)
-        a["serves"] = a["fits"] & a["load_ok"] & a["ttft_ok"] & a["tok_ok"]
+        # a prediction the catalog cannot make (a missing peak) is no pass
+        a["predicted"] = np.isfinite(a["tok"]) & np.isfinite(a["ttft"])
+        a["serves"] = a["fits"] & a["load_ok"] & a["ttft_ok"] & a["tok_ok"] & a["predicted"]
         a["replicas"] = np.full(n, replicas)
         a["users"] = np.full(n, share)
         a["throughput"] = a["throughput"] * replicas

@@ -10,8 +10,8 @@ def reason_text(r: Reason) -> str:
     d = r.detail
     if r.constraint == "quality":
         if r.unit == "upcast":
-            return (f"{d['quant']} not considered: the model ships in {d['native']}, and a wider format "
-                    f"costs memory without adding quality")
+            return (f"{d['quant']} not considered: the model ships in {d['native']}, and a format as wide "
+                    f"or wider saves no memory and adds no quality")
         if r.unit == "+ppl" and d.get("unmeasured"):
             return (f"{d['quant']} rejected: no published perplexity figure for it on this model "
                     f"(--max-ppl accepts measured formats and the native one only)")
@@ -47,6 +47,8 @@ def reason_text(r: Reason) -> str:
     if r.constraint == "tok_s":
         return (f"{num(r.achieved)} tok/s per user < {num(r.required)} target: decode {d['bound']}-bound "
                 f"at {num(d['bandwidth_fraction'] * 100, 2)} % of {num(d['bandwidth_gb_s'])} GB/s")
+    if r.constraint == "prediction":
+        return f"no prediction: the catalog lacks a figure {d.get('hardware', 'this hardware')} needs (a compute peak)"
     if r.constraint == "budget_usd":
         return f"${r.achieved:,.0f} is over the ${r.required:,.0f} budget" if r.achieved else "no purchase price in the catalog"
     if r.constraint == "budget_usd_hour":
