@@ -4,7 +4,11 @@ Everything a caller outside the command line needs goes through here, so that th
 reaches into the physics modules and those can change without breaking it:
 
 - `load_catalog()`: the shipped catalog with the user's overlay (a fresh object each call);
-- `configure(...)` → `Config`: names resolved forgivingly, defaults filled in one place;
+- `configure(...)` → `Config`: names resolved forgivingly, defaults filled in one place
+  (``memory_gb=`` picks one of the sizes the hardware ships in);
+- `memory_options(hw)`: the memory sizes a hardware entry ships in (GiB, its default among them);
+  `with_memory(hw, memory_gib)`: that entry in another of them (`AdvisorError` listing them);
+  `hardware_named(cat, name, memory_gib=None)`: a typed name ("M3 Max 64GB") → `Hardware`;
 - `predict(cat, config)` → `Prediction` (the fields of ``advisor predict --json``);
 - `curve(cat, config, vary, values)` → `Curve`: one vectorised call along batch, prompt, depth
   or output, with bands and ceilings (the app's charts, the report's figures);
@@ -33,6 +37,7 @@ from __future__ import annotations
 __all__ = [
     "AdvisorError", "UnknownName", "Catalog", "LoadIssue", "load_catalog", "suggest",
     "Config", "Defaults", "Workload", "configure", "with_defaults",
+    "memory_options", "with_memory", "hardware_named",
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
     "Requirements", "Recommendation", "Candidate", "recommend", "candidate_record", "candidate_verdict", "reason_text",
@@ -50,7 +55,7 @@ __all__ = [
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
 from advisor.model.config import Config, Defaults, configure, with_defaults
 from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline
-from advisor.data.catalog import Catalog, LoadIssue, load_catalog as _load
+from advisor.data.catalog import Catalog, LoadIssue, load_catalog as _load, memory_options, with_memory
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
@@ -75,6 +80,12 @@ def load_catalog(user: bool = True) -> Catalog:
     from advisor.data.userdata import user_data_dir
 
     return _load(CATALOG_DIR, user_data_dir() if user else None)
+
+
+def hardware_named(cat: Catalog, name: str, memory_gib: float | None = None):
+    """The `Hardware` a typed name designates, in the memory size the name or ``memory_gib`` states
+    (else its default, with an ``assumed`` note when it ships in several)."""
+    return cat.hardware_named(name, memory_gib)
 
 
 def suggest(cat: Catalog, prefix: str, section: str = "models", limit: int = 20) -> list[tuple[str, str]]:

@@ -195,7 +195,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise UsageError("predict needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
                     runtime=args.runtime, gpus=args.gpus, batch=args.batch, prompt=args.prompt, output=args.output,
-                    depth=args.depth, parallelism=args.parallel)
+                    depth=args.depth, parallelism=args.parallel, memory_gb=args.memory_gb)
     tech = _techniques(cat, args)
     p = predict(cat, cfg)
     effects = what_if(cat, cfg, tech) if tech.any else []
@@ -228,7 +228,8 @@ def _predict_cases(cat: Catalog, args: argparse.Namespace) -> int:
         cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
                         quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
                         runtime=cells.get("runtime") or None, gpus=cells.get("gpus"), batch=cells.get("batch"),
-                        prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"))
+                        prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"),
+                        memory_gb=cells.get("memory_gb") or None)
         p = predict(cat, cfg)
         d = p.to_dict()
         for c in PREDICT_CSV_OUTPUTS[:-1]:

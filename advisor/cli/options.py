@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 
 
+def add_memory(p: argparse.ArgumentParser) -> None:
+    """--memory-gb: one of the memory sizes the hardware ships in (Apple chips come in several)."""
+    p.add_argument("--memory-gb", dest="memory_gb",
+                   help="memory size of the hardware, GB, where it ships in several (e.g. 36 for a 36 GB M3 Max; "
+                        "a size in the name works too: 'M3 Max 36GB'); default: the catalog entry's size")
+
+
 def add_configuration(p: argparse.ArgumentParser) -> None:
     """The options that name one configuration: hardware, model, formats, runtime and GPUs."""
     p.add_argument("--hardware", help="accelerator name, e.g. 'rtx 4090', 'H100 SXM', 'M2 Max 38-core'")
@@ -13,4 +20,5 @@ def add_configuration(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache element type (default f16)")
     p.add_argument("--runtime", help="llama.cpp, vllm, sglang, tensorrt-llm, mlx (default by hardware)")
     p.add_argument("--gpus", help="number of GPUs (default 1)")
+    add_memory(p)
     p.add_argument("--parallel", help="multi-GPU split: tp (tensor) or pp (layers); default by runtime")

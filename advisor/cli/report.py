@@ -16,7 +16,8 @@ import os
 import sys
 import time
 
-from advisor.cli.recommend import _csv_list, _number, requirements_from_args
+from advisor.cli.options import add_memory
+from advisor.cli.recommend import _csv_list, _number, requirements_from_args, sized_catalog
 from advisor.data.catalog import user_catalog
 from advisor.data.errors import AdvisorError
 
@@ -46,6 +47,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise AdvisorError(f"cannot write the report to {out}: folder {folder} is not writable")
     cat = user_catalog()
+    if not _one_configuration(args):
+        cat = sized_catalog(cat, args)
     if _one_configuration(args):
         from advisor.model.config import configure
         from advisor.text.report import report_from_config
@@ -54,7 +57,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise AdvisorError("give --users or --batch, not both")
         cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
                         runtime=args.runtime, gpus=args.gpus, batch=args.users or args.batch,
-                        prompt=args.prompt, output=args.output, depth=args.depth, parallelism=args.parallel)
+                        prompt=args.prompt, output=args.output, depth=args.depth, parallelism=args.parallel,
+                        memory_gb=args.memory_gb)
         content = report_from_config(cat, cfg, ttft_ms=_number("ttft-ms", args.ttft_ms),
                                      tok_s=_number("tok-s", args.tok_s))
     else:
@@ -85,6 +89,7 @@ def register(sub) -> None:
                    help="paper size (default: your locale's, Letter in the US and Canada, else A4)")
     p.add_argument("--model", required=True, help="model name")
     p.add_argument("--hardware", help="one device: a report on that configuration; a comma list: choose among them")
+    add_memory(p)
     p.add_argument("--quant", help="one configuration: weight format (default by runtime)")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache dtype (one configuration: one; otherwise a comma "
                                                        "list allowed, default f16,fp8,q8_0)")

@@ -160,7 +160,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.hardware or not args.model:
         raise AdvisorError("serve needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
-                    runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel)
+                    runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel, memory_gb=args.memory_gb)
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      chunk_tokens=args.chunk_tokens)
@@ -189,7 +189,7 @@ def _serve_cases(cat: Catalog, args: argparse.Namespace) -> int:
         cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
                         quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
                         runtime=cells.get("runtime") or None, gpus=cells.get("gpus"),
-                        parallelism=cells.get("parallel") or None)
+                        parallelism=cells.get("parallel") or None, memory_gb=cells.get("memory_gb") or None)
         load = load_from(prompt=cells.get("prompt"), output=cells.get("output"),
                          concurrency=cells.get("concurrency") or None, rate=cells.get("rate") or None,
                          think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"))

@@ -230,6 +230,9 @@ class NameIndex:
             if len(sizes) > 1:
                 raise UnknownName(f"{query!r} states several memory sizes ({', '.join(f'{s:g}' for s in sorted(sizes))} GB)")
             size = sizes.pop() if sizes else None
+        # a size typed apart ("96 GB") is a memory size too, not a word the name must contain
+        qwords = [w for i, w in enumerate(qwords) if w != "gb"
+                  and not (w.isdigit() and i + 1 < len(qwords) and qwords[i + 1] == "gb")]
         for form in (" ".join(q), "".join(q)):
             hits = self._exact.get(form)
             if hits:

@@ -309,14 +309,17 @@ class ServeReport:
 def serve(cat, cfg, load: Load) -> ServeReport:
     """The steady state of ``load`` on the configuration ``cfg`` (a `Config`)."""
     from advisor.model.efficiency import efficiency_for
+    from advisor.model.config import context_note, context_refusal
     from advisor.model.notes import efficiency_note
     from advisor.model.predict import evaluate_config
 
     load.check()
     cfg.check(check_context=False)
-    if load.prompt_tokens + load.output_tokens > cfg.model.native_context:
-        raise AdvisorError(f"prompt + output of {load.prompt_tokens + load.output_tokens:,} tokens exceeds "
-                           f"{cfg.model.name}'s native context of {cfg.model.native_context:,}")
+    # beyond the native context (RoPE scaling) up to the limit predict uses, with its note
+    context = load.prompt_tokens + load.output_tokens
+    why = context_refusal(cfg.model, context)
+    if why:
+        raise AdvisorError(f"prompt + output: {why}")
     eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
     P = load.new_prompt_tokens
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P,
@@ -351,6 +354,10 @@ def serve(cat, cfg, load: Load) -> ServeReport:
     why = efficiency_note(eff, cfg.runtime, cfg.hardware)
     if why:
         notes.append(why)
+    notes.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)
+    beyond = context_note(cfg.model, context)
+    if beyond:
+        notes.append(beyond)
     return ServeReport(
         hardware=cfg.hardware.name, model=cfg.model.name, quant=cfg.quant.name, kv_dtype=cfg.kv_dtype.name,
         runtime=cfg.runtime.name, gpus=cfg.gpus, load=load, max_seqs=int(seqs), chunk_tokens=int(chunk),
