@@ -359,7 +359,8 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     r = int(a["replicas"][i])
     usd, hour, note = _price(hw, g * r)
     per_replica_users = int(a["users"][i])
-    c = Candidate(hw, rt, q, kv, g, per_replica_users, float(a["ttft"][i]), float(a["ttft_safe"][i]),
+    # users: all of them (the launch line splits them over the replicas)
+    c = Candidate(hw, rt, q, kv, g, rec.users, float(a["ttft"][i]), float(a["ttft_safe"][i]),
                   float(a["tok"][i]), float(a["tok_safe"][i]), float(a["throughput"][i]), float(a["needed"][i]),
                   float(a["usable"][i]), int(a["max_batch"][i]), int(a["max_context"][i]),
                   float(a["compute_share"][i]), str(a["bound"][i]), float(a["running"][i]), float(a["queue"][i]),
