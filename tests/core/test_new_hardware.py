@@ -1,6 +1,8 @@
 """Hardware people ask about (issue 16): every name and alias resolves to its own entry, the
 figures follow the catalog's conventions, and a prediction runs on each new architecture family."""
 
+import re
+
 import pytest
 
 from advisor.cli.main import main
@@ -92,6 +94,9 @@ def test_every_alias_and_the_name_resolve_to_their_own_entry(cat, key):
 @pytest.mark.parametrize("key", sorted(NEW_HARDWARE))
 def test_new_entries_carry_sources_and_consistent_figures(cat, key):
     hw = cat.hardware[key]
+    # a size in the key or name is the entry's memory (an A800 40GB once carried 80 GB)
+    stated = re.findall(r"(\d+)gb", key) + re.findall(r"(\d+) ?GB", hw.name)
+    assert all(float(s) == hw.memory_gib for s in stated), (stated, hw.memory_gib)
     assert hw.source and hw.notes and hw.year and hw.tdp_w and hw.memory_type
     assert hw.fp32_tflops and hw.fp32_tflops > 0
     # a dense matrix rate is never below the vector FP32 rate on parts with matrix units, and on
