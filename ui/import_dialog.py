@@ -25,10 +25,11 @@ def describe_import(im: "api.ImportedModel") -> str:
     """What the importer read, as a few lines of rich text (the CLI's ``import-model`` in short)."""
     m = im.model
     active = f" ({num(m.params_active_b)} B active, {m.experts} experts)" if m.is_moe else ""
-    weights = f"{num(im.weight_bytes / 1e9)} GB of weights as stored" if im.weight_bytes else "weight bytes from the format"
+    weights = (f"{num(im.weight_bytes / 1e9)} GB of weights as stored" if im.weight_bytes
+               else "weight bytes from the format")
     lines = [f"<b>{m.name}</b> — {im.kind}, {m.family} family, {m.attention.upper()} attention",
-             f"{num(m.params_total_b)} B params{active} · {m.layers} layers · {m.heads} heads, {m.kv_heads} KV heads · "
-             f"head {m.head_dim} · context {m.native_context:,}",
+             f"{num(m.params_total_b)} B params{active} · {m.layers} layers · {m.heads} heads, "
+             f"{m.kv_heads} KV heads · head {m.head_dim} · context {m.native_context:,}",
              f"own format {im.weight_format or '—'} · {weights}"]
     lines += [f"<span style='color:#888'>note: {n}</span>" for n in im.notes]
     return "<br>".join(lines)

@@ -19,11 +19,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel,
-                               QRadioButton, QSizePolicy, QSpinBox, QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem,
-                               QToolButton, QVBoxLayout, QWidget)
+                               QRadioButton, QSizePolicy, QSpinBox, QSplitter, QStackedWidget, QTableWidget,
+                               QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from advisor import api
-from advisor.text.format import duration_ms, num
+from advisor.text.format import num
 from ui.views.curves import frame
 from ui.widgets import LazyView, plot_colors
 
@@ -128,7 +128,8 @@ class TechniquesView(LazyView):
         self.spec_line = self.spec_plot.plot([], [], pen=pg.mkPen(col["a"], width=2), name="speed-up")
         self.spec_now = self.spec_plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"],
                                             name="this batch")
-        self.spec_one = pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen(col["muted"], width=1, style=Qt.PenStyle.DashLine))
+        self.spec_one = pg.InfiniteLine(pos=1.0, angle=0,
+                                        pen=pg.mkPen(col["muted"], width=1, style=Qt.PenStyle.DashLine))
         self.spec_cross = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["b"], width=1.5), label="",
                                           labelOpts={"position": 0.85, "color": col["b"]})
         self.spec_plot.addItem(self.spec_one, ignoreBounds=True)
@@ -154,7 +155,8 @@ class TechniquesView(LazyView):
         session.sig_techniques_changed.connect(self._on_techniques_changed)
 
     # ------------------------------------------------------------------ building
-    def _plot(self, title: str, xlabel: str, ylabel: str, legend_at: tuple[int, int]) -> tuple[pg.PlotWidget, pg.PlotItem]:
+    def _plot(self, title: str, xlabel: str, ylabel: str,
+              legend_at: tuple[int, int]) -> tuple[pg.PlotWidget, pg.PlotItem]:
         """A chart; ``legend_at`` is pyqtgraph's legend offset (negative: from the right or bottom),
         put where its curve leaves room."""
         w = pg.PlotWidget(title=title)
@@ -406,7 +408,7 @@ class TechniquesView(LazyView):
         heads = int(m.heads)
         for g in (heads, *[g for g in range(heads - 1, 1, -1) if heads % g == 0], 1):
             spec = "mha" if g == heads else ("mqa" if g == 1 else f"gqa:{g}")
-            name = "MHA" if g == heads else ("MQA" if g == 1 else f"GQA")
+            name = "MHA" if g == heads else ("MQA" if g == 1 else "GQA")
             mine = " — as published" if g == m.kv_heads and m.attention != "mla" else ""
             self.layout_combo.addItem(f"{name}: {g} KV head{'s' if g > 1 else ''}{mine}", spec)
         # default: the layout that differs most the other way (a GQA model → MHA, MHA → GQA:8 or MQA)
