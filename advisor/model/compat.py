@@ -65,6 +65,13 @@ def hardware_refusal(hw: Hardware, runtime: Runtime, quant: Quant | None = None,
     return None
 
 
+def refuses_format_key(hw: Hardware, runtime: Runtime, quant_key: str) -> bool:
+    """True where a support rule keeps ``runtime`` from running format ``quant_key`` on ``hw``
+    (the launch lines ask for FP16 where BF16 is refused: --dtype half)."""
+    return any(rule.vendor == hw.vendor and quant_key in rule.quants and hw.family not in rule.families
+               for rule in runtime.support)
+
+
 def runtime_refusal(hw: Hardware, runtime: Runtime) -> str | None:
     if runtime.vendors and hw.vendor not in runtime.vendors:
         return (f"{runtime.name} does not run on {hw.vendor} hardware ({hw.name}); "

@@ -1,61 +1,244 @@
 """The command that starts a recommended configuration, per runtime.
 
 Each runtime's `launch` template in catalog/runtimes.yaml has {placeholders}; this module fills
-them with the configuration's values and the runtime's own spelling of each option.
+them with what the runtime needs to load the configuration and nothing it would reject:
+
+- the weights: a published checkpoint of the model in that weight format (catalog/checkpoints.yaml,
+  each with its source), never ``--quantization X`` pointed at the BF16 repository (vLLM and SGLang
+  read a quantized checkpoint's ``quantization_config`` themselves). Where no checkpoint is
+  published the line loads a local folder or file and says, as a shell comment, what to make it
+  with (llm-compressor, TensorRT Model Optimizer, llama-quantize, mlx_lm.convert);
+- vLLM/SGLang's online FP8 (``--quantization fp8`` on BF16 weights) only where the BF16 weights
+  fit on the GPUs while they load; never on a model shipped in another quantized format;
+- GGUF files by repository and exact file (``-hf repo --hf-file file``) or, for a split set,
+  by the repository's quantization tag (``-hf repo:Q4_K_M``), which llama.cpp resolves itself;
+- each runtime's spelling of the KV dtype; TensorRT-LLM's FP8 cache through its YAML options;
+- llama-server's ``-c`` as the total over its ``-np`` slots (each slot gets ``-c / -np``).
+
+The flags used here were read from each runtime's argument parser; tests/data/runtime_flags.yaml
+lists them with the source file and commit, and tests/core/test_launch.py checks every line the
+recommender prints against that list and every checkpoint against catalog/checkpoints.yaml.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Mapping
 
-from advisor.data.specs import Model, Quant
+from advisor.data.specs import Checkpoint, Model, Quant
+from advisor.model.compat import refusal, refuses_format_key
+from advisor.model.devices import usable_memory_gb
+from advisor.model.geometry import WeightBits, geometry, weight_bytes
 
-#: KV dtype spellings per runtime family (our key → the runtime's flag value)
+#: KV dtype spellings per runtime family (our key → the runtime's flag value). vLLM: --kv-cache-dtype
+#: auto|fp8 (vllm/config/cache.py CacheDType); SGLang: auto|fp8_e5m2|fp8_e4m3|bf16 (server_args.py);
+#: llama.cpp's -ctk/-ctv take our keys as they are (f16, q8_0, q4_0 …).
 KV_FLAG = {
     "vllm": {"f16": "auto", "bf16": "auto", "fp8": "fp8"},
     "sglang": {"f16": "auto", "bf16": "auto", "fp8": "fp8_e5m2"},
-    "llama.cpp": {},  # llama.cpp's -ctk/-ctv take our keys as they are (f16, q8_0, q4_0 …)
+    "llama.cpp": {},
 }
 #: Families whose launch line gives each user a slot of its own with the whole context reserved up
 #: front (llama-server with an explicit -np: -c is the total over the slots, c / np each).
 FIXED_SLOTS = frozenset({"llama.cpp"})
-#: vLLM/SGLang --quantization for checkpoints that need it (an FP8 or AWQ checkpoint declares it itself)
-QUANT_FLAG = {"fp8": "fp8", "awq-int4": "awq", "gptq-int8": "gptq", "nf4": "bitsandbytes"}
+#: Engines that load Hugging Face safetensors checkpoints (and read their quantization_config).
+HF_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm", "mlx"})
+#: Formats an engine quantizes while loading BF16 weights: vLLM/SGLang online FP8
+#: (--quantization fp8) and vLLM's in-flight bitsandbytes (--quantization bitsandbytes).
+ONLINE_QUANTIZATION = {("vllm", "fp8"): "fp8", ("sglang", "fp8"): "fp8", ("vllm", "nf4"): "bitsandbytes"}
+#: What makes a checkpoint that is not published, per engine family (a shell comment on the line).
+QUANTIZE_WITH = {
+    "vllm": "llm-compressor (github.com/vllm-project/llm-compressor)",
+    "sglang": "llm-compressor (github.com/vllm-project/llm-compressor)",
+    "tensorrt-llm": "TensorRT Model Optimizer (github.com/NVIDIA/Model-Optimizer, examples/llm_ptq/hf_ptq.py)",
+    "mlx": "mlx_lm.convert",
+    "llama.cpp": "convert_hf_to_gguf.py and llama-quantize",
+}
+#: The tag a GGUF file name and llama.cpp's -hf repo:TAG use for a format, where it is not the
+#: first word of the format's name (gpt-oss ships its MoE-MXFP4 mix as "mxfp4").
+GGUF_TAG = {"mxfp4-moe-gguf": "MXFP4"}
+#: mlx_lm.convert's bits per format (mlx-community names its repositories -4bit / -8bit).
+MLX_BITS = {"mlx-4bit": 4, "mlx-8bit": 8}
+#: TensorRT-LLM runs pre-quantized checkpoints made with NVIDIA's Model Optimizer (the nvidia/
+#: repositories), NVIDIA/TensorRT-LLM docs/source/features/quantization.md "Running Pre-quantized Models".
+MODELOPT_PUBLISHER = "nvidia/"
+SPLIT_RE = re.compile(r"-\d{5}-of-\d{5}\.gguf$")
 
 
-def model_repo(m: Model) -> str:
-    """The Hugging Face repository id people pass to serving engines, if the catalog knows one."""
-    for alias in m.aliases:
-        if re.fullmatch(r"[\w.-]+/[\w.-]+", alias):
-            return alias
-    return m.name
+@dataclass(frozen=True)
+class Weights:
+    """What a launch line loads: the model argument, extra format flags, and a note (a shell
+    comment) when the checkpoint has to be made first."""
+
+    model: str
+    flags: str = ""
+    note: str = ""
+    checkpoint: Checkpoint | None = None
 
 
-def gguf_file(m: Model, q: Quant) -> str:
-    return f"{m.key}-{q.name.split()[0]}.gguf"
+def gguf_tag(q: Quant) -> str:
+    return GGUF_TAG.get(q.key, q.name.split()[0])
 
 
-def launch_line(c, req) -> str:
-    """Fill the runtime's template for candidate ``c`` (an `advisor.plan.recommend.Candidate`)."""
+def is_gguf(cp: Checkpoint) -> bool:
+    return cp.repo.lower().endswith("gguf") or any(f.lower().endswith(".gguf") for f in cp.files)
+
+
+@lru_cache(maxsize=1)
+def shipped_checkpoints() -> Mapping[str, Checkpoint]:
+    """catalog/checkpoints.yaml as shipped (for callers that hold no catalog)."""
+    from advisor.data.catalog import CATALOG_DIR, parse_file
+
+    parsed, _ = parse_file(CATALOG_DIR / "checkpoints.yaml")
+    return {cp.key: cp for cp in parsed["checkpoints"]}
+
+
+def checkpoints_of(checkpoints: Mapping[str, Checkpoint], model: Model, quant: Quant, gguf: bool) -> list[Checkpoint]:
+    """Published checkpoints of ``model`` in ``quant``: GGUF repositories, or safetensors ones."""
+    return [cp for cp in checkpoints.values()
+            if cp.model == model.key and quant.key in cp.quants and is_gguf(cp) == gguf]
+
+
+def gguf_file(cp: Checkpoint, q: Quant) -> str | None:
+    """The checkpoint's file of format ``q`` (the first of a split set), if the table lists it."""
+    tag = gguf_tag(q).lower()
+    for f in cp.files:
+        stem = f.lower().rsplit("/", 1)[-1]
+        if re.search(rf"[-_.]{re.escape(tag)}([-_.]|$)", stem.removesuffix(".gguf") + "."):
+            return f
+    return None
+
+
+def native_checkpoint(checkpoints: Mapping[str, Checkpoint], model: Model) -> tuple[Checkpoint | None, str]:
+    """The model's own release (its repository is one of the model's catalog names) and the
+    format it was published in (its first listed)."""
+    own = [cp for cp in checkpoints.values()
+           if cp.model == model.key and not is_gguf(cp) and cp.repo in model.aliases and cp.quants]
+    return (own[0], own[0].quants[0]) if own else (None, "")
+
+
+def bf16_load_fits(c: Any, model: Model) -> bool:
+    """Online quantization loads the BF16 weights first: do they fit on the GPUs while loading?"""
+    hw = getattr(c, "hardware", None)
+    if hw is None:
+        return False
+    bf16 = weight_bytes(geometry(model), WeightBits(16.0, 16.0, 16.0, 16.0)) / max(c.gpus, 1)
+    return bf16 <= usable_memory_gb(hw) * 1e9 * c.runtime.memory_fraction
+
+
+def local_name(own: Checkpoint | None, model: Model, suffix: str) -> str:
+    """A local path for a checkpoint the user makes: named after the model's own release."""
+    base = own.repo.split("/", 1)[1] if own is not None else model.key
+    return f"./{base}-{suffix}"
+
+
+def fp16_only(c: Any) -> bool:
+    """Hardware where the engine must be told to run BF16 weights at FP16 (before Ampere:
+    vLLM refuses BF16 below compute capability 8.0 and suggests --dtype half)."""
+    hw = getattr(c, "hardware", None)
+    return hw is not None and refuses_format_key(hw, c.runtime, "bf16")
+
+
+def hf_weights(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> Weights:
+    """The checkpoint a Hugging Face engine (vLLM, SGLang, TensorRT-LLM, MLX) loads for ``c``."""
+    family, q = c.runtime.format_family, c.quant
+    found = checkpoints_of(checkpoints, model, q, gguf=False)
+    own, native = native_checkpoint(checkpoints, model)
+    if family == "tensorrt-llm" and q.kind != "float":
+        # TensorRT-LLM runs Model Optimizer checkpoints (and a model's own quantized release),
+        # not compressed-tensors or AutoAWQ ones
+        found = [cp for cp in found if cp.repo.startswith(MODELOPT_PUBLISHER) or cp is own]
+    elif family in ("vllm", "sglang"):
+        # their own formats (compressed-tensors, AWQ, the publisher's release) before Model Optimizer ones
+        found.sort(key=lambda cp: cp.repo.startswith(MODELOPT_PUBLISHER))
+    # vLLM/SGLang run a BF16 checkpoint at FP16 when asked (--dtype half): for the F16 format, and
+    # on GPUs without BF16 for any checkpoint whose unquantized layers are BF16
+    half = " --dtype half" if family in ("vllm", "sglang") and (q.key == "f16" or fp16_only(c)) else ""
+    trt_f16 = ("  # served at the checkpoint's BF16 (trtllm-serve takes the dtype from the checkpoint; same size)"
+               if q.key == "f16" and family == "tensorrt-llm" else "")
+    if found:
+        return Weights(found[0].repo, half, trt_f16 if "f16" not in found[0].quants else "", found[0])
+    online = ONLINE_QUANTIZATION.get((family, q.key))
+    if online and own is not None and native in ("bf16", "f16") and (online != "fp8" or bf16_load_fits(c, model)):
+        return Weights(own.repo, f"{half} --quantization {online}", "", own)
+    if q.key == "f16" and own is not None and native == "bf16":  # the BF16 repository served at FP16
+        return Weights(own.repo, half, trt_f16, own)
+    if family == "mlx" and q.key in MLX_BITS and own is not None:
+        path = local_name(own, model, f"{MLX_BITS[q.key]}bit")
+        return Weights(path, "", f"  # no {q.name} checkpoint of {model.name} in catalog/checkpoints.yaml: make it with "
+                                 f"mlx_lm.convert --hf-path {own.repo} --mlx-path {path} -q --q-bits {MLX_BITS[q.key]}")
+    why = (" (and its BF16 weights do not fit on these GPUs while loading for online quantization)"
+           if online == "fp8" and own is not None and native in ("bf16", "f16") else "")
+    source = own.repo if own is not None else model.name
+    path = local_name(own, model, q.name.split()[0].replace("/", "-"))
+    return Weights(path, "", f"  # no {q.name} checkpoint of {model.name} in catalog/checkpoints.yaml{why}: "
+                             f"make it from {source} with {QUANTIZE_WITH[family]} into {path}")
+
+
+def gguf_weights(model: Model, q: Quant, checkpoints: Mapping[str, Checkpoint]) -> Weights:
+    """The GGUF file llama-server loads for format ``q``: exact file, or the repository's tag."""
+    for cp in checkpoints_of(checkpoints, model, q, gguf=True):
+        f = gguf_file(cp, q)
+        if f and not SPLIT_RE.search(f):
+            return Weights(f"-hf {cp.repo} --hf-file {f}", checkpoint=cp)
+        if f and len(cp.quants) == 1:
+            # a split set in a one-format repository: -hf without a tag takes the repository's
+            # first file (the set's first part) and its parts (common/arg.cpp, --hf-repo help)
+            return Weights(f"-hf {cp.repo}", checkpoint=cp)
+        return Weights(f"-hf {cp.repo}:{gguf_tag(q)}", checkpoint=cp)
+    own, _ = native_checkpoint(checkpoints, model)
+    path = local_name(own, model, f"{gguf_tag(q)}.gguf")
+    source = own.repo if own is not None else model.name
+    how = (f"convert_hf_to_gguf.py --outtype {q.key}" if q.kind == "float"
+           else f"{QUANTIZE_WITH['llama.cpp']} {gguf_tag(q)}")
+    return Weights(f"-m {path}", "", f"  # no {gguf_tag(q)} GGUF of {model.name} in catalog/checkpoints.yaml: make it from {source} "
+                                     f"with {how}")
+
+
+def weights_for(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> Weights:
+    if c.runtime.format_family in HF_ENGINES:
+        return hf_weights(c, model, checkpoints)
+    return gguf_weights(model, c.quant, checkpoints)
+
+
+def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> str:
+    """Fill the runtime's template for candidate ``c`` (an `advisor.plan.recommend.Candidate`, or
+    anything with runtime, quant, kv_dtype, gpus, users and optionally hardware and replicas)."""
     rt = c.runtime
-    if not rt.launch:
+    if not rt.launch or rt.historic:  # an old build is kept for comparison, never launched
         return ""
     family = rt.format_family
+    model = req.model
+    hw = getattr(c, "hardware", None)
+    if hw is not None and refusal(hw, model, c.quant, c.kv_dtype, rt, c.gpus):
+        return ""  # a configuration the support matrix refuses gets no command line
+    w = weights_for(c, model, shipped_checkpoints() if checkpoints is None else checkpoints)
     kv = KV_FLAG.get(family, {}).get(c.kv_dtype.key, c.kv_dtype.key)
-    quant_flag = ""
-    if family in ("vllm", "sglang") and c.quant.key in QUANT_FLAG:
-        quant_flag = f" --quantization {QUANT_FLAG[c.quant.key]}"
+    prefix = kv_flags = ""
+    if family == "tensorrt-llm" and c.kv_dtype.key == "fp8":
+        # trtllm-serve has no KV-dtype flag: --extra_llm_api_options reads a YAML of LLM API fields
+        prefix = "printf 'kv_cache_config:\\n  dtype: fp8\\n' > kv_fp8.yaml && "
+        kv_flags = " --extra_llm_api_options kv_fp8.yaml"
     split = ""
     if family == "llama.cpp" and c.gpus > 1:
         split = " -sm layer -ts " + ",".join(["1"] * c.gpus)
+    replicas = int(getattr(c, "replicas", 1) or 1)
+    slots = math.ceil(c.users / replicas)
     # llama-server divides -c among its -np slots: ask for every user's whole context
-    context = req.context * c.users if family in FIXED_SLOTS else req.context
+    context = req.context * slots if family in FIXED_SLOTS else req.context
     values = {
-        "model_repo": model_repo(req.model), "model_file": gguf_file(req.model, c.quant), "context": context,
-        "parallel": c.users, "kv": kv, "tp": c.gpus, "memory_fraction": rt.memory_fraction, "quant_flag": quant_flag,
-        "split": split, "output": req.output_tokens,
+        "model": w.model, "context": context, "parallel": slots, "kv": kv, "tp": c.gpus,
+        "memory_fraction": rt.memory_fraction, "format_flags": w.flags, "kv_flags": kv_flags, "split": split,
+        "output": req.output_tokens,
     }
     line = rt.launch
     for k, v in values.items():
         line = line.replace("{" + k + "}", str(v))
-    return line
+    note = w.note
+    if replicas > 1:
+        note += (f"  # one of {replicas} replicas ({c.gpus} GPU{'s' if c.gpus > 1 else ''} each) behind a load "
+                 f"balancer, {slots} users each")
+    return prefix + line + note

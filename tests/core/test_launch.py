@@ -1,0 +1,201 @@
+"""Launch lines that start: every line the recommender prints uses only flags its runtime's
+argument parser has (tests/data/runtime_flags.yaml, each list with its source file and commit)
+and loads a checkpoint or file listed in catalog/checkpoints.yaml, or says how to make it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from advisor.plan.launch import HF_ENGINES, gguf_file, is_gguf, launch_line
+from advisor.plan.recommend import Requirements, recommend
+
+FLAGS = yaml.safe_load((Path(__file__).parents[1] / "data" / "runtime_flags.yaml").read_text())
+TRT_KV_PREFIX = "printf 'kv_cache_config:\\n  dtype: fp8\\n' > kv_fp8.yaml && "
+#: (model, users, context, hardware kinds, GPUs at most): models, formats, GPU counts and runtimes
+#: the recommender prints, from one user at home to a team on a multi-GPU server.
+SCENARIOS = [
+    ("llama-3.1-8b", 4, 16384, ("consumer",), 2),
+    ("llama-3.1-8b", 1, 8192, ("apple",), 1),
+    ("llama-3.3-70b", 50, 8192, ("datacenter",), 8),
+    ("llama-3.1-405b", 20, 8192, ("datacenter",), 8),
+    ("qwen3-30b-a3b", 8, 32768, ("workstation", "datacenter"), 4),
+    ("gpt-oss-120b", 4, 16384, ("datacenter", "soc"), 4),
+    ("gpt-oss-20b", 1, 8192, ("consumer", "apple"), 1),
+    ("deepseek-r1", 20, 8192, ("datacenter",), 8),
+    ("gemma-3-27b", 2, 8192, ("consumer", "apple"), 2),
+]
+
+
+def parse(line: str, family: str) -> tuple[list[str], str]:
+    """(tokens after the command, the trailing comment) of a launch line; asserts the command."""
+    if line.startswith(TRT_KV_PREFIX):
+        assert family == "tensorrt-llm" and "--extra_llm_api_options kv_fp8.yaml" in line
+        line = line[len(TRT_KV_PREFIX):]
+    code, _, comment = line.partition("  #")
+    tokens = shlex.split(code)
+    command = FLAGS[family]["command"]
+    assert tokens[:len(command)] == command, line
+    return tokens[len(command):], comment
+
+
+def check_line(cat, c, line: str, context: int) -> None:
+    family = c.runtime.format_family
+    spec = FLAGS[family]
+    args, comment = parse(line, family)
+    model_arg = args.pop(0) if args and not args[0].startswith("-") else None  # vllm serve / trtllm-serve MODEL
+    values: dict[str, str] = {}
+    while args:
+        flag = args.pop(0)
+        assert flag in spec["flags"], f"{flag} is not a {family} flag we verified: {line}"
+        assert args and not (args[0].startswith("-") and not re.fullmatch(r"-?\d+(\.\d+)?", args[0])), line
+        values[flag] = args.pop(0)
+        allowed = spec.get("values", {}).get(flag)
+        assert allowed is None or values[flag] in allowed, f"{flag} {values[flag]} is not accepted: {line}"
+    repos = {cp.repo: cp for cp in cat.checkpoints.values()}
+    made_locally = re.search(r"in catalog/checkpoints\.yaml[^#]*: make it", comment) is not None
+    if family in HF_ENGINES:
+        model_arg = model_arg or values.get("--model-path") or values.get("--model")
+        if model_arg.startswith("./"):
+            assert made_locally, f"a local checkpoint without saying how to make it: {line}"
+        else:
+            cp = repos[model_arg]  # a KeyError here: a repository not in catalog/checkpoints.yaml
+            assert not is_gguf(cp)
+            online = values.get("--quantization")
+            assert c.quant.key in cp.quants or online or (c.quant.key == "f16" and "bf16" in cp.quants), line
+            if online:  # online quantization starts from the model's own 16-bit release
+                assert cp.quants[0] in ("bf16", "f16") and cp.model == c.model_key
+    else:
+        if "-m" in values:
+            assert values["-m"].startswith("./") and made_locally, line
+        else:
+            repo, _, tag = values["-hf"].partition(":")
+            cp = repos[repo]
+            assert is_gguf(cp) and c.quant.key in cp.quants, line
+            if "--hf-file" in values:
+                assert values["--hf-file"] in cp.files and values["--hf-file"] == gguf_file(cp, c.quant)
+        # llama-server divides -c among its -np slots: every user gets the whole context
+        assert int(values["-c"]) == context * int(values["-np"])
+    if family == "vllm":
+        assert int(values["--tensor-parallel-size"]) == c.gpus
+    if family == "tensorrt-llm" and c.quant.kind != "float" and model_arg and not model_arg.startswith("./"):
+        cp = repos[model_arg]
+        assert cp.repo.startswith("nvidia/") or cp.key.endswith(".official"), line
+
+
+@pytest.fixture(scope="module")
+def printed(cat):
+    """Distinct (runtime, format, KV, GPU count, hardware family) candidates of every scenario."""
+    out = []
+    for model, users, context, kinds, max_gpus in SCENARIOS:
+        req = Requirements(model=cat.models[model], users=users, context_tokens=context, hardware_kinds=kinds,
+                           max_gpus=max_gpus)
+        seen = set()
+        for c in recommend(cat, req).passing[:3000]:
+            key = (c.runtime.key, c.quant.key, c.kv_dtype.key, c.gpus, c.hardware.family)
+            if key not in seen:
+                seen.add(key)
+                c.model_key = model
+                out.append((c, req))
+    return out
+
+
+def test_every_printed_line_uses_verified_flags_and_listed_checkpoints(cat, printed):
+    assert len(printed) > 100
+    families = set()
+    for c, req in printed:
+        assert c.launch, f"a passing candidate without a launch line: {c.label} {c.runtime.key}"
+        check_line(cat, c, c.launch, req.context)
+        families.add(c.runtime.format_family)
+    assert families >= {"llama.cpp", "vllm", "sglang", "tensorrt-llm", "mlx"}
+
+
+def test_lines_download_published_checkpoints_where_they_exist(cat, printed):
+    lines = {(c.model_key, c.runtime.key, c.quant.key): c.launch for c, _ in printed}
+    # a quantized checkpoint's repository, not --quantization on the BF16 one
+    awq = lines.get(("llama-3.3-70b", "vllm", "awq-int4")) or lines.get(("llama-3.1-405b", "vllm", "awq-int4"))
+    assert awq is None or "--quantization" not in awq
+    fp8 = [v for (m, rt, q), v in lines.items() if m == "llama-3.3-70b" and rt == "vllm" and q == "fp8"]
+    assert fp8 and all("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic" in v for v in fp8)
+    # gpt-oss ships in MXFP4: its own repository, no FP8 flag
+    oss = [v for (m, rt, q), v in lines.items() if m == "gpt-oss-120b" and rt in ("vllm", "sglang") and q == "mxfp4"]
+    assert oss and all("openai/gpt-oss-120b" in v and "--quantization" not in v for v in oss)
+    # the GGUF split set by repository; a single file by its exact name
+    assert any("-hf ggml-org/gpt-oss-120b-GGUF " in v for (m, rt, q), v in lines.items() if m == "gpt-oss-120b")
+    mlx = [v for (m, rt, q), v in lines.items() if m == "llama-3.1-8b" and rt == "mlx" and q == "mlx-4bit"]
+    assert mlx and all("--model mlx-community/Meta-Llama-3.1-8B-Instruct-4bit" in v for v in mlx)
+
+
+def _candidate(cat, hw, runtime, quant, kv="f16", gpus=1, users=4):
+    return SimpleNamespace(hardware=cat.hardware[hw], runtime=cat.runtimes[runtime], quant=cat.quants[quant],
+                           kv_dtype=cat.kv_dtypes[kv], gpus=gpus, users=users)
+
+
+def test_online_fp8_only_where_the_bf16_weights_fit_while_loading(cat):
+    req = SimpleNamespace(model=cat.models["llama-3.1-70b"], context=8192, output_tokens=256)
+    bare = {k: cp for k, cp in cat.checkpoints.items() if not k.startswith("llama-3.1-70b.fp8")}
+    # 8 × H100: 141 GB of BF16 spread over 8 GPUs loads, then vLLM quantizes it to FP8
+    eight = launch_line(_candidate(cat, "h100-sxm5-80gb", "vllm", "fp8", gpus=8), req, bare)
+    assert "meta-llama/Llama-3.1-70B-Instruct" in eight and "--quantization fp8" in eight
+    # 1 × H100: the FP8 weights (70 GB) would fit, the BF16 ones do not: no online FP8, make the checkpoint
+    one = launch_line(_candidate(cat, "h100-sxm5-80gb", "vllm", "fp8"), req, bare)
+    assert "--quantization" not in one and "do not fit" in one and "llm-compressor" in one
+    # with the published FP8 checkpoint in the table, that is what the line downloads
+    published = launch_line(_candidate(cat, "h100-sxm5-80gb", "vllm", "fp8"), req, cat.checkpoints)
+    assert "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8" in published and "--quantization" not in published
+
+
+def test_what_is_not_published_names_the_tool_that_makes_it(cat):
+    req = SimpleNamespace(model=cat.models["qwen2.5-72b"], context=4096, output_tokens=256)
+    gguf = launch_line(_candidate(cat, "rtx-4090", "llama.cpp", "q3_k_m", kv="q8_0", gpus=2), req, cat.checkpoints)
+    assert gguf.startswith("llama-server -m ./Qwen2.5-72B-Instruct-Q3_K_M.gguf") and "llama-quantize Q3_K_M" in gguf
+    assert "-sm layer -ts 1,1" in gguf and "-c 16384 -np 4" in gguf
+    mlx = launch_line(_candidate(cat, "apple-m2-max-38c", "mlx", "mlx-8bit"), req, cat.checkpoints)
+    assert "mlx_lm.convert --hf-path Qwen/Qwen2.5-72B-Instruct" in mlx and "--q-bits 8" in mlx
+    trt = launch_line(_candidate(cat, "h100-sxm5-80gb", "tensorrt-llm", "awq-int4", gpus=2), req, cat.checkpoints)
+    assert trt.startswith("trtllm-serve ./Qwen2.5-72B-Instruct-AWQ") and "Model Optimizer" in trt
+
+
+def test_format_and_kv_flags_per_runtime(cat):
+    req = SimpleNamespace(model=cat.models["llama-3.1-8b"], context=8192, output_tokens=256)
+    # TensorRT-LLM: the FP8 cache through its YAML options, the Model Optimizer checkpoint
+    trt = launch_line(_candidate(cat, "h100-sxm5-80gb", "tensorrt-llm", "fp8", kv="fp8"), req, cat.checkpoints)
+    assert trt.startswith(TRT_KV_PREFIX) and "trtllm-serve nvidia/Llama-3.1-8B-Instruct-FP8 " in trt
+    # vLLM on a T4 (no BF16): the BF16 repository at FP16
+    t4 = launch_line(_candidate(cat, "t4-16gb", "vllm", "f16"), req, cat.checkpoints)
+    assert "vllm serve meta-llama/Llama-3.1-8B-Instruct " in t4 and "--dtype half" in t4
+    # NVFP4 on Blackwell: NVIDIA's FP4 checkpoint, no --quantization
+    b200 = next(h.key for h in cat.hardware.values() if h.family == "nvidia-blackwell" and h.kind == "datacenter")
+    fp4 = launch_line(_candidate(cat, b200, "vllm", "nvfp4"), req, cat.checkpoints)
+    assert "vllm serve nvidia/Llama-3.1-8B-Instruct-FP4 " in fp4 and "--quantization" not in fp4
+    # a configuration the support matrix refuses gets no line
+    assert launch_line(_candidate(cat, "a100-sxm4-80gb", "tensorrt-llm", "fp8"), req, cat.checkpoints) == ""
+    assert launch_line(_candidate(cat, "h100-sxm5-80gb", "vllm", "nvfp4"), req, cat.checkpoints) == ""
+
+
+def test_checkpoint_table_is_sourced_and_consistent(cat):
+    assert len(cat.checkpoints) >= 60
+    models_with = {cp.model for cp in cat.checkpoints.values()}
+    for key in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.3-70b", "qwen2.5-7b", "qwen2.5-14b",
+                "qwen2.5-32b", "qwen2.5-72b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b",
+                "gpt-oss-20b", "gpt-oss-120b", "deepseek-r1", "deepseek-v3", "mistral-small-24b-2501", "gemma-3-27b"):
+        assert key in models_with, key
+    for cp in cat.checkpoints.values():
+        assert cp.model in cat.models and cp.quants and all(q in cat.quants for q in cp.quants), cp.key
+        assert re.search(r"https://|\w+/\w+ \S+\.(md|py|cpp)", cp.source), cp.key
+        if is_gguf(cp):
+            assert cp.files and all(any(gguf_file(cp, cat.quants[q]) == f for q in cp.quants) or "-0000" in f
+                                    for f in cp.files), cp.key
+        else:
+            assert all(cat.quants[q].kind != "gguf" for q in cp.quants), cp.key
+        assert "base" not in cp.repo.lower(), f"{cp.repo}: a base model, not an instruct/chat one"
+    # every model in the table has its own release there (a repository the catalog lists among its names)
+    for m in models_with:
+        own = [cp for cp in cat.checkpoints.values()
+               if cp.model == m and cp.repo in cat.models[m].aliases and not is_gguf(cp)]
+        assert len(own) == 1, m

@@ -1,0 +1,81 @@
+"""The support matrix (runtime × hardware generation × weight format × KV dtype, the `support`
+rules in catalog/runtimes.yaml) and the defaults that follow from it (issue 16: defaults by
+capability; issue 17: configurations that cannot run are refused with a reason, never printed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor import api
+from advisor.cli.main import main
+from advisor.model.compat import cache_refusal, format_refusal, hardware_refusal, refusal, runtime_refusal
+from advisor.model.config import configure
+from advisor.model.inputs import tables_for
+
+
+def test_tensorrt_llm_fp8_on_ampere_and_nvfp4_on_hopper_are_refused_with_a_reason(cat):
+    trt = cat.runtimes["tensorrt-llm"]
+    why = format_refusal(cat.hardware["a100-sxm4-80gb"], trt, cat.quants["fp8"])
+    assert why and "TensorRT-LLM cannot run FP8" in why and "Ada" in why and "Ampere has none" in why
+    why = format_refusal(cat.hardware["h100-sxm5-80gb"], trt, cat.quants["nvfp4"])
+    assert why and "NVFP4" in why and "Blackwell" in why
+    # the same formats run a generation later
+    assert format_refusal(cat.hardware["h100-sxm5-80gb"], trt, cat.quants["fp8"]) is None
+    assert format_refusal(cat.hardware["b200-hgx"], trt, cat.quants["nvfp4"]) is None
+    # vLLM runs FP8 on Ampere (weight-only, FP8 Marlin) but not on Turing; NVFP4 only on Blackwell
+    vllm = cat.runtimes["vllm"]
+    assert format_refusal(cat.hardware["a100-sxm4-80gb"], vllm, cat.quants["fp8"]) is None
+    assert "Marlin" in format_refusal(cat.hardware["t4-16gb"], vllm, cat.quants["fp8"])
+    assert "Blackwell" in format_refusal(cat.hardware["h100-sxm5-80gb"], vllm, cat.quants["nvfp4"])
+
+
+def test_generations_a_runtime_does_not_run_on(cat):
+    assert "compute capability 7.0" in runtime_refusal(cat.hardware["p40-24gb"], cat.runtimes["vllm"])
+    assert "sm75" in runtime_refusal(cat.hardware["p40-24gb"], cat.runtimes["sglang"])
+    assert "Gaudi" in runtime_refusal(cat.hardware["gaudi3"], cat.runtimes["llama.cpp"])
+    assert runtime_refusal(cat.hardware["gaudi3"], cat.runtimes["vllm"]) is None
+    assert runtime_refusal(cat.hardware["p40-24gb"], cat.runtimes["llama.cpp"]) is None
+    assert "Ampere" in runtime_refusal(cat.hardware["t4-16gb"], cat.runtimes["tensorrt-llm"])
+    # BF16 needs Ampere: a T4 runs the same weights at FP16; an FP8 cache on TensorRT-LLM needs nothing newer
+    assert "--dtype half" in format_refusal(cat.hardware["t4-16gb"], cat.runtimes["vllm"], cat.quants["bf16"])
+    assert format_refusal(cat.hardware["t4-16gb"], cat.runtimes["vllm"], cat.quants["f16"]) is None
+    assert cache_refusal(cat.hardware["t4-16gb"], cat.runtimes["vllm"], cat.kv_dtypes["bf16"])
+    assert cache_refusal(cat.hardware["a100-sxm4-80gb"], cat.runtimes["tensorrt-llm"], cat.kv_dtypes["fp8"]) is None
+    # every rule names its source; a rule for another vendor never applies
+    for rt in cat.runtimes.values():
+        assert all(rule.source and rule.reason for rule in rt.support)
+    assert hardware_refusal(cat.hardware["apple-m2-max-38c"], cat.runtimes["llama.cpp"]) is None
+
+
+@pytest.mark.parametrize("hardware,runtime,quant", [
+    ("p40", "llama.cpp", "q4_k_m"),    # Pascal: no vLLM; llama.cpp runs it
+    ("t4", "vllm", "f16"),             # Turing: vLLM, at FP16 (no BF16)
+    ("v100", "vllm", "f16"),           # Volta: likewise
+    ("a100 80gb sxm", "vllm", "bf16"),
+    ("gaudi 3", "vllm", "bf16"),       # no llama.cpp backend for Gaudi
+])
+def test_defaults_by_capability(cat, hardware, runtime, quant):
+    cfg = configure(cat, hardware=hardware, model="llama 3.1 8b")
+    assert (cfg.runtime.key, cfg.quant.key) == (runtime, quant)
+    cfg.check()
+
+
+def test_the_sweep_the_pickers_and_predict_share_the_matrix(cat):
+    t = tables_for(cat)
+    a100, trt, fp8 = t.hw_index["a100-sxm4-80gb"], t.rt_index["tensorrt-llm"], t.q_index["fp8"]
+    assert not t.ok_hw_rt_q[a100, trt, fp8] and t.ok_hw_rt_q[t.hw_index["h100-sxm5-80gb"], trt, fp8]
+    formats = {c.key: c for c in api.formats_for(cat, cat.runtimes["tensorrt-llm"], hardware=cat.hardware["a100-sxm4-80gb"])}
+    assert not formats["fp8"].ok and "Ampere has none" in formats["fp8"].reason and formats["bf16"].ok
+    runtimes = {c.key: c for c in api.runtimes_for(cat, cat.hardware["p40-24gb"])}
+    assert not runtimes["vllm"].ok and runtimes["llama.cpp"].ok
+    cfg = configure(cat, hardware="a100 80gb sxm", model="llama 3.1 8b", runtime="tensorrt-llm", quant="fp8")
+    with pytest.raises(api.AdvisorError, match="Ampere has none"):
+        api.predict(cat, cfg)
+    assert refusal(cfg.hardware, cfg.model, cfg.quant, cfg.kv_dtype, cfg.runtime, 1)
+
+
+def test_cli_predict_refuses_with_the_reason(capsys):
+    code = main(["predict", "--hardware", "h100 sxm", "--model", "llama 3.1 8b", "--runtime", "tensorrt-llm",
+                 "--quant", "nvfp4"])
+    err = capsys.readouterr().err
+    assert code != 0 and "NVFP4" in err and "Blackwell" in err and err.count("\n") == 1 and "Traceback" not in err
