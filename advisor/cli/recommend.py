@@ -76,6 +76,7 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         # (other commands that reuse this parser, such as report, may not offer these flags)
         min_bits=_number("min-bits", getattr(args, "min_bits", None)) or DEFAULT_MIN_BITS,
         cost_basis=(getattr(args, "cost_basis", None) or "").lower(),
+        allow_spec=bool(getattr(args, "allow_spec", False)), allow_offload=bool(getattr(args, "allow_offload", False)),
     )
 
 
@@ -149,7 +150,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     best = [g.best for g in groups]
 
     def row(mark, c):
-        return [mark + ("*" if c.pareto else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
+        return [mark + ("*" if c.pareto else "") + ("†" if c.technique else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
                 f"{duration_ms(c.ttft_ms)} ({duration_ms(c.ttft_safe_ms)})", f"{num(c.tok_s)} ({num(c.tok_s_safe)})",
                 num(c.throughput_tok_s), f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}",
                 _cost_cell(c, rec.cost_basis), c.quality]
@@ -161,6 +162,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     print(table(["#", "configuration", "runtime", "weights", "KV", ttft_head, "tok/s/user (safe)", "total tok/s",
                  "mem/GPU GB", "cost", "quality"], rows))
     print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band.")
+    for i, g in enumerate(groups, 1):
+        if g.best.technique:
+            print(f"† #{i} {g.best.technique}.")
     if len(best) > 1:
         print("Why #1: " + why_first(best[0], best[1], rec.cost_basis))
     alts = [(i, c) for i, g in enumerate(groups[:3], 1) for c in g.alternatives]
@@ -249,6 +253,12 @@ def register(sub) -> None:
                         "buy for consumer, workstation, Apple and SoC machines)")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="comma list of KV-cache dtypes allowed (default f16,fp8,q8_0)")
     p.add_argument("--safe", action="store_true", help="judge by the pessimistic edge of each band")
+    p.add_argument("--allow-spec", dest="allow_spec", action="store_true",
+                   help="with --tok-s: try speculative decoding (the smallest catalog model of the same family as "
+                        "draft) on configurations too slow without it, and say when it is what makes one pass")
+    p.add_argument("--allow-offload", dest="allow_offload", action="store_true",
+                   help="for one or two users: try partial offload to host RAM (llama.cpp -ngl, vLLM/SGLang "
+                        "--cpu-offload-gb) on single GPUs that are too small, and say when it is what makes one pass")
     p.add_argument("--top", type=int, help="how many to list (default 10; with --json: limit the candidates)")
     p.add_argument("--json", action="store_true", help="every candidate considered, with its verdict")
     p.set_defaults(func=cmd_recommend)

@@ -69,6 +69,8 @@ class Requirements:
     cost_basis: str = ""                     # "buy", "rent" or "" (rent for datacenter, buy otherwise)
     kv_dtypes: tuple[str, ...] = DEFAULT_KV
     safe: bool = False                       # judge by the pessimistic edge of the band
+    allow_spec: bool = False                 # try speculative decoding on configurations too slow without it
+    allow_offload: bool = False              # try partial offload to host RAM on configurations that do not fit
     burst: bool = False                      # judge all users' prompts arriving at once (a static batch)
 
     @property
@@ -149,6 +151,7 @@ class Candidate:
     replicas: int = 1             # data-parallel copies of the gpus-GPU group, users split among them
     usd_per_million_tokens: float | None = None   # rent: cost_usd_hour over the output tokens it serves
     quality: str = ""             # "reference (native BF16)", "KLD 0.031 (Llama-3-8B)", "unmeasured"
+    technique: str = ""           # what makes it pass with --allow-spec / --allow-offload, in words
     ok: bool = False
     headroom: float = 0.0
     pareto: bool = False
@@ -398,9 +401,184 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     c.ok = bool(a["ok"][i])
     c.headroom = float(a["headroom"][i])
     c.pareto = bool(a["pareto"][i])
+    tech = a["technique"].get(i)
+    if tech:
+        c.technique = tech["text"]
     if c.ok:
         c.launch = launch_line(c, req)
+        if tech and c.launch:
+            c.launch = _with_technique(c.launch, c, tech)
     return c
+
+
+# ---- techniques that make a near miss pass (--allow-spec, --allow-offload) --------------------------
+
+#: Near misses tried per technique: each costs a few kernel calls, so only the closest are tried.
+TECHNIQUE_TRIES = 40
+#: Partial offload is a single-user (home) technique: with more users the PCIe or host-RAM reads of
+#: every step are shared by a batch we do not model.
+OFFLOAD_MAX_USERS = 2
+SPEC_RUNTIMES = ("llama.cpp", "vllm")
+
+
+def _near_misses(memory, a, mask: np.ndarray) -> list[int]:
+    """The configurations in ``mask``, closest first, one per (hardware, GPUs, runtime, format)."""
+    idx = np.flatnonzero(mask)
+    idx = idx[np.argsort(-a["headroom"][idx], kind="stable")]
+    seen, out = set(), []
+    for i in idx:
+        key = (int(memory.hw[i]), int(memory.gpus[i]), int(memory.rt[i]), int(memory.q[i]))
+        if key not in seen:
+            seen.add(key)
+            out.append(int(i))
+        if len(out) >= TECHNIQUE_TRIES:
+            break
+    return out
+
+
+def _config(memory, i: int, req: Requirements, batch: int):
+    from advisor.model.config import Config
+
+    t = memory.tables
+    return Config(hardware=t.hardware[memory.hw[i]], model=req.model, quant=t.quants[memory.q[i]],
+                  kv_dtype=t.kv_dtypes[memory.kv[i]], runtime=t.runtimes[memory.rt[i]], gpus=int(memory.gpus[i]),
+                  workload=Workload(batch=batch, prompt_tokens=req.prompt_tokens,
+                                    output_tokens=max(req.output_tokens, 2)))
+
+
+def draft_for(cat: Catalog, model: Model) -> Model | None:
+    """The smallest catalog model that can draft for ``model`` (same tokenizer family, smaller)."""
+    from advisor.model.techniques import tokenizer_refusal
+
+    fits = [m for m in cat.models.values() if m.key != model.key and not tokenizer_refusal(m, model)]
+    return min(fits, key=lambda m: m.params_total_b, default=None)
+
+
+def _try_speculation(cat: Catalog, req: Requirements, memory, a: dict) -> None:
+    """Configurations that miss only the per-user speed: does a draft of the same family make them pass?"""
+    from advisor.model.techniques import Techniques, speculative
+
+    draft = draft_for(cat, req.model)
+    if draft is None:
+        return
+    t = memory.tables
+    family = np.array([r.format_family for r in t.runtimes])[memory.rt]
+    mask = (~a["ok"] & ~a["tok_ok"] & a["fits"] & a["load_ok"] & a["ttft_ok"] & a["predicted"] & a["quality_ok"]
+            & a["budget_ok"] & a["budget_hour_ok"] & np.isin(family, SPEC_RUNTIMES))
+    tech = Techniques(draft=draft)
+    for i in _near_misses(memory, a, mask):
+        batch = max(1, int(round(float(a["running"][i]))))
+        try:
+            eff = speculative(cat, _config(memory, i, req, batch), tech)
+        except AdvisorError:
+            continue          # the draft cannot run here (format, runtime): no rescue
+        gain = eff.speedup
+        if not (eff.after.fits and math.isfinite(gain) and gain > 1.0):
+            continue
+        judged = (a["tok_safe"][i] if req.safe else a["tok"][i]) * gain
+        if judged < req.tok_s:
+            continue
+        before = float(a["tok"][i])
+        for k in ("tok", "tok_safe", "judge_tok", "throughput"):
+            a[k][i] = a[k][i] * gain
+        a["tok_ok"][i] = a["ok"][i] = True
+        a["headroom"][i] = min(float(a["headroom"][i]) * gain, judged / req.tok_s)
+        a["technique"][i] = {"kind": "spec", "draft": draft, "k": tech.k, "alpha": tech.alpha,
+                             "text": (f"passes only with speculative decoding: {draft.name} drafts {tech.k} tokens "
+                                      f"(acceptance {tech.alpha:g} assumed), {before:.3g} → {before * gain:.3g} "
+                                      f"tok/s per user")}
+
+
+def _try_offload(cat: Catalog, req: Requirements, memory, a: dict, users: int) -> None:
+    """Single-GPU configurations that miss only memory: does keeping part of the model in host RAM
+    (llama.cpp -ngl, vLLM/SGLang --cpu-offload-gb) make them fit, and are they still fast enough?"""
+    from advisor.model.techniques import (OFFLOAD_GB_RUNTIMES, OFFLOAD_LAYER_RUNTIMES, Techniques,
+                                          offload_curve)
+
+    if users > OFFLOAD_MAX_USERS or req.burst:
+        return
+    t = memory.tables
+    rt_key = np.array([r.key for r in t.runtimes])[memory.rt]
+    unified = np.array([bool(h.unified_memory) or h.kind in ("apple", "soc", "cpu", "dataflow")
+                        for h in t.hardware])[memory.hw]
+    mask = (~a["ok"] & ~a["fits"] & a["predicted"] & a["quality_ok"] & a["budget_ok"] & a["budget_hour_ok"]
+            & (memory.gpus == 1) & (a["replicas"] == 1) & ~unified
+            & np.isin(rt_key, OFFLOAD_LAYER_RUNTIMES + OFFLOAD_GB_RUNTIMES))
+    for i in _near_misses(memory, a, mask):
+        cfg = _config(memory, i, req, users)
+        layers = cfg.runtime.key in OFFLOAD_LAYER_RUNTIMES
+        try:
+            curve = offload_curve(cat, cfg, Techniques(gpu_layers=0) if layers else Techniques(offload_gb=0.0))
+        except AdvisorError:
+            continue
+        fit = np.flatnonzero(curve.fits)
+        if fit.size == 0:
+            continue
+        # the most on the GPU that fits: the largest -ngl, or the fewest GB on the host
+        j = int(fit[-1]) if layers else int(fit[0])
+        all_gpu = -1 if layers else 0
+        ratio = float(curve.decode_tok_s[j] / curve.decode_tok_s[all_gpu])
+        extra_ttft = float(curve.ttft_ms[j] - curve.ttft_ms[all_gpu])
+        tok, ttft = float(a["tok"][i]) * ratio, float(a["ttft"][i]) + extra_ttft
+        judged_tok = (a["tok_safe"][i] if req.safe else a["tok"][i]) * ratio
+        judged_ttft = (a["ttft_safe"][i] if req.safe else a["ttft"][i]) + extra_ttft
+        if (req.tok_s and judged_tok < req.tok_s) or (req.ttft_ms and judged_ttft > req.ttft_ms) \
+                or not (a["load_ok"][i]):
+            continue
+        before = float(a["tok"][i])
+        a["tok"][i], a["tok_safe"][i], a["judge_tok"][i] = tok, a["tok_safe"][i] * ratio, judged_tok
+        a["ttft"][i], a["ttft_safe"][i], a["judge_ttft"][i] = ttft, a["ttft_safe"][i] + extra_ttft, judged_ttft
+        a["throughput"][i] = a["throughput"][i] * ratio
+        a["needed"][i] = float(curve.memory_gb[j])
+        a["fits"][i] = a["tok_ok"][i] = a["ttft_ok"][i] = a["serves"][i] = a["ok"][i] = True
+        host_gb = float(curve.host_gb[j])
+        if layers:
+            n, total = int(curve.gpu_layers[j]), int(curve.gpu_layers[-1])
+            how = f"-ngl {n}: {n} of {total} layers on the GPU, {host_gb:.1f} GB in host RAM"
+            tech = {"kind": "offload", "gpu_layers": n}
+        else:
+            how = f"--cpu-offload-gb {host_gb:g}: weights read over PCIe every step"
+            tech = {"kind": "offload", "offload_gb": host_gb}
+        tech["text"] = (f"passes only with partial offload ({how}); {before:.3g} tok/s per user all on the GPU "
+                        f"(if it fitted) → {tok:.3g}")
+        a["technique"][i] = tech
+
+
+def _with_technique(line: str, c: Candidate, tech: dict) -> str:
+    """The launch line with the technique's flags (llama-server -ngl / -hfd / -md and --draft-max;
+    vLLM --cpu-offload-gb and --speculative-config)."""
+    import json
+    import re
+
+    from advisor.plan.launch import gguf_tag, gguf_weights, native_checkpoint, shipped_checkpoints
+
+    family = c.runtime.format_family
+    note = ""
+    if "  #" in line:
+        line, note = line.split("  #", 1)
+        note = "  #" + note
+    if tech["kind"] == "offload" and "gpu_layers" in tech:
+        flag = f"-ngl {tech['gpu_layers']}"
+        line = re.sub(r"-ngl \d+", flag, line) if re.search(r"-ngl \d+", line) else f"{line} {flag}"
+    elif tech["kind"] == "offload":
+        line = f"{line} --cpu-offload-gb {math.ceil(tech['offload_gb'])}"
+    elif tech["kind"] == "spec" and family == "llama.cpp":
+        w = gguf_weights(tech["draft"], c.quant, shipped_checkpoints())
+        if w.model.startswith("-m "):
+            src = "-md " + w.model[3:]
+        else:
+            repo = w.model.split()[1].split(":")[0]
+            src = f"-hfd {repo}:{gguf_tag(c.quant)}"
+        line = f"{line} {src} --draft-max {tech['k']}"
+    elif tech["kind"] == "spec":
+        own, _ = native_checkpoint(shipped_checkpoints(), tech["draft"])
+        repos = [own.repo] if own is not None else [x for x in tech["draft"].aliases if "/" in x]
+        if repos:
+            spec = json.dumps({"model": repos[0], "num_speculative_tokens": tech["k"]})
+            line = f"{line} --speculative-config '{spec}'"
+        else:
+            note += f"  # add the draft {tech['draft'].name} with --speculative-config (no repository in the catalog)"
+    return line + note
 
 
 def recommend(cat: Catalog, req: Requirements) -> Recommendation:
@@ -458,8 +636,8 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         a["fits"] = mv["fits"].astype(bool)
         # llama-server: a slot per user, each with the whole context: all of them must fit from the start
         a["fits"] &= ~a["fixed_slots"] | (a["max_batch"] >= share)
-        a["judge_ttft"] = a["ttft_safe"] if req.safe else a["ttft"]
-        a["judge_tok"] = a["tok_safe"] if req.safe else a["tok"]
+        a["judge_ttft"] = np.array(a["ttft_safe"] if req.safe else a["ttft"], dtype=float)   # copies: a
+        a["judge_tok"] = np.array(a["tok_safe"] if req.safe else a["tok"], dtype=float)      # technique edits both
         ratios = [np.minimum(a["usable"] / np.maximum(a["needed"], 1e-9), 1.0)]
         a["ttft_ok"] = np.ones(n, bool)
         a["tok_ok"] = np.ones(n, bool)
@@ -502,6 +680,11 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     a["budget_ok"] = np.ones(n, bool) if req.budget_usd is None else (usd <= req.budget_usd)
     a["budget_hour_ok"] = np.ones(n, bool) if req.budget_usd_hour is None else (hour <= req.budget_usd_hour)
     a["ok"] = a["serves"] & a["quality_ok"] & a["budget_ok"] & a["budget_hour_ok"]
+    a["technique"] = {}
+    if req.allow_spec and req.tok_s:
+        _try_speculation(cat, req, memory, a)
+    if req.allow_offload:
+        _try_offload(cat, req, memory, a, users)
     ok_idx = np.flatnonzero(a["ok"])
     kinds = {cat.hardware[k].kind for k in hw_keys}
     basis, why = _cost_basis(req, kinds, users)

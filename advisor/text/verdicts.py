@@ -99,7 +99,7 @@ def candidate_record(c) -> dict:
         "usd_per_million_output_tokens": c.usd_per_million_tokens,
         "quality": c.quality, "kld": c.quant.kld,
         "quality_rank": c.quant.quality_rank, "ppl_delta": c.quant.ppl_delta,
-        "headroom": c.headroom, "pareto": c.pareto, "launch": c.launch or None,
+        "headroom": c.headroom, "pareto": c.pareto, "launch": c.launch or None, "technique": c.technique or None,
         "bound": c.bound, "running_batch": c.running_batch, "queue": c.queue,
     }
 
