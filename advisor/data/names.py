@@ -225,6 +225,11 @@ class NameIndex:
         qwords = [SYNONYMS.get(w, w) for w in words(query)]
         size = None
         if self.section == "hardware":
+            for form in (" ".join(q), "".join(q)):  # an entry named as typed, product name and all
+                hits = self._exact.get(form)
+                if hits:
+                    sizes = memory_sizes(q)
+                    return self._one(query, hits), "exact", sizes[0] if len(set(sizes)) == 1 else None
             q, qwords = strip_mac_product(q), strip_mac_product(qwords)
             sizes = set(memory_sizes(q))
             if len(sizes) > 1:

@@ -95,3 +95,17 @@ def test_sizes_and_products_parse():
 def test_two_sizes_in_one_name_are_refused(cat):
     with pytest.raises(UnknownName, match="several memory sizes"):
         cat.hardware_named("M3 Max 48GB 64GB")
+
+
+def test_an_entry_named_like_a_product_is_found_as_typed(cat):
+    """A user's own entry called "Mac mini" or "Mac mini M4 Pro" is matched before the product name
+    is dropped."""
+    import dataclasses
+
+    from advisor.data.names import NameIndex
+
+    mine = dataclasses.replace(cat.hardware["apple-m4-pro-16c"], key="my-mini", name="Mac mini M4 Pro",
+                               aliases=("Mac mini",))
+    idx = NameIndex("hardware", [*cat.hardware.values(), mine])
+    assert idx.resolve("Mac mini M4 Pro") == "my-mini" and idx.resolve("mac mini") == "my-mini"
+    assert idx.resolve("MacBook Pro M4 Pro") == "apple-m4-pro-20c"
