@@ -150,3 +150,9 @@ def test_review_fixes(cat):
     assert hw["quadro-rtx-6000"].tdp_w == 295 and hw["rx-7900-xt"].tdp_w == 300
     # DGX Spark keeps the FP16-accumulate upper bound, and its notes say so
     assert hw["dgx-spark-gb10"].fp16_dense_tflops == 125 and "WHICH THE MODEL USES" in hw["dgx-spark-gb10"].notes
+
+
+def test_list_hardware_shows_every_new_entry(capsys):
+    assert main(["list", "hardware"]) == 0
+    keys = {line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert set(NEW_HARDWARE) <= keys
