@@ -140,7 +140,19 @@ class Session(QObject):
             rt = api.with_defaults(self.cat, hw, model).runtime
         d = api.with_defaults(self.cat, hw, model, rt)
         if quant is None:
-            quant = base.quant if self._ok(api.formats_for(self.cat, rt, model), base.quant.key) else d.quant
+            formats = api.formats_for(self.cat, rt, model)
+            # an imported checkpoint's own format (a GGUF file's exact mix, an FP8 or MXFP4 release)
+            # when the model is chosen or the format in use no longer loads, as `configure` does
+            own = self.cat.imported_quant(model)
+            own = own if own is not None and self._ok(formats, own.key) else None
+            # a GGUF file's mix describes that file only: another model does not keep it
+            keep = self._ok(formats, base.quant.key) and not (
+                model is not base.model and any(m.quant is not None and m.quant.key == base.quant.key
+                                                for m in self.imported))
+            if own is not None and (model is not base.model or not keep):
+                quant = own
+            else:
+                quant = base.quant if keep else d.quant
         if kv is None:
             kv = base.kv_dtype if self._ok(api.kv_dtypes_for(self.cat, rt), base.kv_dtype.key) else d.kv_dtype
         self._fit_context(base, model, changes)

@@ -299,3 +299,38 @@ def test_text_fields_leave_file_drops_to_the_window(window):
     edits = window.findChildren(QLineEdit)
     assert window.inputs.model_picker.search in edits and window.whatifs.spin_k.lineEdit() in edits
     assert not any(e.acceptDrops() for e in edits)
+
+
+def test_file_menu_import_model_runs_the_dialog(window, monkeypatch):
+    from ui import import_dialog
+
+    def accept(dlg):
+        dlg.path.setText(str(FIXTURES / "gpt-oss-20b.json"))
+        dlg.read_source()
+        return 1
+
+    monkeypatch.setattr(import_dialog.ImportDialog, "exec", accept)
+    action = next(a for a in window.menuBar().actions()[0].menu().actions() if a.text() == "&Import model…")
+    assert action.shortcut().toString() == "Ctrl+I"
+    action.trigger()
+    s = window.session
+    m = s.cfg.model
+    assert m.name.startswith("gpt-oss-20b") and m.is_moe and s.cfg.runtime.key == "llama.cpp"
+    # on a runtime that loads it, its own MXFP4 checkpoint is the format, as on the command line
+    window.inputs.hw_picker._choose("h100 sxm5")
+    assert s.cfg.hardware.key == "h100-sxm5-80gb" and s.cfg.runtime.key == "vllm" and s.cfg.quant.key == "mxfp4"
+
+
+def test_choosing_an_imported_gguf_again_brings_back_its_own_mix(window, tmp_path):
+    s = window.session
+    path = tmp_path / "tiny.gguf"
+    write_gguf(path)
+    assert drop(window, [path])
+    key, mix = s.cfg.model.key, s.cfg.quant.key
+    assert s.cfg.quant.kind == "gguf" and mix != "q4_k_m"
+    window.inputs.model_picker._choose("llama 3.1 8b")
+    assert s.cfg.quant.key == "q4_k_m"                      # the file's mix is for its own model only
+    combo = window.inputs.model_picker.combo
+    combo.setCurrentIndex(combo.findData(key))
+    combo.activated.emit(combo.currentIndex())
+    assert s.cfg.model.key == key and s.cfg.quant.key == mix
