@@ -65,6 +65,10 @@ MLX_BITS = {"mlx-4bit": 4, "mlx-8bit": 8}
 #: TensorRT-LLM runs pre-quantized checkpoints made with NVIDIA's Model Optimizer (the nvidia/
 #: repositories), NVIDIA/TensorRT-LLM docs/source/features/quantization.md "Running Pre-quantized Models".
 MODELOPT_PUBLISHER = "nvidia/"
+#: vllm-project/vllm docs/source/features/quantization/fp8.md ('HF collection of quantized FP8 checkpoints
+#: of popular LLMs ready to use with vLLM': neuralmagic) and sgl-project/sglang docs/backend/quantization.md
+#: ('For popular pre-quantized models, please visit neuralmagic collection'); Neural Magic is now RedHatAI.
+COMPRESSED_TENSORS_PUBLISHERS = ("RedHatAI/", "neuralmagic/")
 SPLIT_RE = re.compile(r"-\d{5}-of-\d{5}\.gguf$")
 
 
@@ -152,8 +156,10 @@ def hf_weights(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> W
         # not compressed-tensors or AutoAWQ ones
         found = [cp for cp in found if cp.repo.startswith(MODELOPT_PUBLISHER) or cp is own]
     elif family in ("vllm", "sglang"):
-        # their own formats (compressed-tensors, AWQ, the publisher's release) before Model Optimizer ones
-        found.sort(key=lambda cp: cp.repo.startswith(MODELOPT_PUBLISHER))
+        # Red Hat's (Neural Magic's) compressed-tensors checkpoints first, which both projects' docs
+        # point to for pre-quantized models, Model Optimizer ones last
+        found.sort(key=lambda cp: (not cp.repo.startswith(COMPRESSED_TENSORS_PUBLISHERS),
+                                   cp.repo.startswith(MODELOPT_PUBLISHER)))
     # vLLM/SGLang run a BF16 checkpoint at FP16 when asked (--dtype half): for the F16 format, and
     # on GPUs without BF16 for any checkpoint whose unquantized layers are BF16
     half = " --dtype half" if family in ("vllm", "sglang") and (q.key == "f16" or fp16_only(c)) else ""
