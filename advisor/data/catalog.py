@@ -396,11 +396,11 @@ def offers_memory(hw: specs.Hardware, memory_gib: float) -> bool:
 def with_memory(hw: specs.Hardware, memory_gib: float) -> specs.Hardware:
     """``hw`` in one of the memory sizes it ships in; `AdvisorError` listing them for any other.
 
-    Another size than the entry's own is named with it ("M3 Max (40-core GPU) 64GB") and drops what
-    was stated for the entry's own size: the GPU wired limit
-    (Apple: the default rule then applies, which reproduces every per-size measurement in
-    catalog/hardware/apple.yaml's header for macOS <= 15: 16 GB 10.67, 24 GB 16, 32 GB 21.33,
-    64 GB 48, 128 GB 96 GiB) and the price (it is the price of the entry's own configuration).
+    Another size than the entry's own is named with it ("M3 Max (40-core GPU) 64GB") and drops the
+    GPU wired limit stated for the entry's own size (Apple: the default rule then applies, which
+    reproduces every per-size measurement in catalog/hardware/apple.yaml's header for macOS <= 15:
+    16 GB 10.67, 24 GB 16, 32 GB 21.33, 64 GB 48, 128 GB 96 GiB). The price keeps the size it was
+    quoted for (``Price.memory_gib``), so it prices only that configuration (plan/recommend.py).
     Bandwidth and compute stay: the sizes of one bin share them (binned chips with other
     bandwidths are separate entries, e.g. M3 Max 30-core 300 GB/s vs 40-core 400 GB/s).
     """
@@ -412,8 +412,9 @@ def with_memory(hw: specs.Hardware, memory_gib: float) -> specs.Hardware:
     if memory_gib == hw.memory_gib:
         return hw
     # the name says the size, so that every table and note shows which configuration this is
+    price = hw.price and dataclasses.replace(hw.price, memory_gib=hw.price.memory_gib or hw.memory_gib)
     return dataclasses.replace(hw, name=f"{hw.name} {memory_gib:g}GB", memory_gib=float(memory_gib),
-                               gpu_wired_limit_gb=None, price=None)
+                               gpu_wired_limit_gb=None, price=price)
 
 
 def _chip(name: str) -> str:
