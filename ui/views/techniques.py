@@ -32,6 +32,8 @@ KINDS = (("speculative", "Speculative decoding"), ("eager", "Flash attention off
 #: the table's rows before any technique is computed (the same labels `api.technique_rows` gives)
 ROW_LABELS = ("Time to first token", "Decode speed per user", "All users", "Max batch", "Memory per GPU", "Fits")
 HEADERS = ("", "Before", "After", "Change")
+#: the batches the speed-up chart samples: 1 … 4096 (the core's crossover search), 256 log-spaced
+CHART_BATCHES = np.unique(np.round(np.logspace(0, np.log10(4096), 256)))
 #: what an untouched draft length / acceptance shows: the core's default for each kind of draft
 DEFAULT_FOR = {"draft": api.Techniques(), "head": api.Techniques(head_params_b=1.0)}
 
@@ -507,7 +509,7 @@ class TechniquesView(LazyView):
         self.spec_curve = None
         if not s.technique_error and s.techniques is not None and s.techniques.speculative:
             try:
-                self.spec_curve = api.speculative_curve(s.cat, s.cfg, s.techniques)
+                self.spec_curve = api.speculative_curve(s.cat, s.cfg, s.techniques, batches=CHART_BATCHES)
             except api.AdvisorError:
                 self.spec_curve = None
         c = self.spec_curve
@@ -517,15 +519,16 @@ class TechniquesView(LazyView):
             self.spec_cross.hide()
             return
         self.spec_line.setData(c.batch, c.speedup)
-        B = s.cfg.workload.batch
-        i = int(np.clip(np.searchsorted(c.batch, B), 0, len(c.batch) - 1))
-        self.spec_now.setData([c.batch[i]], [c.speedup[i]])
+        if self.effect is not None:  # this batch: the table's own speed-up
+            self.spec_now.setData([s.cfg.workload.batch], [self.effect.speedup])
         frame(self.spec_plot, [c.batch], [c.speedup, [1.0]], logx=True, logy=False, y0=0.0)
-        if c.crossover_batch is None:
+        # the crossover is the core's, searched batch by batch (the chart samples the batches)
+        cross = self.effect.details.get("crossover_batch") if self.effect is not None else None
+        if cross is None:
             self.spec_cross.hide()
         else:
-            self.spec_cross.setValue(math.log10(c.crossover_batch))
-            self.spec_cross.label.setFormat(f"slower from batch {c.crossover_batch:,}")
+            self.spec_cross.setValue(math.log10(cross))
+            self.spec_cross.label.setFormat(f"slower from batch {cross:,}")
             self.spec_cross.show()
 
     def _draw_offload(self) -> None:
