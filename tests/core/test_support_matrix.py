@@ -19,6 +19,8 @@ def test_tensorrt_llm_fp8_on_ampere_and_nvfp4_on_hopper_are_refused_with_a_reaso
     assert why and "TensorRT-LLM cannot run FP8" in why and "Ada" in why and "Ampere has none" in why
     why = format_refusal(cat.hardware["h100-sxm5-80gb"], trt, cat.quants["nvfp4"])
     assert why and "NVFP4" in why and "Blackwell" in why
+    # no INT8 W8A8 recipe in trtllm-serve's default backend, on any generation
+    assert "INT8" in format_refusal(cat.hardware["h100-sxm5-80gb"], trt, cat.quants["int8-w8a8"])
     # the same formats run a generation later
     assert format_refusal(cat.hardware["h100-sxm5-80gb"], trt, cat.quants["fp8"]) is None
     assert format_refusal(cat.hardware["b200-hgx"], trt, cat.quants["nvfp4"]) is None
