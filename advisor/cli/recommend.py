@@ -6,6 +6,7 @@ import argparse
 
 from advisor.cli.options import add_memory
 from advisor.data.catalog import Catalog, user_catalog
+from advisor.model.config import context_note
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
 from advisor.plan.recommend import by_hardware, distinct
@@ -108,6 +109,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
         cands = rec.all() if not args.top else distinct(rec.passing, top_n) + rec.closest_misses(top_n)
         doc = {"model": req.model.name, "users": rec.users, "context_tokens": req.context,
+               "context_note": context_note(req.model, req.context),
                "prompt_tokens": req.prompt_tokens, "output_tokens": req.output_tokens, "ttft_ms_target": req.ttft_ms,
                "load": rec.load_kind, "think_s": req.think_s,
                "tok_s_target": req.tok_s, "safe": req.safe, "cost_basis": rec.cost_basis,
@@ -129,6 +131,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     context = f"context {req.context:,}" + (" (default for chat; --context to change)" if req.context_is_default else "")
     print(f"{req.model.name} for {users} · prompt {req.prompt_tokens:,} · output {req.output_tokens:,} · "
           f"{context}" + (f" · targets: {', '.join(targets)}" if targets else ""))
+    beyond = context_note(req.model, req.context)
+    if beyond:
+        print(f"Note: {beyond}.")
     floor = f"weights at least {req.min_bits:g}-bit class (--min-bits)" if req.min_bits > 1 else "no bit floor"
     native = req.model.native_quant.upper() if req.model.native_quant else "16-bit"
     print(f"Quality: {native} (the release format) is the reference; {floor}; figures are llama.cpp's KL divergence "

@@ -22,6 +22,7 @@ import numpy as np
 from advisor.data.catalog import Catalog
 from advisor.data.errors import AdvisorError
 from advisor.model.roofline import MAX_BATCH, Workload
+from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
 from advisor.model.sweep import sweep
@@ -102,8 +103,9 @@ class Requirements:
         if self.context < self.prompt_tokens + self.output_tokens:
             raise AdvisorError(f"context {self.context:,} is shorter than prompt + output "
                                f"({self.prompt_tokens + self.output_tokens:,})")
-        if self.context > m.native_context:
-            raise AdvisorError(f"{m.name} supports at most {m.native_context:,} tokens of context; asked for {self.context:,}")
+        why = context_refusal(m, self.context)  # beyond the native context: RoPE scaling, up to 4x
+        if why:
+            raise AdvisorError(why)
         if self.users is not None and self.users < 1:
             raise AdvisorError(f"users must be at least 1, got {self.users}")
         if self.rps is not None and not (0 < self.rps < 1e6):

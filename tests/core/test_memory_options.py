@@ -194,3 +194,12 @@ def test_serve_follows_the_same_context_rule(cat):
     assert any("RoPE scaling" in n for n in rep.notes)
     with pytest.raises(AdvisorError, match="exceeds 4×"):
         serve(cat, cfg, Load(prompt_tokens=17_000, output_tokens=200, concurrency=2))
+
+
+def test_recommend_follows_the_same_context_rule(cat, capsys):
+    code, out, err = _run(capsys, "recommend", "--model", "llama 2 7b", "--context", "12000", "--hardware",
+                          "rtx 4090", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["context_tokens"] == 12000 and "RoPE scaling" in doc["context_note"]
+    code, out, err = _run(capsys, "recommend", "--model", "llama 2 7b", "--context", "20000", "--hardware", "rtx 4090")
+    assert code == 2 and "exceeds 4×" in err

@@ -108,7 +108,7 @@ def test_launch_lines_speak_each_runtime(cat):
 
 @pytest.mark.parametrize("argv,needle", [
     (["recommend", "--model", "llama 3.1 8b", "--users", "0"], "users must be at least 1"),
-    (["recommend", "--model", "llama 2 7b", "--context", "100000"], "at most 4,096"),
+    (["recommend", "--model", "llama 2 7b", "--context", "100000"], "native context of 4,096"),
     (["recommend", "--model", "llama 3.1 8b", "--hardware-kind", "mainframe"], "unknown hardware kind"),
     (["recommend", "--model", "llama 3.1 8b", "--ttft-ms", "-5"], "positive"),
     (["recommend", "--model", "llama 3.1 8b", "--tok-s", "fast"], "must be a number"),
