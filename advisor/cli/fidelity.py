@@ -133,6 +133,26 @@ def _print_profiles(cat: Catalog) -> int:
     return EXIT_OK
 
 
+def _print_bands(bands) -> None:
+    """The bands as sized from whole sources and eras left out, and the constants a prediction
+    uses where no profile of its own applies (advisor/model/efficiency.py), to compare."""
+    from advisor.model.efficiency import SIBLING_BAND_STRETCH, UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND
+
+    if bands is None:
+        return
+    print("\nbands: 10th–90th percentile of ln(measured/predicted) with whole sources and build eras left out")
+    rows = [[f"{kind}, {level}", bands.errors.get((kind, level), 0), f"{lo:.2f}–{hi:.2f}"]
+            for (kind, level), (lo, hi) in sorted(bands.own.items())]
+    constants = {"decode": UNCALIBRATED_DECODE_BAND, "prefill": UNCALIBRATED_PREFILL_BAND}
+    rows += [[f"{kind}, defaults (uncalibrated)", bands.errors.get((kind, "none"), 0),
+              f"{lo:.2f}–{hi:.2f} (efficiency.py uses {constants[kind][0]:.2f}–{constants[kind][1]:.2f})"]
+             for kind, (lo, hi) in sorted(bands.uncalibrated.items())]
+    print(table(["band, profile level", "held-out errors", "band"], rows))
+    for kind, stretch in sorted(bands.sibling_stretch.items()):
+        print(f"{kind}: a borrowed (sibling-build) profile's band needs stretching ×{stretch:.2f} in log space to hold "
+              f"the same share (efficiency.py uses ×{SIBLING_BAND_STRETCH[kind]:.2f})")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from advisor.fit.calibration import calibrate, iter_levels, write_profiles
     from advisor.data.catalog import CATALOG_DIR, load_catalog
@@ -161,6 +181,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                  "decode band", "prefill band"], rows))
     print("± posterior sd (MAP fit with physical priors); (prior) = the data did not pin it down, "
           "(bound) = on a physical bound, – = not fitted here (the parent's value)")
+    _print_bands(result.bands)
     if args.held_out:
         from advisor.fit.calibration import held_out_errors
         import numpy as np

@@ -17,10 +17,12 @@ prior, never at a clip. Groups are nested — runtime, then vendor, then family 
 prior is centred on its parent's fit, so a family with few rows borrows strength instead of
 memorising them. A family gets its own profile only with ≥ 2 measured devices.
 
-Bands come from cross-validation, never from in-sample residuals: a family profile's band from
-leaving one device out at a time, a vendor profile's from leaving one family out, a runtime
-profile's from leaving one vendor (or family) out. The 10th–90th percentiles of ln(measured /
-predicted) become the low/high multipliers.
+Bands come from out-of-sample errors, never from in-sample residuals: every row is predicted with
+its whole source file, and again with its whole build era (runtime build), left out of the fit
+(`predict_held_out`), by the profile a prediction would pick. The 10th–90th percentiles of
+ln(measured / predicted), per profile level (device or family, vendor, runtime), become the
+low/high multipliers of that level's profiles (`bands_from`); the same errors measure how much a
+borrowed sibling-build profile's band must stretch and how wide the runtime defaults' band is.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ import yaml
 from advisor.data.catalog import Catalog
 from advisor.fit.measurements import Case
 from advisor.model.devices import tier
-from advisor.model.efficiency import IDEAL, Efficiency, efficiency_for
+from advisor.model.efficiency import (IDEAL, SIBLING_BAND_STRETCH, UNCALIBRATED_DECODE_BAND,
+                                      UNCALIBRATED_PREFILL_BAND, Efficiency, efficiency_for)
 from advisor.model.geometry import geometry
 from advisor.model.inputs import inputs_for, stack_inputs
 from advisor.model.roofline import evaluate
@@ -407,48 +410,142 @@ def _applicable(groups: list[Group], case: Case) -> Group | None:
     return best
 
 
-def _band(residuals: list[float], fallback: tuple[float, float], widen: float = 1.0) -> tuple[float, float]:
-    """Multipliers from the 10th/90th percentile of ln(measured/predicted); wider with few rows."""
-    if len(residuals) < 4:
-        lo, hi = fallback
-        return (lo ** widen, hi ** widen)
-    lo, hi = np.quantile(residuals, BAND_QUANTILES)
-    small = max(1.0, math.sqrt(8 / len(residuals)))  # fewer than 8 residuals: widen
-    lo, hi = lo * small * widen, hi * small * widen
+# ---- out of sample: whole sources or build eras left out of the fit, and the bands ------------------
+
+#: How a row is grouped when it is left out: the file it came from, or the runtime build (era) it
+#: was measured with. Today's eras are the catalog's runtime builds: llama.cpp-2023 and llama.cpp
+#: (with its Vulkan backend beside it); every other runtime is one era of its own.
+HOLDOUT_UNITS = {
+    "source": lambda c: c.source or "(no file)",
+    "era": lambda c: c.runtime.key,
+}
+
+#: The profile levels whose held-out errors size one band: a profile fitted to the device or its
+#: family, to the vendor, to the whole runtime, borrowed from a sibling build, or none (defaults).
+LEVEL_CLASSES = ("device", "vendor", "runtime", "sibling", "none")
+#: Where a level has too few held-out errors for its quantiles, the next coarser one's band is used.
+MIN_ERRORS_FOR_BAND = 8
+OWN_COARSER = {"device": "vendor", "vendor": "runtime", "runtime": None}
+#: A borrowed profile's band is never stretched more than this (in log space).
+MAX_SIBLING_STRETCH = 4.0
+
+
+def level_class(level: str) -> str:
+    if level.startswith("sibling"):
+        return "sibling"
+    return {"hardware": "device", "family": "device"}.get(level, level)
+
+
+def band_kind(metric: str) -> str:
+    """Which band a metric carries: end-to-end latency is mostly decode steps, TTFT is prefill."""
+    return "decode" if metric in ("decode", "e2e") else "prefill"
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One row predicted by profiles fitted without its whole source (or era)."""
+
+    case: Case
+    unit: str                # the source or era that was left out
+    predicted: float
+    level: str               # the level of the profile that predicted it (efficiency.select_profile)
+    basis: str               # that profile's key, or the runtime's defaults
+    ceiling: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.case.measured - 1.0
+
+    @property
+    def log_speed_ratio(self) -> float:
+        """ln(measured / predicted) as a speed: > 0 when the run was faster than predicted."""
+        r = math.log(self.case.measured / self.predicted)
+        return -r if self.case.metric in ("ttft", "e2e") else r
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Band multipliers sized from held-out errors: one per (band kind, own level class) — what a
+    profile of that level carries — plus the stretch a borrowed (sibling) profile's band needs
+    and the band of predictions from a runtime's defaults, as measured on the held-out rows."""
+
+    own: dict[tuple[str, str], tuple[float, float]]
+    sibling_stretch: dict[str, float]        # per band kind
+    uncalibrated: dict[str, tuple[float, float]]
+    errors: dict[tuple[str, str], int]        # how many held-out errors each (kind, class) had
+
+    def band_for(self, kind: str, level: str) -> tuple[float, float]:
+        """The band a prediction at profile ``level`` carries (as `efficiency_for` applies it)."""
+        lc = level_class(level)
+        if lc == "none":
+            return self.uncalibrated[kind]
+        if lc == "sibling":
+            own = self.own[(kind, level_class(level.removeprefix("sibling-")))]
+            return (own[0] ** self.sibling_stretch[kind], own[1] ** self.sibling_stretch[kind])
+        return self.own[(kind, lc)]
+
+
+def _quantile_band(pool: Sequence[float], quantiles: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = np.quantile(pool, quantiles)
     return (min(math.exp(lo), MIN_BAND[0]), max(math.exp(hi), MIN_BAND[1]))
 
 
-def _cv_residuals(cases: Sequence[Case], groups: list[Group], runtimes: dict[str, Runtime], g: Group) -> dict:
-    """ln(measured/predicted) for held-out rows: devices (family), families (vendor), vendors (runtime)."""
-    rows = g.rows
-    if g.level == "hardware":
-        unit = lambda c: c.model.key  # noqa: E731  - leave one model out
-    elif g.level == "family":
-        unit = lambda c: c.device  # noqa: E731
-    elif g.level == "vendor":
-        unit = lambda c: c.hardware.family  # noqa: E731
-    else:
-        vendors = {cases[i].hardware.vendor for i in rows}
-        unit = (lambda c: c.hardware.vendor) if len(vendors) > 1 else (lambda c: c.hardware.family)  # noqa: E731
-    units = sorted({unit(cases[i]) for i in rows})
-    res: dict[str, list[float]] = {"decode": [], "prefill": []}
-    if len(units) < 2:
-        return res
-    for u in units:
-        held = [i for i in rows if unit(cases[i]) == u]
-        fitted = _fit_all(cases, groups, runtimes, exclude=set(held))
-        # the held-out unit is predicted by this group's profile refitted without it
-        params = [fitted[g.key]] * len(held)
-        pred = predictions([cases[i] for i in held], params)
-        for i, p in zip(held, pred):
-            c = cases[i]
-            if not (math.isfinite(p) and p > 0):
-                continue
-            r = math.log(c.measured / p)
-            if c.metric in ("ttft", "e2e"):  # a time: faster is smaller
-                r = -r
-            res["decode" if c.metric in ("decode", "e2e") else "prefill"].append(r)
-    return res
+def bands_from(held: Sequence[HeldOut], quantiles: tuple[float, float] = BAND_QUANTILES) -> Bands:
+    """Bands from held-out ln(measured/predicted): the ``quantiles`` per (kind, level class); a
+    level with fewer than `MIN_ERRORS_FOR_BAND` errors takes the next coarser level's band, and
+    with none at all the uncalibrated band. The sibling stretch is the power of the own band that
+    holds the same share of the sibling-level errors; the defaults' band is their own quantiles."""
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for h in held:
+        by[(band_kind(h.case.metric), level_class(h.level))].append(h.log_speed_ratio)
+    share = quantiles[1] - quantiles[0]
+    own: dict[tuple[str, str], tuple[float, float]] = {}
+    uncalibrated: dict[str, tuple[float, float]] = {}
+    defaults = {"decode": UNCALIBRATED_DECODE_BAND, "prefill": UNCALIBRATED_PREFILL_BAND}
+    for kind in ("decode", "prefill"):
+        none = by[(kind, "none")]
+        uncalibrated[kind] = _quantile_band(none, quantiles) if len(none) >= MIN_ERRORS_FOR_BAND else defaults[kind]
+        for lc in ("device", "vendor", "runtime"):
+            src: str | None = lc
+            while src in OWN_COARSER and len(by[(kind, src)]) < MIN_ERRORS_FOR_BAND:
+                src = OWN_COARSER[src]
+            if src in OWN_COARSER:
+                own[(kind, lc)] = _quantile_band(by[(kind, src)], quantiles)
+            elif lc == "runtime" and (kind, "vendor") in own:
+                # a runtime's catch-all on an unseen vendor: no better than the vendor band, nor
+                # than the runtime's defaults
+                v, u = own[(kind, "vendor")], uncalibrated[kind]
+                own[(kind, lc)] = (min(v[0], u[0]), max(v[1], u[1]))
+            else:
+                own[(kind, lc)] = uncalibrated[kind]
+    # per kind, the stretch s that puts `share` of the sibling-level errors r inside (s·ln lo, s·ln hi)
+    needed: dict[str, list[float]] = {"decode": [], "prefill": []}
+    for h in held:
+        if level_class(h.level) == "sibling":
+            kind = band_kind(h.case.metric)
+            lo, hi = own[(kind, level_class(h.level.removeprefix("sibling-")))]
+            r = h.log_speed_ratio
+            needed[kind].append(r / math.log(hi) if r > 0 else r / math.log(lo))
+    stretch = {kind: (float(np.clip(np.quantile(v, share), 1.0, MAX_SIBLING_STRETCH))
+                      if len(v) >= MIN_ERRORS_FOR_BAND else SIBLING_BAND_STRETCH[kind]) for kind, v in needed.items()}
+    return Bands(own, stretch, uncalibrated, {k: len(v) for k, v in by.items()})
+
+
+def predict_held_out(cat: Catalog, cases: Sequence[Case], by: str) -> list[HeldOut]:
+    """Refit with each unit (source or era) left out entirely and predict its rows with the
+    profiles the rest of the data gives, chosen as a prediction chooses them (own profile, else a
+    sibling build's, else the runtime's defaults)."""
+    unit_of = HOLDOUT_UNITS[by]
+    out: list[HeldOut] = []
+    for unit in sorted({unit_of(c) for c in cases}):
+        train = [c for c in cases if unit_of(c) != unit]
+        test = [c for c in cases if unit_of(c) == unit]
+        profiles = fit_profiles(cat, train) if train else {}
+        effs = [efficiency_for(profiles, c.runtime, c.hardware) for c in test]
+        for c, e, p, cl in zip(test, effs, predictions(test, effs), ceilings(test)):
+            if math.isfinite(p) and p > 0:
+                out.append(HeldOut(c, unit, float(p), e.level, e.basis, float(cl)))
+    return out
 
 
 @dataclass
@@ -456,31 +553,25 @@ class CalibrationResult:
     profiles: list[Profile]
     groups: list[Group]
     rows_used: int
+    bands: "Bands | None" = None
 
 
 def calibrate(cat: Catalog, cases: Sequence[Case]) -> CalibrationResult:
-    """Fit profiles for every runtime/vendor/family group with data, with cross-validated bands."""
+    """Fit profiles for every runtime/vendor/family group with data; their bands come from the
+    errors on whole sources and build eras left out of the fit (`predict_held_out`, `bands_from`)."""
     runtimes = dict(cat.runtimes)
     groups = _groups(cases)
     uncertainty: dict[str, dict] = {}
     fitted = _fit_all(cases, groups, runtimes, uncertainty=uncertainty)
+    held = [h for by in HOLDOUT_UNITS for h in predict_held_out(cat, cases, by)]
+    bands = bands_from(held)
     for g in groups:
         g.params = fitted[g.key]
         g.uncertainty = uncertainty[g.key]
-    # bands, parents first so that children can fall back to them
-    for level in ("runtime", "vendor", "family", "hardware"):
-        for g in groups:
-            if g.level != level:
-                continue
-            parent = _parent(groups, g)
-            fb_d = parent.band_decode if parent else (0.7, 1.3)
-            fb_p = parent.band_prefill if parent else (0.5, 1.6)
-            res = _cv_residuals(cases, groups, runtimes, g)
-            g.cv_residuals = res
-            g.band_decode = _band(res["decode"], fb_d)
-            g.band_prefill = _band(res["prefill"], fb_p)
+        g.band_decode = bands.band_for("decode", g.level)
+        g.band_prefill = bands.band_for("prefill", g.level)
     profiles = [_profile(cat, cases, g, g.params, g.band_decode, g.band_prefill) for g in groups]
-    return CalibrationResult(profiles, groups, sum(len(g.rows) for g in groups if g.level == "runtime"))
+    return CalibrationResult(profiles, groups, sum(len(g.rows) for g in groups if g.level == "runtime"), bands)
 
 
 def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_decode: tuple[float, float],

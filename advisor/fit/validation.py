@@ -16,7 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from advisor.fit.calibration import ceilings, efficiency_of_case, fit_profiles, predictions
+from advisor.fit.calibration import (BAND_QUANTILES, HOLDOUT_UNITS, Bands, HeldOut, band_kind, bands_from, ceilings,
+                                     efficiency_of_case, predict_held_out, predictions)
 from advisor.data.errors import AdvisorError
 from advisor.data.catalog import Catalog
 from advisor.model.efficiency import efficiency_for
@@ -124,81 +125,11 @@ def family_label(case: Case) -> str:
     return f"{case.hardware.vendor} {case.hardware.family}"
 
 
-# ---- out of sample: whole sources or build eras left out of the fit --------------------------------
-
-#: How a row is grouped when it is left out: the file it came from, or the runtime build (era) it
-#: was measured with. Today's eras are the catalog's runtime builds: llama.cpp-2023 and llama.cpp
-#: (with its Vulkan backend beside it); every other runtime is one era of its own.
-HOLDOUT_UNITS = {
-    "source": lambda c: c.source or "(no file)",
-    "era": lambda c: c.runtime.key,
-}
-
-#: The profile levels whose held-out errors size one band: a profile fitted to the device or its
-#: family, to the vendor, to the whole runtime, borrowed from a sibling build, or none (defaults).
-LEVEL_CLASSES = ("device", "vendor", "runtime", "sibling", "none")
-#: Where a level has too few held-out errors for its quantiles, the next coarser one's band is used.
-MIN_ERRORS_FOR_BAND = 8
-COARSER = {"device": "vendor", "vendor": "runtime", "runtime": "none", "sibling": "none", "none": None}
-
-
-def level_class(level: str) -> str:
-    if level.startswith("sibling"):
-        return "sibling"
-    return {"hardware": "device", "family": "device"}.get(level, level)
-
-
-def band_kind(metric: str) -> str:
-    """Which band a metric carries: end-to-end latency is mostly decode steps, TTFT is prefill."""
-    return "decode" if metric in ("decode", "e2e") else "prefill"
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """One row predicted by profiles fitted without its whole source (or era)."""
-
-    case: Case
-    unit: str                # the source or era that was left out
-    predicted: float
-    level: str               # the level of the profile that predicted it (efficiency.select_profile)
-    basis: str               # that profile's key, or the runtime's defaults
-    ceiling: float
-
-    @property
-    def error(self) -> float:
-        return self.predicted / self.case.measured - 1.0
-
-    @property
-    def log_speed_ratio(self) -> float:
-        """ln(measured / predicted) as a speed: > 0 when the run was faster than predicted."""
-        r = math.log(self.case.measured / self.predicted)
-        return -r if self.case.metric in ("ttft", "e2e") else r
-
-
-def bands_from(held: Sequence[HeldOut], quantiles: tuple[float, float]) -> dict[tuple[str, str], tuple[float, float]]:
-    """(band kind, level class) → (low, high) speed multipliers: the quantiles of held-out
-    ln(measured/predicted), falling back to a coarser level where a level has few errors."""
-    by: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for h in held:
-        by[(band_kind(h.case.metric), level_class(h.level))].append(h.log_speed_ratio)
-    out: dict[tuple[str, str], tuple[float, float]] = {}
-    for kind in ("decode", "prefill"):
-        for lc in LEVEL_CLASSES:
-            src = lc
-            while src is not None and len(by[(kind, src)]) < MIN_ERRORS_FOR_BAND:
-                src = COARSER[src]
-            pool = by[(kind, src)] if src is not None else [r for (k, _), v in by.items() if k == kind for r in v]
-            if len(pool) < 2:
-                continue
-            lo, hi = np.quantile(pool, quantiles)
-            out[(kind, lc)] = (math.exp(min(lo, 0.0)), math.exp(max(hi, 0.0)))
-    return out
-
-
 @dataclass(frozen=True)
 class HoldoutReport:
-    """Every mapped row predicted with its whole unit left out, and its band sized from the
-    held-out errors of the *other* units (so the coverage claimed is itself out of sample)."""
+    """Every mapped row predicted with its whole unit left out, and its band sized as calibrate
+    sizes bands but from the held-out errors of the *other* units' rows (so the coverage claimed
+    is itself out of sample)."""
 
     by: str                              # source | era
     held: list[HeldOut]
@@ -226,23 +157,6 @@ class HoldoutReport:
         return [self.summary(rows, label) for label, rows in sorted(groups.items())]
 
 
-def predict_held_out(cat: Catalog, cases: Sequence[Case], by: str) -> list[HeldOut]:
-    """Refit with each unit (source or era) left out entirely and predict its rows with the
-    profiles the rest of the data gives, chosen as a prediction chooses them (own profile, else a
-    sibling build's, else the runtime's defaults)."""
-    unit_of = HOLDOUT_UNITS[by]
-    out: list[HeldOut] = []
-    for unit in sorted({unit_of(c) for c in cases}):
-        train = [c for c in cases if unit_of(c) != unit]
-        test = [c for c in cases if unit_of(c) == unit]
-        profiles = fit_profiles(cat, train) if train else {}
-        effs = [efficiency_for(profiles, c.runtime, c.hardware) for c in test]
-        for c, e, p, cl in zip(test, effs, predictions(test, effs), ceilings(test)):
-            if math.isfinite(p) and p > 0:
-                out.append(HeldOut(c, unit, float(p), e.level, e.basis, float(cl)))
-    return out
-
-
 def _banded(h: HeldOut, band: tuple[float, float]) -> Checked:
     """The held-out prediction with a speed band (low, high), as `check` applies one."""
     lo, hi = band
@@ -255,19 +169,23 @@ def _banded(h: HeldOut, band: tuple[float, float]) -> Checked:
 
 
 def holdout(cat: Catalog, cases: Sequence[Case], by: str = "source",
-            quantiles: tuple[float, float] = (0.10, 0.90)) -> HoldoutReport:
+            quantiles: tuple[float, float] = BAND_QUANTILES) -> HoldoutReport:
     """Leave-one-source-out (or era-out) validation; see `HoldoutReport`."""
     import time
 
     if by not in HOLDOUT_UNITS:
         raise AdvisorError(f"--holdout must be one of {', '.join(HOLDOUT_UNITS)}, not {by!r}")
     t0 = time.perf_counter()
-    held = predict_held_out(cat, cases, by)
+    # calibrate sizes bands from both schemes' held-out errors; so does this check, leaving out of
+    # each unit's bands every error on that unit's rows
+    both = {scheme: predict_held_out(cat, cases, scheme) for scheme in HOLDOUT_UNITS}
+    held = both[by]
+    unit_of = HOLDOUT_UNITS[by]
     checked = []
-    bands_without: dict[str, dict] = {}
+    bands_without: dict[str, Bands] = {}
     for h in held:
-        if h.unit not in bands_without:
-            bands_without[h.unit] = bands_from([o for o in held if o.unit != h.unit], quantiles)
-        key = (band_kind(h.case.metric), level_class(h.level))
-        checked.append(_banded(h, bands_without[h.unit].get(key, (1.0, 1.0))))
+        if h.unit not in bands_without:  # the bands as calibrate would size them without this unit
+            others = [o for scheme in both.values() for o in scheme if unit_of(o.case) != h.unit]
+            bands_without[h.unit] = bands_from(others, quantiles)
+        checked.append(_banded(h, bands_without[h.unit].band_for(band_kind(h.case.metric), h.level)))
     return HoldoutReport(by, held, checked, time.perf_counter() - t0)
