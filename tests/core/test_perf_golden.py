@@ -157,7 +157,7 @@ def test_incompatible_runtime_is_rejected(cat):
         run(cat, "M2 Max 38-core", "Llama-3.1-8B", "q4_k_m", runtime="llama.cpp", gpus=2)
 
 
-def test_serving_engine_on_a100_reaches_80_to_130_at_batch_1(cat):
+def test_serving_engine_on_a100_reaches_75_to_130_at_batch_1(cat):
     # the glossary: ceiling ≈150 tok/s, realistic serving engines ≈100–130 at batch 1; measured:
     # vLLM 0.6.3 runs Qwen2.5-7B BF16 at 84 tok/s on an A100 80GB (QwenLM/Qwen2.5 speed benchmark,
     # in the calibration data), and the profile fitted to those rows predicts ~81 here
