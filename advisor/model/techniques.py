@@ -592,6 +592,59 @@ def offload(cat: "Catalog | None", cfg: Config, tech: Techniques, profiles=None)
     return Effect("offload", label, figures(before), after, details, (how,))
 
 
+@dataclass(frozen=True)
+class MoeOffloadCurve:
+    """llama.cpp ``--n-cpu-moe N``: the routed experts of the first N MoE layers in host RAM."""
+
+    cpu_moe_layers: np.ndarray     # N, 0 … moe_layers
+    host_gb: np.ndarray            # expert weights in host memory
+    decode_tok_s: np.ndarray
+    ttft_ms: np.ndarray
+    memory_gb: np.ndarray          # per GPU
+    fits: np.ndarray
+
+
+def moe_offload_curve(cat: "Catalog | None", cfg: Config, host_bw_gb_s: float = DEFAULT_HOST_BW_GB_S,
+                      profiles=None) -> MoeOffloadCurve:
+    """Speed, TTFT and memory for every llama.cpp ``--n-cpu-moe N`` (PR ggml-org/llama.cpp#15077: the
+    MoE weights of the first N layers stay in the CPU). Attention, shared experts and the KV stay on
+    the GPU; per decode step the CPU reads only the experts the batch routes to in those N layers,
+    at the host RAM bandwidth: t = t_gpu + N·a·(1/host − 1/BW), a = the routed bytes one layer's
+    batch touches (E·(1−(1−k/E)^B) experts). Prompts copy those layers' experts over PCIe once per
+    micro-batch, as partial offload does. Memory: N layers' experts leave the GPU."""
+    if cfg.runtime.key not in OFFLOAD_LAYER_RUNTIMES:
+        raise AdvisorError(f"--n-cpu-moe is llama.cpp's; {cfg.runtime.name} has no expert offload")
+    tech = Techniques(gpu_layers=0)
+    _offload_check(cfg, tech)
+    g = geometry(cfg.model)
+    if not g.moe_layers or not g.routed_expert_params:
+        raise AdvisorError(f"{cfg.model.name} has no routed experts to keep in the CPU")
+    cfg.check(check_context=False)
+    eff = _eff(cat, cfg, profiles)
+    r = evaluate_config(cfg, eff)
+    b = weight_bits(cfg.quant)
+    hw = cfg.hardware
+    eff_bw = hw.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)
+    host = host_bw_gb_s * 1e9 * HOST_BW_FRACTION
+    pcie = pcie_gb_s(hw) * 1e9 * PCIE_READ_FRACTION
+    B = cfg.workload.batch
+    layer_experts = g.routed_expert_params / g.moe_layers * b.expert / 8.0          # all experts of a layer
+    touched = layer_experts * float(np.ravel(g.expert_fraction(B))[0])             # what a step reads
+    n = np.arange(0, g.moe_layers + 1, dtype=float)
+    t0 = 1.0 / _first(r.decode_tok_s)
+    t = t0 + n * touched * max(1.0 / host - 1.0 / eff_bw, 0.0)
+    w_host = n * layer_experts
+    ub = _first(r.micro_batches) if cfg.workload.prompt_tokens else 0.0
+    ttft = _first(r.ttft_s) + ub * w_host * max(1.0 / pcie - 1.0 / eff_bw, 0.0)
+    budget = _first(r.kv_budget_gpu_bytes) + w_host * _budget_factor(cfg)
+    seq = _first(r.kv_seq_bytes)
+    fits = (budget >= 0) & (budget >= B * seq)
+    total0 = (_first(r.weights_gpu_bytes) + _first(r.kv_gpu_bytes) + _first(r.workspace_gpu_bytes)
+              + _first(r.overhead_gpu_bytes))
+    return MoeOffloadCurve(cpu_moe_layers=n, host_gb=w_host / GB, decode_tok_s=1.0 / t, ttft_ms=ttft * 1e3,
+                           memory_gb=(total0 - w_host) / GB, fits=fits)
+
+
 # ---- all of them -------------------------------------------------------------------------------
 
 def what_if(cat: "Catalog | None", cfg: Config, tech: Techniques, profiles=None) -> list[Effect]:

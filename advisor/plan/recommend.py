@@ -495,7 +495,7 @@ def _try_offload(cat: Catalog, req: Requirements, memory, a: dict, users: int) -
     """Single-GPU configurations that miss only memory: does keeping part of the model in host RAM
     (llama.cpp -ngl, vLLM/SGLang --cpu-offload-gb) make them fit, and are they still fast enough?"""
     from advisor.model.techniques import (OFFLOAD_GB_RUNTIMES, OFFLOAD_LAYER_RUNTIMES, Techniques,
-                                          offload_curve)
+                                          moe_offload_curve, offload_curve)
 
     if users > OFFLOAD_MAX_USERS or req.burst:
         return
@@ -521,6 +521,16 @@ def _try_offload(cat: Catalog, req: Requirements, memory, a: dict, users: int) -
         all_gpu = -1 if layers else 0
         ratio = float(curve.decode_tok_s[j] / curve.decode_tok_s[all_gpu])
         extra_ttft = float(curve.ttft_ms[j] - curve.ttft_ms[all_gpu])
+        moe = None
+        if layers and req.model.is_moe:
+            # llama.cpp --n-cpu-moe: only the experts go to the CPU, which reads just the routed ones
+            m = moe_offload_curve(cat, cfg)
+            mf = np.flatnonzero(m.fits)
+            if mf.size:
+                jm = int(mf[0])
+                mratio = float(m.decode_tok_s[jm] / m.decode_tok_s[0])
+                if mratio > ratio:
+                    moe, ratio, extra_ttft = (m, jm), mratio, float(m.ttft_ms[jm] - m.ttft_ms[0])
         tok, ttft = float(a["tok"][i]) * ratio, float(a["ttft"][i]) + extra_ttft
         judged_tok = (a["tok_safe"][i] if req.safe else a["tok"][i]) * ratio
         judged_ttft = (a["ttft_safe"][i] if req.safe else a["ttft"][i]) + extra_ttft
@@ -531,10 +541,16 @@ def _try_offload(cat: Catalog, req: Requirements, memory, a: dict, users: int) -
         a["tok"][i], a["tok_safe"][i], a["judge_tok"][i] = tok, a["tok_safe"][i] * ratio, judged_tok
         a["ttft"][i], a["ttft_safe"][i], a["judge_ttft"][i] = ttft, a["ttft_safe"][i] + extra_ttft, judged_ttft
         a["throughput"][i] = a["throughput"][i] * ratio
-        a["needed"][i] = float(curve.memory_gb[j])
+        a["needed"][i] = float(curve.memory_gb[j] if moe is None else moe[0].memory_gb[moe[1]])
         a["fits"][i] = a["tok_ok"][i] = a["ttft_ok"][i] = a["serves"][i] = a["ok"][i] = True
         host_gb = float(curve.host_gb[j])
-        if layers:
+        if moe is not None:
+            m, jm = moe
+            n, total = int(m.cpu_moe_layers[jm]), int(m.cpu_moe_layers[-1])
+            how = (f"--n-cpu-moe {n}: the experts of {n} of {total} MoE layers in host RAM, "
+                   f"{float(m.host_gb[jm]):.1f} GB")
+            tech = {"kind": "offload", "n_cpu_moe": n}
+        elif layers:
             n, total = int(curve.gpu_layers[j]), int(curve.gpu_layers[-1])
             how = f"-ngl {n}: {n} of {total} layers on the GPU, {host_gb:.1f} GB in host RAM"
             tech = {"kind": "offload", "gpu_layers": n}
@@ -559,7 +575,9 @@ def _with_technique(line: str, c: Candidate, tech: dict) -> str:
     if "  #" in line:
         line, note = line.split("  #", 1)
         note = "  #" + note
-    if tech["kind"] == "offload" and "gpu_layers" in tech:
+    if tech["kind"] == "offload" and "n_cpu_moe" in tech:
+        line = f"{line} --n-cpu-moe {tech['n_cpu_moe']}"
+    elif tech["kind"] == "offload" and "gpu_layers" in tech:
         flag = f"-ngl {tech['gpu_layers']}"
         line = re.sub(r"-ngl \d+", flag, line) if re.search(r"-ngl \d+", line) else f"{line} {flag}"
     elif tech["kind"] == "offload":
