@@ -420,9 +420,6 @@ HOLDOUT_UNITS = {
     "era": lambda c: c.runtime.key,
 }
 
-#: The profile levels whose held-out errors size one band: a profile fitted to the device or its
-#: family, to the vendor, to the whole runtime, borrowed from a sibling build, or none (defaults).
-LEVEL_CLASSES = ("device", "vendor", "runtime", "sibling", "none")
 #: Where a level has too few held-out errors for its quantiles, the next coarser one's band is used.
 MIN_ERRORS_FOR_BAND = 8
 OWN_COARSER = {"device": "vendor", "vendor": "runtime", "runtime": None}
@@ -431,6 +428,8 @@ MAX_SIBLING_STRETCH = 4.0
 
 
 def level_class(level: str) -> str:
+    """The band class of a profile level (`efficiency.select_profile`): device (a device's or its
+    family's profile), vendor, runtime, sibling (borrowed from another build) or none (defaults)."""
     if level.startswith("sibling"):
         return "sibling"
     return {"hardware": "device", "family": "device"}.get(level, level)

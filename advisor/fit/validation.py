@@ -4,6 +4,9 @@ For every mapped row: prediction with the catalog's calibrated profiles, its ban
 100 %-of-roofline estimate for comparison. Summaries per metric and per source, runtime and
 hardware family: rows, median absolute percentage error, 90th percentile, signed bias (median
 of predicted/measured − 1) and band coverage.
+
+`holdout` is the out-of-sample counterpart: every row predicted with its whole source file (or
+build era) left out of the fit, its band sized without any error on that unit's rows.
 """
 
 from __future__ import annotations
