@@ -75,7 +75,7 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         max_ppl_delta=_number("max-ppl", args.max_ppl), kv_dtypes=kv, safe=bool(args.safe),
         think_s=_number("think-s", args.think_s) or 0.0, burst=bool(args.burst),
         # (other commands that reuse this parser, such as report, may not offer these flags)
-        min_bits=_number("min-bits", getattr(args, "min_bits", None)) or DEFAULT_MIN_BITS,
+        min_bits=DEFAULT_MIN_BITS if getattr(args, "min_bits", None) is None else _number("min-bits", args.min_bits),
         cost_basis=(getattr(args, "cost_basis", None) or "").lower(),
         allow_spec=bool(getattr(args, "allow_spec", False)), allow_offload=bool(getattr(args, "allow_offload", False)),
     )

@@ -718,8 +718,9 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     if not np.isfinite(cost[ok_idx]).any():
         basis, why = "headroom", why
     quality = np.array([_quality_score(q, req.model) for q in t.quants])[cfg_q]
-    # rank: priced first (cheapest), then better quality, then more headroom, then fewer GPUs
-    order_keys = (total_gpus[ok_idx], -a["headroom"][ok_idx], -quality[ok_idx],
+    # rank: priced first (cheapest), then better quality, then more headroom, then faster per user,
+    # then fewer GPUs
+    order_keys = (total_gpus[ok_idx], -np.nan_to_num(a["tok"][ok_idx]), -a["headroom"][ok_idx], -quality[ok_idx],
                   np.nan_to_num(cost[ok_idx], nan=0.0), ~np.isfinite(cost[ok_idx]))
     ranked = ok_idx[np.lexsort(order_keys)]
     fail_idx = np.flatnonzero(~a["ok"])

@@ -119,6 +119,9 @@ def why_first(first, second, basis: str) -> str:
     if first.quality != second.quality and first.quant.key != second.quant.key:
         return (f"#1 and #2 cost the same; #1's weights are closer to the original: {first.quant.name} "
                 f"{first.quality} against {second.quant.name} {second.quality}.")
+    if first.tok_s > second.tok_s * 1.001 and abs(first.headroom - second.headroom) < 1e-9:
+        return (f"#1 and #2 cost the same at the same quality; #1 is faster per user "
+                f"({num(first.tok_s)} against {num(second.tok_s)} tok/s).")
     if first.headroom > second.headroom + 1e-9:
         return (f"#1 and #2 cost the same; #1 has more headroom over the tightest requirement "
                 f"(×{num(first.headroom, 2)} against ×{num(second.headroom, 2)}).")
