@@ -140,3 +140,51 @@ def test_will_it_run(capsys):
 
 def test_unknown_hardware_in_will_it_run(capsys):
     assert main(["will-it-run", "--hardware", "gpu 9999"]) == 2
+
+
+def test_max_ppl_rejects_unmeasured_formats_and_says_so(cat):
+    req = Requirements(model=cat.model_named("Llama-3.1-8B"), hardware=("rtx-4090",), max_ppl_delta=0.2)
+    rec = recommend(cat, req)
+    assert rec.passing
+    # every pass has a published figure within the limit, or is the 16-bit reference
+    assert all(c.quality.startswith("reference") or (c.quant.ppl_delta is not None and c.quant.ppl_delta <= 0.2)
+               for c in rec.passing)
+    awq = next(c for c in rec.all() if c.quant.key == "awq-int4")
+    assert not awq.ok and "no published perplexity figure" in candidate_verdict(awq)
+
+
+def test_quality_scale_reference_kld_or_unmeasured(cat):
+    from advisor.plan.recommend import is_reference, is_upcast, quality_text
+
+    llama, oss, r1 = (cat.model_named(n) for n in ("Llama-3.1-8B", "gpt-oss-120b", "DeepSeek-R1"))
+    q = cat.quants
+    assert quality_text(q["bf16"], llama) == "reference (16-bit)"
+    assert quality_text(q["q4_k_m"], llama) == "KLD 0.031 (Llama-3-8B)"
+    assert quality_text(q["fp8"], llama) == "unmeasured"
+    assert is_reference(q["mxfp4"], oss) and is_reference(q["mxfp4-moe-gguf"], oss)
+    assert is_upcast(q["bf16"], oss) and is_upcast(q["q8_0"], oss) and is_upcast(q["q4_k_m"], oss)
+    assert is_reference(q["fp8"], r1) and is_upcast(q["bf16"], r1) and is_upcast(q["int8-w8a8"], r1)
+    assert not is_upcast(q["awq-int4"], r1) and quality_text(q["awq-int4"], r1) == "unmeasured (vs native FP8)"
+
+
+def test_cost_basis_follows_the_hardware_and_the_flag(cat):
+    m = cat.model_named("Llama-3.1-8B")
+    assert recommend(cat, Requirements(model=m, hardware_kinds=("datacenter",))).cost_basis == "hour"
+    assert recommend(cat, Requirements(model=m, hardware_kinds=("consumer",))).cost_basis == "purchase"
+    assert recommend(cat, Requirements(model=m, hardware_kinds=("apple",))).cost_basis == "purchase"
+    rent = recommend(cat, Requirements(model=m, hardware_kinds=("consumer",), cost_basis="rent"))
+    assert rent.cost_basis == "hour" and rent.cost_basis_why == "--cost-basis rent"
+    first = rent.passing[0]
+    # $/M output tokens at the predicted throughput
+    assert first.usd_per_million_tokens == pytest.approx(first.cost_usd_hour / (first.throughput_tok_s * 3600) * 1e6)
+
+
+def test_a_base_configuration_price_does_not_price_the_largest_memory(cat):
+    from advisor.plan.recommend import unit_prices
+
+    usd, _, note = unit_prices(cat.hardware["apple-m2-ultra-60c"])   # 192 GB entry, $3,999 is the 64 GB Mac
+    assert usd is None and "no purchase price sourced for the 192 GB configuration" in note
+    usd, _, note = unit_prices(cat.hardware["dgx-spark-gb10"])
+    assert usd == 3999 and "per machine" in note and "launch MSRP" in note
+    _, hour, note = unit_prices(cat.hardware["mi300x"])
+    assert hour == pytest.approx(2.59) and "median of 5" in note   # not TensorWave's $1.50 listing
