@@ -10,8 +10,8 @@ them with what the runtime needs to load the configuration and nothing it would 
   with (llm-compressor, TensorRT Model Optimizer, llama-quantize, mlx_lm.convert);
 - vLLM/SGLang's online FP8 (``--quantization fp8`` on BF16 weights) only where the BF16 weights
   fit on the GPUs while they load; never on a model shipped in another quantized format;
-- GGUF files by repository and exact file (``-hf repo --hf-file file``) or, for a split set,
-  by the repository's quantization tag (``-hf repo:Q4_K_M``), which llama.cpp resolves itself;
+- GGUF files by repository and exact file (``-hf repo --hf-file file``, for a split set its first
+  part) or, where the table has no file name, by the quantization tag (``-hf repo:Q4_K_M``);
 - each runtime's spelling of the KV dtype; TensorRT-LLM's FP8 cache through its YAML options;
 - llama-server's ``-c`` as the total over its ``-np`` slots (each slot gets ``-c / -np``).
 
@@ -69,7 +69,6 @@ MODELOPT_PUBLISHER = "nvidia/"
 #: of popular LLMs ready to use with vLLM': neuralmagic) and sgl-project/sglang docs/backend/quantization.md
 #: ('For popular pre-quantized models, please visit neuralmagic collection'); Neural Magic is now RedHatAI.
 COMPRESSED_TENSORS_PUBLISHERS = ("RedHatAI/", "neuralmagic/")
-SPLIT_RE = re.compile(r"-\d{5}-of-\d{5}\.gguf$")
 
 
 @dataclass(frozen=True)
@@ -188,12 +187,10 @@ def gguf_weights(model: Model, q: Quant, checkpoints: Mapping[str, Checkpoint]) 
     """The GGUF file llama-server loads for format ``q``: exact file, or the repository's tag."""
     for cp in checkpoints_of(checkpoints, model, q, gguf=True):
         f = gguf_file(cp, q)
-        if f and not SPLIT_RE.search(f):
+        if f:
+            # the exact file; for a split set its first part: llama.cpp's downloader reads the
+            # first part's split.count and fetches the other parts (common_download_model)
             return Weights(f"-hf {cp.repo} --hf-file {f}", checkpoint=cp)
-        if f and len(cp.quants) == 1:
-            # a split set in a one-format repository: -hf without a tag takes the repository's
-            # first file (the set's first part) and its parts (common/arg.cpp, --hf-repo help)
-            return Weights(f"-hf {cp.repo}", checkpoint=cp)
         return Weights(f"-hf {cp.repo}:{gguf_tag(q)}", checkpoint=cp)
     own, _ = native_checkpoint(checkpoints, model)
     path = local_name(own, model, f"{gguf_tag(q)}.gguf")

@@ -125,8 +125,9 @@ def test_lines_download_published_checkpoints_where_they_exist(cat, printed):
     # gpt-oss ships in MXFP4: its own repository, no FP8 flag
     oss = [v for (m, rt, q), v in lines.items() if m == "gpt-oss-120b" and rt in ("vllm", "sglang") and q == "mxfp4"]
     assert oss and all("openai/gpt-oss-120b" in v and "--quantization" not in v for v in oss)
-    # the GGUF split set by repository; a single file by its exact name
-    assert any("-hf ggml-org/gpt-oss-120b-GGUF " in v for (m, rt, q), v in lines.items() if m == "gpt-oss-120b")
+    # a split set by its first part (llama.cpp fetches the rest); a single file by its exact name
+    assert any("-hf ggml-org/gpt-oss-120b-GGUF --hf-file gpt-oss-120b-mxfp4-00001-of-00003.gguf " in v
+               for (m, rt, q), v in lines.items() if m == "gpt-oss-120b")
     mlx = [v for (m, rt, q), v in lines.items() if m == "llama-3.1-8b" and rt == "mlx" and q == "mlx-4bit"]
     assert mlx and all("--model mlx-community/Meta-Llama-3.1-8B-Instruct-4bit" in v for v in mlx)
 
@@ -188,9 +189,9 @@ def test_checkpoint_table_is_sourced_and_consistent(cat):
     for cp in cat.checkpoints.values():
         assert cp.model in cat.models and cp.quants and all(q in cat.quants for q in cp.quants), cp.key
         assert re.search(r"https://|\w+/\w+ \S+\.(md|py|cpp)", cp.source), cp.key
-        if is_gguf(cp):
-            assert cp.files and all(any(gguf_file(cp, cat.quants[q]) == f for q in cp.quants) or "-0000" in f
-                                    for f in cp.files), cp.key
+        if is_gguf(cp):  # every file listed is one of its formats (or a later part of a split set)
+            assert all(any(gguf_file(cp, cat.quants[q]) == f for q in cp.quants) or re.search(r"-000\d\d-of-", f)
+                       for f in cp.files), cp.key
         else:
             assert all(cat.quants[q].kind != "gguf" for q in cp.quants), cp.key
         assert "base" not in cp.repo.lower(), f"{cp.repo}: a base model, not an instruct/chat one"
@@ -199,3 +200,18 @@ def test_checkpoint_table_is_sourced_and_consistent(cat):
         own = [cp for cp in cat.checkpoints.values()
                if cp.model == m and cp.repo in cat.models[m].aliases and not is_gguf(cp)]
         assert len(own) == 1, m
+
+
+def test_gguf_by_exact_file_or_by_tag_and_replicas_split_the_users(cat):
+    req = SimpleNamespace(model=cat.models["deepseek-v3"], context=4096, output_tokens=256)
+    tag = launch_line(_candidate(cat, "h100-sxm5-80gb", "llama.cpp", "q4_k_m", gpus=8), req, cat.checkpoints)
+    assert "-hf unsloth/DeepSeek-V3-GGUF:Q4_K_M " in tag and "--hf-file" not in tag
+    req = SimpleNamespace(model=cat.models["deepseek-r1"], context=4096, output_tokens=256)
+    first = launch_line(_candidate(cat, "h100-sxm5-80gb", "llama.cpp", "q4_k_m", gpus=8), req, cat.checkpoints)
+    assert "--hf-file DeepSeek-R1-Q4_K_M/DeepSeek-R1-Q4_K_M-00001-of-00009.gguf " in first
+    # two data-parallel replicas of 10 users each: each server is sized for its share
+    req = SimpleNamespace(model=cat.models["llama-3.1-8b"], context=8192, output_tokens=256)
+    c = _candidate(cat, "rtx-4090", "llama.cpp", "q4_k_m", users=20)
+    c.replicas = 2
+    line = launch_line(c, req, cat.checkpoints)
+    assert "-c 81920 -np 10 " in line and "one of 2 replicas" in line and "10 users each" in line
