@@ -113,6 +113,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                "prompt_tokens": req.prompt_tokens, "output_tokens": req.output_tokens, "ttft_ms_target": req.ttft_ms,
                "load": rec.load_kind, "think_s": req.think_s,
                "tok_s_target": req.tok_s, "safe": req.safe, "cost_basis": rec.cost_basis,
+               "cost_basis_why": rec.cost_basis_why, "context_is_default": req.context_is_default,
+               "min_bits": req.min_bits, "native_quant": req.model.native_quant or "bf16",
                "configurations": len(rec), "passing": rec.n_passing, "sweep_ms": round(rec.elapsed_ms, 1),
                "candidates": [candidate_record(c) for c in cands]}
         print(json_text(doc))
