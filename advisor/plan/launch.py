@@ -173,8 +173,9 @@ def hf_weights(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> W
         return Weights(own.repo, half, trt_f16, own)
     if family == "mlx" and q.key in MLX_BITS and own is not None:
         path = local_name(own, model, f"{MLX_BITS[q.key]}bit")
-        return Weights(path, "", f"  # no {q.name} checkpoint of {model.name} in catalog/checkpoints.yaml: make it with "
-                                 f"mlx_lm.convert --hf-path {own.repo} --mlx-path {path} -q --q-bits {MLX_BITS[q.key]}")
+        return Weights(path, "", f"  # no {q.name} checkpoint of {model.name} in catalog/checkpoints.yaml: "
+                                 f"make it with mlx_lm.convert --hf-path {own.repo} --mlx-path {path} -q "
+                                 f"--q-bits {MLX_BITS[q.key]}")
     why = (" (and its BF16 weights do not fit on these GPUs while loading for online quantization)"
            if online == "fp8" and own is not None and native in ("bf16", "f16") else "")
     source = own.repo if own is not None else model.name
@@ -197,8 +198,8 @@ def gguf_weights(model: Model, q: Quant, checkpoints: Mapping[str, Checkpoint]) 
     source = own.repo if own is not None else model.name
     how = (f"convert_hf_to_gguf.py --outtype {q.key}" if q.kind == "float"
            else f"{QUANTIZE_WITH['llama.cpp']} {gguf_tag(q)}")
-    return Weights(f"-m {path}", "", f"  # no {gguf_tag(q)} GGUF of {model.name} in catalog/checkpoints.yaml: make it from {source} "
-                                     f"with {how}")
+    return Weights(f"-m {path}", "", f"  # no {gguf_tag(q)} GGUF of {model.name} in catalog/checkpoints.yaml: "
+                                     f"make it from {source} with {how}")
 
 
 def weights_for(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> Weights:

@@ -64,9 +64,10 @@ def test_defaults_by_capability(cat, hardware, runtime, quant):
 
 def test_the_sweep_the_pickers_and_predict_share_the_matrix(cat):
     t = tables_for(cat)
-    a100, trt, fp8 = t.hw_index["a100-sxm4-80gb"], t.rt_index["tensorrt-llm"], t.q_index["fp8"]
-    assert not t.ok_hw_rt_q[a100, trt, fp8] and t.ok_hw_rt_q[t.hw_index["h100-sxm5-80gb"], trt, fp8]
-    formats = {c.key: c for c in api.formats_for(cat, cat.runtimes["tensorrt-llm"], hardware=cat.hardware["a100-sxm4-80gb"])}
+    i, trt, fp8 = t.hw_index["a100-sxm4-80gb"], t.rt_index["tensorrt-llm"], t.q_index["fp8"]
+    assert not t.ok_hw_rt_q[i, trt, fp8] and t.ok_hw_rt_q[t.hw_index["h100-sxm5-80gb"], trt, fp8]
+    a100 = cat.hardware["a100-sxm4-80gb"]
+    formats = {c.key: c for c in api.formats_for(cat, cat.runtimes["tensorrt-llm"], hardware=a100)}
     assert not formats["fp8"].ok and "Ampere has none" in formats["fp8"].reason and formats["bf16"].ok
     runtimes = {c.key: c for c in api.runtimes_for(cat, cat.hardware["p40-24gb"])}
     assert not runtimes["vllm"].ok and runtimes["llama.cpp"].ok
