@@ -36,7 +36,7 @@ import numpy as np
 
 from advisor.data.errors import AdvisorError
 from advisor.model.devices import link_gb_s
-from advisor.model.serving import (BISECTION_STEPS, STEP_GRID, Load, ServeReport, _first, _StepTable,
+from advisor.model.serving import (STEP_GRID, Load, ServeReport, _first, _StepTable, bisect_rising,
                                    costs_from_result, runtime_scheduler, serve)
 
 #: Instances per pool considered when the split is chosen for you.
@@ -102,22 +102,13 @@ def solve_pools(costs: PoolCosts, load: Load, prefill_instances, decode_instance
                 else np.zeros(shape))
         return tau, X, rho, wait
 
-    def bisect(f, hi):
-        """The b in [0, hi] where the rising function f turns from negative to positive."""
-        lo, hi = np.zeros(shape), hi.copy()
-        for _ in range(BISECTION_STEPS):
-            mid = 0.5 * (lo + hi)
-            below = f(np.maximum(mid, 1e-9)) < 0
-            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-        return 0.5 * (lo + hi)
-
     b_cap = np.full(shape, float(cap))
     b_hi = b_cap
     if load.kind == "closed" and not random_arrivals:
         # the running batch the prefill pool can feed: X(b) = p / t_p
         def over_prefill(b):
             return state(b)[1] * t_p / p - UTILISATION_CAP
-        b_hi = np.where(over_prefill(b_cap) > 0, bisect(over_prefill, b_cap), b_cap)
+        b_hi = np.where(over_prefill(b_cap) > 0, bisect_rising(over_prefill, b_cap), b_cap)
     if load.kind == "offline":
         b = b_cap
         saturated = np.ones(shape, bool)
@@ -129,7 +120,7 @@ def solve_pools(costs: PoolCosts, load: Load, prefill_instances, decode_instance
             return d * b + X * (wait + t_p + t_kv + load.think_s) - load.concurrency
 
         saturated = gap(b_hi) < 0
-        b = np.where(saturated, b_hi, bisect(gap, b_hi))
+        b = np.where(saturated, b_hi, bisect_rising(gap, b_hi))
     tau, X, rho, wait = state(b)
     prefill_full = X * t_p / p >= UTILISATION_CAP * (1 - 1e-6)
     if load.kind == "offline":

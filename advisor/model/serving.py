@@ -40,7 +40,9 @@ from advisor.data.errors import AdvisorError
 LOAD_KINDS = ("closed", "open", "offline")
 #: Batch sizes at which the decode step is evaluated; τ_dec between them is interpolated linearly.
 STEP_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], dtype=float)
-BISECTION_STEPS = 36
+BISECTION_STEPS = 40
+#: The smallest running batch the solver looks for (a lone client thinking for a day is ~1e-6).
+B_MIN = 1e-12
 #: Steps that carry a prompt chunk set the 90th-percentile ITL once more than this share of steps do.
 MIXED_STEP_SHARE_FOR_P90 = 0.10
 MAX_CONCURRENCY = 1_000_000
@@ -135,6 +137,18 @@ class _StepTable:
         return (lo + (hi - lo) * w).reshape(self.shape)
 
 
+def bisect_rising(f, hi):
+    """Where the rising function ``f`` crosses zero in (B_MIN, hi], element by element. The search
+    halves the interval on a log scale, so the answer is relatively exact (≈ 1e-9) for a running
+    batch of 1e-6 (one client thinking for days) as for one of thousands."""
+    lo, hi = np.full(np.shape(hi), math.log(B_MIN)), np.log(np.maximum(hi, B_MIN))
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        below = f(np.exp(mid)) < 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.exp(0.5 * (lo + hi))
+
+
 def solve(costs: StepCosts, load: Load) -> Serving:
     """The steady state of ``load`` on every configuration of ``costs`` (vectorised)."""
     load.check()
@@ -185,13 +199,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
             return b + X * (service + wait + load.think_s) - load.concurrency
 
         saturated = demand_gap(b_hi) < 0      # even a full running batch does not meet the demand
-        lo, hi = np.zeros(shape), b_hi.copy()
-        for _ in range(BISECTION_STEPS):
-            mid = 0.5 * (lo + hi)
-            below = demand_gap(np.maximum(mid, 1e-9)) < 0
-            lo = np.where(below, mid, lo)
-            hi = np.where(below, hi, mid)
-        b = np.where(saturated, b_hi, 0.5 * (lo + hi))
+        b = np.where(saturated, b_hi, bisect_rising(demand_gap, b_hi))
     t_dec = step_table.at(b)
     tau = step(b, t_dec)
     X = b / (D * tau)
