@@ -647,13 +647,16 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         "max_batch": mv["max_batch"],               # sequences at the longest context
     }
 
-    def judge(replicas: int) -> dict[str, np.ndarray]:
-        """Every configuration as ``replicas`` copies behind one endpoint, each serving its share of users."""
+    def judge(replicas: int, cols: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Every configuration (or those in ``cols``) as ``replicas`` copies behind one endpoint, each
+        serving its share of users."""
         share = math.ceil(users / replicas)
-        a = _judge_burst(speed) if req.burst else _judge_serving(speed, req, share)
-        a.update(base)
+        a = _judge_burst(speed) if req.burst else _judge_serving(speed, req, share, cols)
+        sub = (lambda x: x) if cols is None else (lambda x: x[cols])
+        n = mv["fits"].size if cols is None else cols.size
+        a.update({k: sub(v) for k, v in base.items()})
         a.setdefault("fixed_slots", np.zeros(n, bool))
-        a["fits"] = mv["fits"].astype(bool)
+        a["fits"] = sub(mv["fits"].astype(bool))
         # llama-server: a slot per user, each with the whole context: all of them must fit from the start
         a["fits"] &= ~a["fixed_slots"] | (a["max_batch"] >= share)
         a["judge_ttft"] = np.array(a["ttft_safe"] if req.safe else a["ttft"], dtype=float)   # copies: a
@@ -678,17 +681,21 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
 
     a = judge(1)
     if not req.burst and users > 1:
-        # one group cannot serve everyone: try 2 or 4 data-parallel copies (users split among them);
-        # a configuration keeps the fewest replicas that serve, or one if none does
+        # one group cannot serve everyone: try 2 or 4 data-parallel copies (users split among them)
+        # on the configurations that hold one user but do not serve; a configuration keeps the
+        # fewest replicas that serve, or one if none does
         for r in REPLICAS[1:]:
-            if r > users:
+            cols = np.flatnonzero(~a["serves"] & a["predicted"] & mv["fits"].astype(bool))
+            if r > users or cols.size == 0:
                 break
-            more = judge(r)
-            take = ~a["serves"] & more["serves"]
+            more = judge(r, cols)
+            take = more["serves"]
             if take.any():
+                idx = cols[take]
                 for k, v in more.items():
-                    if isinstance(v, np.ndarray) and v.shape == (n,):
-                        a[k] = np.where(take, v, a[k])
+                    if isinstance(v, np.ndarray) and v.shape == (cols.size,):
+                        a[k] = a[k].astype(np.result_type(a[k].dtype, v.dtype))
+                        a[k][idx] = v[take]
     cfg_hw, cfg_q, cfg_gpus = memory.hw, memory.q, memory.gpus   # one entry per configuration
     total_gpus = cfg_gpus * a["replicas"]
     q_ok = np.array([_quality_reason(q, req) is None for q in t.quants])
@@ -758,21 +765,23 @@ def _judge_burst(speed) -> dict[str, np.ndarray]:
     return a
 
 
-def _judge_serving(grid, req: Requirements, users: int) -> dict[str, np.ndarray]:
-    """The steady state of the load on every configuration, from the decode step at STEP_GRID batches."""
+def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The steady state of the load on every configuration (or those in ``cols``), from the decode
+    step at STEP_GRID batches."""
     t, v = grid.tables, grid.values
-    hw, rt, q, _, _ = grid.configurations
+    sub = (lambda x: x) if cols is None else (lambda x: x[..., cols])
+    hw, rt, q = (sub(x) for x in grid.configurations[:3])
     load = Load(kind="open" if req.rps and not req.users else "closed", concurrency=float(users),
                 rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
                 output_tokens=max(req.output_tokens, 2))
 
     class _Grid:  # the fields the serving model reads: per batch (G, n) or per configuration (n,)
-        decode_tok_s = v.table("decode_tok_s")
-        decode_compute_s = v.table("decode_compute_s")
-        decode_memory_s = v.table("decode_memory_s")
-        prefill_compute_s = v.first_row("prefill_compute_s")
-        kv_seq_bytes = v.first_row("kv_seq_bytes")
-        kv_budget_gpu_bytes = v.first_row("kv_budget_gpu_bytes")
+        decode_tok_s = sub(v.table("decode_tok_s"))
+        decode_compute_s = sub(v.table("decode_compute_s"))
+        decode_memory_s = sub(v.table("decode_memory_s"))
+        prefill_compute_s = sub(v.first_row("prefill_compute_s"))
+        kv_seq_bytes = sub(v.first_row("kv_seq_bytes"))
+        kv_budget_gpu_bytes = sub(v.first_row("kv_budget_gpu_bytes"))
 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged
@@ -789,8 +798,8 @@ def _judge_serving(grid, req: Requirements, users: int) -> dict[str, np.ndarray]
     a["ttft_safe"] = a["ttft"] / band.prefill_low
     a["tok_safe"] = a["tok"] * band.decode_low
     a["throughput"] = s.throughput_tok_s
-    a["max_context"] = v.first_row("max_context")
-    a["compute_share"] = v.first_row("prefill_compute_share")
+    a["max_context"] = sub(v.first_row("max_context"))
+    a["compute_share"] = sub(v.first_row("prefill_compute_share"))
     a["bound"] = s.bound
     a["running"] = s.running_batch
     a["queue"] = s.queue
@@ -803,9 +812,9 @@ def _judge_serving(grid, req: Requirements, users: int) -> dict[str, np.ndarray]
     with np.errstate(divide="ignore", invalid="ignore"):
         peak = t.peak[hw, rt, q] * 1e12
         bw = t.hw_cols["bandwidth_gb_s"][hw] * 1e9
-        a["peak_share"] = (v.first_row("prefill_linear_flops") + v.first_row("prefill_attention_flops")) / peak \
-            / v.first_row("prefill_s")
-        a["bw_share"] = v.first_row("decode_bytes") / bw / costs.step_s[0]  # of spec bandwidth, at batch 1
+        a["peak_share"] = sub(v.first_row("prefill_linear_flops") + v.first_row("prefill_attention_flops")) / peak \
+            / sub(v.first_row("prefill_s"))
+        a["bw_share"] = sub(v.first_row("decode_bytes")) / bw / costs.step_s[0]  # of spec bandwidth, at batch 1
     return a
 
 
