@@ -14,7 +14,8 @@ no technique asked for nothing here runs, and the kernel's new inputs (`query_to
   per sequence (``query_tokens = k+1``: B·(k+1) tokens of FLOPs, B sequences of KV), so
   tokens/s per sequence = E / (k·t_draft + t_verify). At batch 1 the verification costs about a
   plain step (memory-bound); as B·(k+1) passes the knee it costs up to k+1 steps and the
-  speed-up turns into a slow-down: `crossover_batch` is the first batch where it is below 1×.
+  speed-up turns into a slow-down: `crossover_batch` is the batch from which it stays below 1×
+  (a MoE target may also lose below `pays_from_batch`, where k+1 tokens wake more experts).
   Memory: the draft's weights and its KV per sequence. The draft is a catalog model sharing the
   target's tokenizer, or an MTP/EAGLE-style head given by its parameters and depth (it shares the
   target's embedding and output head, so only its own layers add memory, but each draft step
@@ -287,7 +288,9 @@ class SpeculativeCurve:
     draft_step_ms: np.ndarray
     verify_step_ms: np.ndarray
     plain_step_ms: np.ndarray
-    crossover_batch: int | None    # first batch with speed-up below 1 (None: not up to the last batch)
+    crossover_batch: int | None    # from this batch on the speed-up stays below 1 (None: it pays at the last batch)
+    pays_from_batch: int | None = None  # where speculation first pays, when it does not at batch 1 (MoE
+                                        # targets: k+1 tokens per sequence wake more experts than one)
 
 
 def speculative_curve(cat: "Catalog | None", cfg: Config, tech: Techniques, batches=None,
@@ -311,10 +314,18 @@ def speculative_curve(cat: "Catalog | None", cfg: Config, tech: Techniques, batc
     t_draft = 1.0 / np.broadcast_to(draft.decode_tok_s, b.shape)
     spec = expected_tokens(alpha, k) / (k * t_draft + t_verify)
     speedup = spec * t_plain
-    below = np.nonzero(speedup < 1.0)[0]
+    below = speedup < 1.0
+    pays = np.nonzero(~below)[0]
+    if not below[-1]:
+        crossover = None
+    else:
+        # the batch after the last one where it still pays (a MoE target can lose at batch 1, win
+        # from a few sequences on, and lose again near the compute roof)
+        crossover = int(b[pays[-1] + 1]) if pays.size else int(b[0])
+    pays_from = int(b[pays[0]]) if below[0] and pays.size else None
     return SpeculativeCurve(batch=b, plain_tok_s=1.0 / t_plain, speculative_tok_s=spec, speedup=speedup,
                             draft_step_ms=t_draft * 1e3, verify_step_ms=t_verify * 1e3, plain_step_ms=t_plain * 1e3,
-                            crossover_batch=int(b[below[0]]) if below.size else None)
+                            crossover_batch=crossover, pays_from_batch=pays_from)
 
 
 def speculative(cat: "Catalog | None", cfg: Config, tech: Techniques, profiles=None) -> Effect:
@@ -351,7 +362,12 @@ def speculative(cat: "Catalog | None", cfg: Config, tech: Techniques, profiles=N
     what = tech.draft.name if tech.draft is not None else \
         f"a {tech.head_params_b:g}B {tech.head_layers}-layer draft head"
     notes = []
-    if curve.crossover_batch is not None:
+    if curve.pays_from_batch is not None:
+        notes.append(f"speculation slows decoding below batch {curve.pays_from_batch} (verifying {k + 1} tokens per "
+                     f"sequence reads more of the model than one token does) and pays from there")
+    if curve.crossover_batch is not None and curve.pays_from_batch is None and curve.crossover_batch == 1:
+        notes.append("speculation does not pay at any batch here")
+    elif curve.crossover_batch is not None:
         notes.append(f"speculation slows decoding from batch {curve.crossover_batch} on "
                      f"(the verification pass of B·{k + 1} tokens nears the compute roof)")
     else:
@@ -362,7 +378,8 @@ def speculative(cat: "Catalog | None", cfg: Config, tech: Techniques, profiles=N
     details = {"draft": what, "draft_kind": tech.draft_kind, "k": k, "accept": alpha, "expected_tokens": E,
                "plain_step_ms": t_plain * 1e3, "draft_step_ms": t_draft * 1e3, "verify_step_ms": t_verify * 1e3,
                "round_ms": t_round * 1e3, "draft_weights_gb": draft_w_gpu * n / GB,
-               "draft_kv_gb": B * _first(draft.kv_seq_bytes) * n / GB, "crossover_batch": curve.crossover_batch}
+               "draft_kv_gb": B * _first(draft.kv_seq_bytes) * n / GB, "crossover_batch": curve.crossover_batch,
+               "pays_from_batch": curve.pays_from_batch}
     return Effect("speculative", f"speculative decoding with {what}, k={k}, α={alpha:g}", figures(before_p), after,
                   details, tuple(notes))
 
