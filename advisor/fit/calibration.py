@@ -585,7 +585,9 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         decode_bw_fraction=round(p.decode_bw_fraction, 4), layer_overhead_us=round(p.layer_overhead_us, 2),
         step_overhead_us=round(p.step_overhead_us, 1), prefill_compute_fraction=round(p.prefill_compute_fraction, 4),
         attention_compute_fraction=round(p.attention_compute_fraction, 4),
-        allreduce_latency_us=round(p.allreduce_latency_us, 1),
+        # only where this runtime's data had several GPUs: otherwise the value is a prior, and a
+        # build that borrows the profile must keep its own (the schema's "empty = the runtime's")
+        allreduce_latency_us=round(p.allreduce_latency_us, 1) if _multi_gpu(cases, g.runtime) else None,
         decode_low=round(band_decode[0], 3), decode_high=round(band_decode[1], 3),
         prefill_low=round(band_prefill[0], 3), prefill_high=round(band_prefill[1], 3),
         decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
@@ -611,6 +613,10 @@ def uncertainty_text(uncertainty: dict) -> str:
             sd, status = uncertainty[name]
             parts.append(f"{label} ±{sd:.{digits}f}" + ("" if status == "fitted" else f" ({status})"))
     return "posterior sd: " + ", ".join(parts)
+
+
+def _multi_gpu(cases: Sequence[Case], runtime: str) -> bool:
+    return any(c.gpus > 1 for c in cases if c.runtime.key == runtime)
 
 
 def fit_profiles(cat: Catalog, cases: Sequence[Case]) -> dict[str, Profile]:

@@ -104,9 +104,8 @@ IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, basis="ideal roofline", level="
 #: this much in log space, per band kind: measured on the same hardware, but not with this build.
 #: `advisor calibrate` measures the stretch that holds 80 % of the rows predicted by a sibling's
 #: profile with their source or era left out, and prints it beside these values: on the 2026-11-24
-#: data 4.0 (the cap) for decode (late-2023 multi-GPU rows predicted from current builds need ~9, single-GPU
-#: rows 1.3) and 1.7 for prefill.
-SIBLING_BAND_STRETCH = {"decode": 4.0, "prefill": 1.7}
+#: data 2.06 for decode and 1.70 for prefill.
+SIBLING_BAND_STRETCH = {"decode": 2.1, "prefill": 1.7}
 
 
 def _level(p: Profile, hw: Hardware) -> str | None:

@@ -203,3 +203,16 @@ def test_validate_profiles_lists_the_uncertainties(capsys):
     assert main(["validate", "--profiles"]) == 0
     out = capsys.readouterr().out
     assert "posterior sd" in out and "llama.cpp-2023+apple" in out and "±" in out
+
+
+def test_an_all_reduce_latency_no_row_measured_is_left_to_each_runtime(cat):
+    # single-GPU data say nothing about GPU-to-GPU latency: the profile leaves it empty, so a build
+    # that borrows the profile (here late-2023 llama.cpp) keeps its own value, not the prior's
+    from advisor.model.efficiency import efficiency_for
+
+    truth = Efficiency(**TRUTH, step_overhead_us=cat.runtimes["llama.cpp"].step_overhead_us)
+    result = calibrate(_bare(cat), _synthetic_cases(_bare(cat), truth))
+    assert all(p.allreduce_latency_us is None for p in result.profiles)
+    old = cat.runtimes["llama.cpp-2023"]
+    e = efficiency_for({p.key: p for p in result.profiles}, old, cat.hardware["rtx-4090"])
+    assert e.level.startswith("sibling") and e.allreduce_latency_us == old.allreduce_latency_us
