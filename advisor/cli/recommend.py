@@ -264,8 +264,9 @@ def register(sub) -> None:
                    help="with --tok-s: try speculative decoding (the smallest catalog model of the same family as "
                         "draft) on configurations too slow without it, and say when it is what makes one pass")
     p.add_argument("--allow-offload", dest="allow_offload", action="store_true",
-                   help="for one or two users: try partial offload to host RAM (llama.cpp -ngl, vLLM/SGLang "
-                        "--cpu-offload-gb) on single GPUs that are too small, and say when it is what makes one pass")
+                   help="for one or two users: try partial offload to host RAM (llama.cpp -ngl, or --n-cpu-moe for MoE "
+                        "models; vLLM/SGLang --cpu-offload-gb) on single GPUs that are too small, and say when it "
+                        "is what makes one pass")
     p.add_argument("--top", type=int, help="how many to list (default 10; with --json: limit the candidates)")
     p.add_argument("--json", action="store_true", help="every candidate considered, with its verdict")
     p.set_defaults(func=cmd_recommend)
