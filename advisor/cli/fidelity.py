@@ -53,7 +53,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(json_text(doc))
         return EXIT_OK
     print(f"Measured rows in {report.data}: {len(report.checked)} compared, {len(report.unmapped)} not mapped\n")
-    print("Accuracy per metric (err = predicted / measured − 1; decode/prefill in tokens/s, TTFT/e2e in ms)")
+    print("In-sample accuracy per metric: the profiles on the rows they were fitted to (--holdout source or era for "
+          "out of sample)\n(err = predicted / measured − 1; decode/prefill in tokens/s, TTFT/e2e in ms)")
     print(table(HEADERS, _summary_rows(report.metrics())))
     for metric in ("decode", "prefill", "ttft", "e2e"):
         if not any(c.case.metric == metric for c in report.checked):

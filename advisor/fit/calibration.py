@@ -636,7 +636,8 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         "# per forward pass; prefill_compute_fraction / attention_compute_fraction = fractions of the dense peak;\n"
         "# allreduce_latency_us = per all-reduce (multi-GPU). Each is a MAP estimate under a physical prior (PRIOR_SD in\n"
         "# advisor/fit/calibration.py); notes give its posterior sd, (prior) where the data did not pin it down and\n"
-        "# (bound) where it sits on a physical bound. Bands: see BANDS in advisor/fit/calibration.py.\n"
+        "# (bound) where it sits on a physical bound. Bands = 10th-90th percentile, per profile level, of ln(measured/\n"
+        "# predicted) on rows whose whole source or build era was left out of the fit (bands_from, same file).\n"
     )
     entries = []
     for p in result.profiles:
