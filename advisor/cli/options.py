@@ -16,7 +16,7 @@ def add_configuration(p: argparse.ArgumentParser) -> None:
     """The options that name one configuration: hardware, model, formats, runtime and GPUs."""
     p.add_argument("--hardware", help="accelerator name, e.g. 'rtx 4090', 'H100 SXM', 'M2 Max 38-core'")
     p.add_argument("--model", help="model name, e.g. 'Llama 3.1 8B', a config.json/.gguf path or hf:org/name")
-    p.add_argument("--quant", help="weight format, e.g. q4_k_m, fp8, bf16 (default: Q4_K_M for llama.cpp, BF16 otherwise)")
+    p.add_argument("--quant", help="weight format in the runtime's own spelling too, e.g. q4_k_m, fp8, awq, 4bit (default: Q4_K_M for llama.cpp, else the model's native format, BF16, or FP16 before Ampere)")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache element type (default f16)")
     p.add_argument("--runtime", help="llama.cpp, vllm, sglang, tensorrt-llm, mlx (default by hardware)")
     p.add_argument("--gpus", help="number of GPUs (default 1)")

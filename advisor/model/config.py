@@ -103,6 +103,15 @@ def default_runtime(cat: "Catalog", hw: Hardware) -> Runtime:
     return cat.runtimes[default_runtime_key(hw)]  # none runs here: Config.check says why
 
 
+def native_quant_key(model: Model, runtime: Runtime) -> str | None:
+    """The catalog key of the model's published quantized format in this runtime's terms (llama.cpp
+    loads gpt-oss's MXFP4 as its MXFP4_MOE GGUF), or None for a model published in 16 bits."""
+    if not model.native_quant:
+        return None
+    spelled = RUNTIME_FORMAT_SPELLINGS.get(runtime.format_family, {}).get(model.native_quant, "")
+    return spelled if spelled and not spelled.startswith("!") else model.native_quant
+
+
 def default_quant_key(runtime: Runtime) -> str:
     return DEFAULT_GGUF_QUANT if "gguf" in runtime.quant_kinds else DEFAULT_QUANT
 
@@ -110,7 +119,11 @@ def default_quant_key(runtime: Runtime) -> str:
 def with_defaults(cat: "Catalog", hardware: Hardware, model: Model, runtime: Runtime | None = None) -> Defaults:
     """The runtime, weight format and KV dtype a new sizing of ``model`` on ``hardware`` starts from."""
     rt = runtime or default_runtime(cat, hardware)
-    q = cat.quants.get(default_quant_key(rt))
+    # a model published quantized (gpt-oss in MXFP4, DeepSeek-V3 in FP8) starts from that checkpoint:
+    # upcasting it costs memory and buys no quality
+    native = cat.quants.get(native_quant_key(model, rt) or "")
+    q = native if native is not None and not format_refusal(hardware, rt, native, model) else \
+        cat.quants.get(default_quant_key(rt))
     if q is None or format_refusal(hardware, rt, q, model):
         # the preferred format is not loadable here (BF16 before Ampere): the best-quality one that is
         q = next((x for x in sorted(cat.quants.values(), key=lambda x: -x.quality_rank)

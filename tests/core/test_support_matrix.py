@@ -82,3 +82,15 @@ def test_cli_predict_refuses_with_the_reason(capsys):
                  "--quant", "nvfp4"])
     err = capsys.readouterr().err
     assert code != 0 and "NVFP4" in err and "Blackwell" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("hardware,model,runtime,quant", [
+    ("B200", "gpt-oss 120b", "vllm", "mxfp4"),              # published in MXFP4: not upcast to BF16
+    ("B200", "gpt-oss 120b", "llama.cpp", "mxfp4-moe-gguf"),  # llama.cpp's spelling of the same format
+    ("H100 SXM", "DeepSeek V3", "vllm", "fp8"),              # published in FP8
+    ("B200", "DeepSeek V3", "llama.cpp", "q4_k_m"),           # llama.cpp has no FP8 weights: its usual 4-bit
+    ("H100 SXM", "Llama 3.1 8B", "vllm", "bf16"),             # published in 16 bits
+])
+def test_a_natively_quantized_model_starts_from_its_own_format(cat, hardware, model, runtime, quant):
+    cfg = configure(cat, hardware=hardware, model=model, runtime=runtime, gpus=8 if "DeepSeek" in model else 1)
+    assert cfg.quant.key == quant
