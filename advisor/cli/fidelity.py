@@ -141,7 +141,10 @@ def _print_bands(bands) -> None:
 
     if bands is None:
         return
-    print("\nbands: 10th–90th percentile of ln(measured/predicted) with whole sources and build eras left out")
+    from advisor.fit.calibration import BAND_QUANTILES
+
+    lo_q, hi_q = (round(100 * q) for q in BAND_QUANTILES)
+    print(f"\nbands: {lo_q}th–{hi_q}th percentile of ln(measured/predicted) with whole sources and build eras left out")
     rows = [[f"{kind}, {level}", bands.errors.get((kind, level), 0), f"{lo:.2f}–{hi:.2f}"]
             for (kind, level), (lo, hi) in sorted(bands.own.items())]
     constants = {"decode": UNCALIBRATED_DECODE_BAND, "prefill": UNCALIBRATED_PREFILL_BAND}

@@ -128,10 +128,10 @@ def test_validate_holdout_cli(capsys):
     assert "xiongjiedai_gpu_benchmarks_llamacpp.csv" in units and len(units) >= 5
     metrics = {m["group"]: m for m in doc["metrics"]}
     # the figures the README states, out of sample (guards against a fit or band regression):
-    # errors well below the plain roofline's, and bands that hold most but not all left-out rows
+    # errors well below the plain roofline's, and bands that hold 80 ± 10 % of left-out rows
     for name in ("decode", "prefill"):
         assert metrics[name]["mdape_pct"] < 30 and metrics[name]["mdape_pct"] < metrics[name]["roofline_mdape_pct"]
-        assert 50 <= metrics[name]["coverage_pct"] <= 95
+        assert 70 <= metrics[name]["coverage_pct"] <= 90
     assert main(["validate", "--holdout", "era"]) == 0
     out = capsys.readouterr().out
     assert "llama.cpp-2023" in out and "by the era left out" in out
