@@ -112,6 +112,13 @@ def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
         print(table(HEADERS, _summary_rows(report.per_unit(m))))
         print(f"\n{m}, by the level of profile that predicted it (sibling = borrowed from another build, none = defaults)")
         print(table(HEADERS, _summary_rows(report.per_level(m))))
+    worst = sorted(zip(report.held, report.checked), key=lambda hc: -abs(hc[1].error))[:args.worst]
+    print("\nWorst left-out rows")
+    print(table(["line", "metric", "hardware", "model", "runtime", "GPUs", "measured", "predicted", "band", "err",
+                 f"{args.holdout} left out", "predicted by"],
+                [[str(c.case.row), c.case.metric, c.case.hardware.name, c.case.model.name, c.case.runtime.key,
+                  c.case.gpus, c.case.measured, c.predicted, f"{num(c.low)}–{num(c.high)}", f"{100 * c.error:+.0f}%",
+                  h.unit, h.basis] for h, c in worst]))
     return EXIT_OK
 
 
@@ -137,7 +144,7 @@ def _print_profiles(cat: Catalog) -> int:
 def _print_bands(bands) -> None:
     """The bands as sized from whole sources and eras left out, and the constants a prediction
     uses where no profile of its own applies (advisor/model/efficiency.py), to compare."""
-    from advisor.model.efficiency import SIBLING_BAND_STRETCH, UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND
+    from advisor.model.efficiency import SIBLING_BAND_WIDENING, UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND
 
     if bands is None:
         return
@@ -152,9 +159,9 @@ def _print_bands(bands) -> None:
               f"{lo:.2f}–{hi:.2f} (efficiency.py uses {constants[kind][0]:.2f}–{constants[kind][1]:.2f})"]
              for kind, (lo, hi) in sorted(bands.uncalibrated.items())]
     print(table(["band, profile level", "held-out errors", "band"], rows))
-    for kind, stretch in sorted(bands.sibling_stretch.items()):
-        print(f"{kind}: a borrowed (sibling-build) profile's band needs stretching ×{stretch:.2f} in log space to hold "
-              f"the same share (efficiency.py uses ×{SIBLING_BAND_STRETCH[kind]:.2f})")
+    for kind, factor in sorted(bands.sibling_widening.items()):
+        print(f"{kind}: a borrowed (sibling-build) profile's band needs widening by ×{factor:.2f} on each side to hold "
+              f"the same share (efficiency.py uses ×{SIBLING_BAND_WIDENING[kind]:.2f})")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

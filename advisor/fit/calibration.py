@@ -22,7 +22,7 @@ its whole source file, and again with its whole build era (runtime build), left 
 (`predict_held_out`), by the profile a prediction would pick. The 5th–95th percentiles of
 ln(measured / predicted) (`BAND_QUANTILES`), per profile level (device or family, vendor, runtime), become the
 low/high multipliers of that level's profiles (`bands_from`); the same errors measure how much a
-borrowed sibling-build profile's band must stretch and how wide the runtime defaults' band is.
+borrowed sibling-build profile's band must widen and how wide the runtime defaults' band is.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import yaml
 from advisor.data.catalog import Catalog
 from advisor.fit.measurements import Case
 from advisor.model.devices import tier
-from advisor.model.efficiency import (IDEAL, SIBLING_BAND_STRETCH, UNCALIBRATED_DECODE_BAND,
+from advisor.model.efficiency import (IDEAL, SIBLING_BAND_WIDENING, UNCALIBRATED_DECODE_BAND,
                                       UNCALIBRATED_PREFILL_BAND, Efficiency, efficiency_for)
 from advisor.model.geometry import geometry
 from advisor.model.inputs import inputs_for, stack_inputs
@@ -73,7 +73,7 @@ MIN_ROW_SD = 0.03
 #: The band is this central interval of held-out ln(measured/predicted). Its aim is to hold 80 %
 #: of the rows of a source or build the fit has not seen; the 10th–90th percentiles held only 63 %
 #: when whole sources were left out (sources disagree more than the others' errors predict: errors
-#: are not exchangeable between sources), the 5th–95th hold 76–86 % (README, Accuracy).
+#: are not exchangeable between sources), the 5th–95th hold 79–86 % (README, Accuracy).
 BAND_QUANTILES = (0.05, 0.95)
 MIN_BAND = (0.95, 1.05)
 MIN_DEVICES_FOR_FAMILY = 2
@@ -427,8 +427,8 @@ HOLDOUT_UNITS = {
 #: Where a level has too few held-out errors for its quantiles, the next coarser one's band is used.
 MIN_ERRORS_FOR_BAND = 8
 OWN_COARSER = {"device": "vendor", "vendor": "runtime", "runtime": None}
-#: A borrowed profile's band is never stretched more than this (in log space).
-MAX_SIBLING_STRETCH = 4.0
+#: A borrowed profile's band is never widened by more than this factor on each side.
+MAX_SIBLING_WIDENING = 4.0
 
 
 def level_class(level: str) -> str:
@@ -469,11 +469,11 @@ class HeldOut:
 @dataclass(frozen=True)
 class Bands:
     """Band multipliers sized from held-out errors: one per (band kind, own level class) — what a
-    profile of that level carries — plus the stretch a borrowed (sibling) profile's band needs
+    profile of that level carries — plus the widening a borrowed (sibling) profile's band needs
     and the band of predictions from a runtime's defaults, as measured on the held-out rows."""
 
     own: dict[tuple[str, str], tuple[float, float]]
-    sibling_stretch: dict[str, float]        # per band kind
+    sibling_widening: dict[str, float]       # per band kind: low ÷ f, high × f
     uncalibrated: dict[str, tuple[float, float]]
     errors: dict[tuple[str, str], int]        # how many held-out errors each (kind, class) had
 
@@ -484,7 +484,7 @@ class Bands:
             return self.uncalibrated[kind]
         if lc == "sibling":
             own = self.own[(kind, level_class(level.removeprefix("sibling-")))]
-            return (own[0] ** self.sibling_stretch[kind], own[1] ** self.sibling_stretch[kind])
+            return (own[0] / self.sibling_widening[kind], own[1] * self.sibling_widening[kind])
         return self.own[(kind, lc)]
 
 
@@ -496,7 +496,7 @@ def _quantile_band(pool: Sequence[float], quantiles: tuple[float, float]) -> tup
 def bands_from(held: Sequence[HeldOut], quantiles: tuple[float, float] = BAND_QUANTILES) -> Bands:
     """Bands from held-out ln(measured/predicted): the ``quantiles`` per (kind, level class); a
     level with fewer than `MIN_ERRORS_FOR_BAND` errors takes the next coarser level's band, and
-    with none at all the uncalibrated band. The sibling stretch is the power of the own band that
+    with none at all the uncalibrated band. The sibling widening is the factor on the own band that
     holds the same share of the sibling-level errors; the defaults' band is their own quantiles."""
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for h in held:
@@ -521,17 +521,18 @@ def bands_from(held: Sequence[HeldOut], quantiles: tuple[float, float] = BAND_QU
                 own[(kind, lc)] = (min(v[0], u[0]), max(v[1], u[1]))
             else:
                 own[(kind, lc)] = uncalibrated[kind]
-    # per kind, the stretch s that puts `share` of the sibling-level errors r inside (s·ln lo, s·ln hi)
+    # per kind, the factor f that puts `share` of the sibling-level errors r inside (ln lo − ln f,
+    # ln hi + ln f): a margin added in log space, so an already wide vendor band is not blown up
     needed: dict[str, list[float]] = {"decode": [], "prefill": []}
     for h in held:
         if level_class(h.level) == "sibling":
             kind = band_kind(h.case.metric)
             lo, hi = own[(kind, level_class(h.level.removeprefix("sibling-")))]
             r = h.log_speed_ratio
-            needed[kind].append(r / math.log(hi) if r > 0 else r / math.log(lo))
-    stretch = {kind: (float(np.clip(np.quantile(v, share), 1.0, MAX_SIBLING_STRETCH))
-                      if len(v) >= MIN_ERRORS_FOR_BAND else SIBLING_BAND_STRETCH[kind]) for kind, v in needed.items()}
-    return Bands(own, stretch, uncalibrated, {k: len(v) for k, v in by.items()})
+            needed[kind].append(max(math.log(lo) - r, r - math.log(hi), 0.0))
+    widening = {kind: (float(np.clip(math.exp(np.quantile(v, share)), 1.0, MAX_SIBLING_WIDENING))
+                       if len(v) >= MIN_ERRORS_FOR_BAND else SIBLING_BAND_WIDENING[kind]) for kind, v in needed.items()}
+    return Bands(own, widening, uncalibrated, {k: len(v) for k, v in by.items()})
 
 
 def predict_held_out(cat: Catalog, cases: Sequence[Case], by: str) -> list[HeldOut]:

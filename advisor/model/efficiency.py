@@ -67,14 +67,14 @@ class Efficiency:
                    basis=f"defaults of {rt.name} (uncalibrated)", level="none")
 
     @classmethod
-    def of_profile(cls, p: Profile, rt: Runtime, level: str, decode_stretch: float = 1.0,
-                   prefill_stretch: float = 1.0) -> "Efficiency":
-        """A profile's efficiencies; its bands raised to the stretches (log-space widening)."""
+    def of_profile(cls, p: Profile, rt: Runtime, level: str, decode_widen: float = 1.0,
+                   prefill_widen: float = 1.0) -> "Efficiency":
+        """A profile's efficiencies; its bands widened by the factors (low ÷ f, high × f)."""
         return cls(p.decode_bw_fraction, p.layer_overhead_us, p.step_overhead_us, p.prefill_compute_fraction,
                    p.attention_compute_fraction,
                    p.allreduce_latency_us if p.allreduce_latency_us is not None else rt.allreduce_latency_us,
-                   p.decode_low ** decode_stretch, p.decode_high ** decode_stretch,
-                   p.prefill_low ** prefill_stretch, p.prefill_high ** prefill_stretch, basis=p.key, level=level)
+                   p.decode_low / decode_widen, p.decode_high * decode_widen,
+                   p.prefill_low / prefill_widen, p.prefill_high * prefill_widen, basis=p.key, level=level)
 
     def rates(self) -> tuple:
         return tuple(getattr(self, f) for f in RATE_FIELDS)
@@ -101,12 +101,12 @@ class Efficiency:
 IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, basis="ideal roofline", level="ideal")
 
 
-#: A sibling runtime's profile (another backend or build of the same engine) has its band stretched
-#: this much in log space, per band kind: measured on the same hardware, but not with this build.
-#: `advisor calibrate` measures the stretch that holds the band's share (90 %) of the rows predicted
-#: by a sibling's profile with their source or era left out, and prints it beside these values: on
-#: the 2026-11-24 data 2.38 for decode and 3.39 for prefill.
-SIBLING_BAND_STRETCH = {"decode": 2.4, "prefill": 3.4}
+#: A sibling runtime's profile (another backend or build of the same engine) has its band widened
+#: by this factor on each side (low ÷ f, high × f), per band kind: measured on the same hardware, but
+#: not with this build. `advisor calibrate` measures the factor that holds the band's share (90 %)
+#: of the rows predicted by a sibling's profile with their source or era left out, and prints it
+#: beside these values: on the 2026-11-24 data 1.24 for decode and 1.53 for prefill.
+SIBLING_BAND_WIDENING = {"decode": 1.25, "prefill": 1.55}
 
 
 def _level(p: Profile, hw: Hardware) -> str | None:
@@ -154,5 +154,5 @@ def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
         return Efficiency.of_runtime(runtime)
     p, level = found
     if level.startswith("sibling"):
-        return Efficiency.of_profile(p, runtime, level, SIBLING_BAND_STRETCH["decode"], SIBLING_BAND_STRETCH["prefill"])
+        return Efficiency.of_profile(p, runtime, level, SIBLING_BAND_WIDENING["decode"], SIBLING_BAND_WIDENING["prefill"])
     return Efficiency.of_profile(p, runtime, level)

@@ -12,7 +12,7 @@ from advisor.fit.calibration import predictions
 from advisor.fit.measurements import Case, load_cases
 from advisor.fit.calibration import MIN_BAND, bands_from, calibrate, predict_held_out
 from advisor.fit.validation import holdout
-from advisor.model.efficiency import (SIBLING_BAND_STRETCH, UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND,
+from advisor.model.efficiency import (SIBLING_BAND_WIDENING, UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND,
                                       Efficiency)
 from advisor.model.roofline import Workload
 
@@ -83,7 +83,7 @@ def test_bands_are_quantiles_of_held_out_errors_per_level(cat):
     # and with none at all the uncalibrated band of efficiency.py (nothing measured backs them)
     assert bands.own[("decode", "vendor")] == UNCALIBRATED_DECODE_BAND
     assert bands.band_for("decode", "sibling-family") == pytest.approx(
-        (lo ** SIBLING_BAND_STRETCH["decode"], hi ** SIBLING_BAND_STRETCH["decode"]))
+        (lo / SIBLING_BAND_WIDENING["decode"], hi * SIBLING_BAND_WIDENING["decode"]))
     assert bands.band_for("prefill", "none") == UNCALIBRATED_PREFILL_BAND
 
 
@@ -95,15 +95,15 @@ def test_consistent_sources_give_the_narrowest_band(cat):
     assert family.band_prefill == pytest.approx(MIN_BAND, abs=0.01)
 
 
-def test_sibling_stretch_is_measured_where_siblings_predicted_rows(cat):
+def test_sibling_widening_is_measured_where_siblings_predicted_rows(cat):
     bare = _bare(cat)
     cur = _cases(bare, "a.csv", 1.0) + _cases(bare, "b.csv", 1.1)
-    # the old build is 30 % slower on decode: only a stretched band of the current build holds it
+    # the old build is 30 % slower on decode: only a widened band of the current build holds it
     old = [dataclasses.replace(c, runtime=bare.runtimes["llama.cpp-2023"], source="old.csv",
                                measured=c.measured * (0.7 if c.metric == "decode" else 1.0)) for c in cur]
     held = [h for by in ("source", "era") for h in predict_held_out(bare, cur + old, by)]
     bands = bands_from(held)
-    assert bands.sibling_stretch["decode"] > 1.5
+    assert bands.sibling_widening["decode"] > 1.2
     lo, _ = bands.band_for("decode", "sibling-family")
     assert lo <= 0.7 * 1.01   # the 30 % slower rows are inside
 
