@@ -82,6 +82,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _worst_held(report, n: int) -> list:
+    return sorted(zip(report.held, report.checked), key=lambda hc: -abs(hc[1].error))[:n]
+
+
 def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
     """`advisor validate --holdout source|era`: refit without each whole source (or build era),
     predict what was left out, and print the errors and band coverage out of sample."""
@@ -100,6 +104,11 @@ def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
             "metrics": [s.as_dict() for s in report.metrics()],
             "by": {m: {args.holdout: [s.as_dict() for s in report.per_unit(m)],
                        "level": [s.as_dict() for s in report.per_level(m)]} for m in metrics},
+            "worst": [{"line": c.case.row, "metric": c.case.metric, "hardware": c.case.hardware.name,
+                       "model": c.case.model.name, "runtime": c.case.runtime.key, "gpus": c.case.gpus,
+                       "measured": c.case.measured, "predicted": c.predicted, "low": c.low, "high": c.high,
+                       "error_pct": round(100 * c.error, 1), "left_out": h.unit, "predicted_by": h.basis}
+                      for h, c in _worst_held(report, 25)],
         }))
         return EXIT_OK
     unit = "source file" if args.holdout == "source" else "build era (runtime build)"
@@ -112,7 +121,7 @@ def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
         print(table(HEADERS, _summary_rows(report.per_unit(m))))
         print(f"\n{m}, by the level of profile that predicted it (sibling = borrowed from another build, none = defaults)")
         print(table(HEADERS, _summary_rows(report.per_level(m))))
-    worst = sorted(zip(report.held, report.checked), key=lambda hc: -abs(hc[1].error))[:args.worst]
+    worst = _worst_held(report, args.worst)
     print("\nWorst left-out rows")
     print(table(["line", "metric", "hardware", "model", "runtime", "GPUs", "measured", "predicted", "band", "err",
                  f"{args.holdout} left out", "predicted by"],

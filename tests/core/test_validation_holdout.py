@@ -132,6 +132,8 @@ def test_validate_holdout_cli(capsys):
     for name in ("decode", "prefill"):
         assert metrics[name]["mdape_pct"] < 30 and metrics[name]["mdape_pct"] < metrics[name]["roofline_mdape_pct"]
         assert 70 <= metrics[name]["coverage_pct"] <= 90
+    worst = doc["worst"][0]
+    assert worst["left_out"] in units and worst["predicted_by"] and abs(worst["error_pct"]) > 50
     assert main(["validate", "--holdout", "era"]) == 0
     out = capsys.readouterr().out
     assert "llama.cpp-2023" in out and "by the era left out" in out
