@@ -9,6 +9,8 @@ reaches into the physics modules and those can change without breaking it:
 - `memory_options(hw)`: the memory sizes a hardware entry ships in (GiB, its default among them);
   `with_memory(hw, memory_gib)`: that entry in another of them (`AdvisorError` listing them);
   `hardware_named(cat, name, memory_gib=None)`: a typed name ("M3 Max 64GB") → `Hardware`;
+  `hardware_sized(cat, key, memory_gib=None, size_hint=...)`: a catalog entry in a size, or in its
+  default with the "assumed … GB" note ending in the caller's own words (the app's memory combo);
 - `predict(cat, config)` → `Prediction` (the fields of ``advisor predict --json``);
 - `curve(cat, config, vary, values)` → `Curve`: one vectorised call along batch, prompt, depth
   or output, with bands and ceilings (the app's charts, the report's figures);
@@ -37,7 +39,7 @@ from __future__ import annotations
 __all__ = [
     "AdvisorError", "UnknownName", "Catalog", "LoadIssue", "load_catalog", "suggest",
     "Config", "Defaults", "Workload", "configure", "with_defaults",
-    "memory_options", "with_memory", "hardware_named",
+    "memory_options", "with_memory", "hardware_named", "hardware_sized", "MEMORY_SIZE_HINT",
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
     "Requirements", "Recommendation", "Candidate", "recommend", "candidate_record", "candidate_verdict", "reason_text",
@@ -55,7 +57,8 @@ __all__ = [
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
 from advisor.model.config import Config, Defaults, configure, with_defaults
 from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline
-from advisor.data.catalog import Catalog, LoadIssue, load_catalog as _load, memory_options, with_memory
+from advisor.data.catalog import (MEMORY_SIZE_HINT, Catalog, LoadIssue, load_catalog as _load, memory_assumption,
+                                  memory_options, with_memory)
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
@@ -86,6 +89,19 @@ def hardware_named(cat: Catalog, name: str, memory_gib: float | None = None):
     """The `Hardware` a typed name designates, in the memory size the name or ``memory_gib`` states
     (else its default, with an ``assumed`` note when it ships in several)."""
     return cat.hardware_named(name, memory_gib)
+
+
+def hardware_sized(cat: Catalog, key: str, memory_gib: float | None = None, size_hint: str = MEMORY_SIZE_HINT):
+    """The catalog entry ``key`` in ``memory_gib`` (`AdvisorError` listing the sizes it ships in), or,
+    with none, in its default size carrying the note that it was assumed, which ends in ``size_hint``
+    (how the caller's user picks another: the command line's flag, the app's combo)."""
+    import dataclasses
+
+    hw = cat.hardware[key]
+    if memory_gib is not None:
+        return with_memory(hw, memory_gib)
+    note = memory_assumption(hw, size_hint)
+    return dataclasses.replace(hw, assumed=(note,)) if note else hw
 
 
 def suggest(cat: Catalog, prefix: str, section: str = "models", limit: int = 20) -> list[tuple[str, str]]:

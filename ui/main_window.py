@@ -581,7 +581,7 @@ class MainWindow(QMainWindow):
         st.set("window/splitter", self.splitter.sizes())
         st.set("window/right_splitter", self.right_splitter.sizes())
         st.set("window/tab", self.tabs.currentIndex())
-        st.set("session/inputs", {"inputs": self.session.cfg.keys(), "targets": self.session.targets.to_dict(),
+        st.set("session/inputs", {"inputs": self.session.input_keys(), "targets": self.session.targets.to_dict(),
                                   "imported": dict(self.session.import_sources)})
         st.sync()
 

@@ -32,6 +32,8 @@ MAX_COMPARE = 4
 #: input changes of the same kind closer together than this are one undo step (a slider drag)
 UNDO_MERGE_S = 0.8
 WORKLOAD_KEYS = ("batch", "prompt", "output", "depth")
+#: how the app asks for another memory size (the core's note otherwise names the CLI's --memory-gb)
+MEMORY_SIZE_HINT = "choose the memory size next to the hardware"
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,7 @@ class Session(QObject):
     def __init__(self, cat: "api.Catalog | None" = None, parent: QObject | None = None):
         super().__init__(parent)
         self.cat = cat if cat is not None else api.load_catalog()
-        cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
-        self.state = State(cfg)
+        self.state = State(self._default_config())
         self.prediction: api.Prediction | None = None
         #: the users on screen as clients of a server (closed loop); None for one user or when it cannot serve
         self.serving: api.ServeReport | None = None
@@ -105,6 +106,10 @@ class Session(QObject):
     def targets(self) -> Targets:
         return self.state.targets
 
+    def _default_config(self) -> "api.Config":
+        cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
+        return cfg.replace(hardware=self.hardware(cfg.hardware.key))
+
     def _first_hardware(self) -> str:
         return DEFAULT_HARDWARE if _resolves(self.cat.hardware_named, DEFAULT_HARDWARE) else next(iter(self.cat.hardware))
 
@@ -123,18 +128,49 @@ class Session(QObject):
     def _ok(self, choices: list, key: str) -> bool:
         return any(c.key == key and c.ok for c in choices)
 
+    def hardware(self, value: Any, memory_gb: float | None = None) -> Any:
+        """A hardware spec from a spec, a key or a typed name ("M3 Max 40-core 64GB"), in ``memory_gb``
+        or the size the name states; else in its default size with the app's "assumed … GB" note."""
+        if not isinstance(value, str):
+            if memory_gb is None or memory_gb == value.memory_gib:
+                return value
+            return api.hardware_sized(self.cat, value.key, memory_gb)
+        if value in self.cat.hardware:
+            key, stated = value, None
+        else:
+            named = api.hardware_named(self.cat, value)
+            key = named.key
+            stated = named.memory_gib if named.memory_gib != self.cat.hardware[key].memory_gib else None
+        size = memory_gb if memory_gb is not None else stated
+        return api.hardware_sized(self.cat, key, size, MEMORY_SIZE_HINT)
+
+    def memory_options(self) -> tuple[float, ...]:
+        """The memory sizes (GB) the hardware in use ships in (one: nothing to choose)."""
+        entry = self.cat.hardware.get(self.cfg.hardware.key, self.cfg.hardware)
+        return api.memory_options(entry)
+
     def build(self, base: "api.Config", changes: dict[str, Any]) -> "api.Config":
         """``base`` with ``changes`` applied, keeping the runtime, format and KV dtype where they still
-        run and switching to `api.with_defaults` where they do not. Raises `api.AdvisorError`."""
+        run and switching to `api.with_defaults` where they do not. ``memory_gb`` picks a memory size
+        of the hardware (a new hardware starts at its default). Raises `api.AdvisorError`."""
         changes = dict(changes)
-        hw = self._spec("hardware", changes.pop("hardware", None)) or base.hardware
+        memory = changes.pop("memory_gb", None)
+        memory = None if memory is None else float(memory)
+        hw_in = changes.pop("hardware", None)
+        if hw_in is not None:
+            hw = self.hardware(hw_in, memory)
+        elif memory is not None:
+            hw = self.hardware(base.hardware.key, memory)
+        else:
+            hw = base.hardware
+        new_device = hw.key != base.hardware.key
         model = self._spec("models", changes.pop("model", None)) or base.model
         rt = self._spec("runtimes", changes.pop("runtime", None))
         quant = self._spec("quants", changes.pop("quant", None))
         kv = self._spec("kv_dtypes", changes.pop("kv_dtype", None))
         if rt is None:
             rt = base.runtime
-            if hw is not base.hardware:
+            if new_device:
                 rt = api.with_defaults(self.cat, hw, model).runtime
         if not self._ok(api.runtimes_for(self.cat, hw), rt.key):
             rt = api.with_defaults(self.cat, hw, model).runtime
@@ -160,7 +196,7 @@ class Session(QObject):
         try:
             cfg.check()
         except api.AdvisorError:
-            if cfg.gpus > 1 and hw is not base.hardware and "gpus" not in changes:
+            if cfg.gpus > 1 and new_device and "gpus" not in changes:
                 # the new device is not used that many at a time: start it at one
                 cfg = cfg.replace(gpus=1)
                 cfg.check()
@@ -194,7 +230,7 @@ class Session(QObject):
         self.sig_message.emit(f"context limited to {model.native_context:,} tokens, {model.name}'s native context")
 
     def set_inputs(self, merge: str = "", **changes: Any) -> bool:
-        """Apply input changes (hardware/model/quant/kv_dtype/runtime as spec, key or name; gpus,
+        """Apply input changes (hardware/model/quant/kv_dtype/runtime as spec, key or name; memory_gb; gpus,
         parallelism, batch, prompt, output, depth; ttft_target_ms, tok_s_target). Returns False and
         emits `sig_error` when the change is impossible. ``merge`` names a kind of change that, repeated
         quickly (a slider drag), makes one undo step."""
@@ -225,9 +261,25 @@ class Session(QObject):
                                           "prompt", "output", "depth", "parallelism")}
         if not names["hardware"] or not names["model"]:
             raise api.AdvisorError("a sizing needs at least a hardware and a model")
-        cfg = api.configure(self.cat, **{k: (str(v) if isinstance(v, str) else v) for k, v in names.items()})
+        memory = keys.get("memory_gb")
+        if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))):
+            raise api.AdvisorError(f"memory_gb must be a size in GB such as 64, got {memory!r}")
+        cfg = api.configure(self.cat, memory_gb=memory,
+                            **{k: (str(v) if isinstance(v, str) else v) for k, v in names.items()})
+        # the size saved, else the size the name states, else the default with the app's note
+        stated = cfg.hardware.memory_gib if cfg.hardware.memory_gib != self.cat.hardware[cfg.hardware.key].memory_gib \
+            else None
+        cfg = cfg.replace(hardware=self.hardware(cfg.hardware.key, memory if memory is not None else stated))
         cfg.check()
         return cfg
+
+    def input_keys(self) -> dict[str, Any]:
+        """`Config.keys` plus the memory size (``memory_gb``) of a hardware that ships in several:
+        what a sizing file and the settings hold."""
+        out = self.cfg.keys()
+        if len(self.memory_options()) > 1:
+            out["memory_gb"] = self.cfg.hardware.memory_gib
+        return out
 
     def load_candidate(self, c: "api.Candidate") -> bool:
         """Make a recommendation row the current inputs."""
@@ -236,8 +288,7 @@ class Session(QObject):
 
     def new(self) -> None:
         """File → New: the default sizing (undoable)."""
-        cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
-        self._apply(State(cfg, Targets()), "")
+        self._apply(State(self._default_config(), Targets()), "")
 
     def _refuse(self, message: str) -> bool:
         self.last_error = message
@@ -360,6 +411,7 @@ class Session(QObject):
             # its own weight format and a runtime that loads it (a GGUF file: llama.cpp), as on the CLI
             base = api.configure(cat, hardware=self.cfg.hardware.key, model=imported.model.key, gpus=self.cfg.gpus,
                                  parallelism=self.cfg.parallelism or None)
+            base = base.replace(hardware=self.cfg.hardware)  # the memory size in use stays
             cfg = self.build(base, {"batch": w.batch, "prompt": w.prompt_tokens, "output": w.output_tokens,
                                     "depth": w.depth_tokens})
         except api.AdvisorError as exc:
@@ -475,7 +527,7 @@ class Session(QObject):
     # ------------------------------------------------------------------ catalog
     def reload_catalog(self) -> None:
         """Re-read the catalog (after "this machine" was saved) and keep the inputs where possible."""
-        keys, targets = self.cfg.keys(), self.targets
+        keys, targets = self.input_keys(), self.targets
         self.cat = api.load_catalog()
         for imported in self.imported:  # this session's imports stay usable
             if imported.model.key not in self.cat.models:
@@ -483,7 +535,7 @@ class Session(QObject):
         try:
             cfg = self.configure_keys(keys)
         except api.AdvisorError:
-            cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
+            cfg = self._default_config()
         self.compare = []
         self.state = State(cfg, targets)
         self._undo.clear()
@@ -515,7 +567,7 @@ class Session(QObject):
     # ------------------------------------------------------------------ files
     def to_file_dict(self) -> dict[str, Any]:
         """The sizing as saved; an imported model's source goes with it, so the file opens elsewhere."""
-        out = {"advisor_sizing": 1, "inputs": self.cfg.keys(), "targets": self.targets.to_dict()}
+        out = {"advisor_sizing": 1, "inputs": self.input_keys(), "targets": self.targets.to_dict()}
         source = self.import_sources.get(self.cfg.model.key)
         if source:
             out["model_source"] = source

@@ -4,6 +4,7 @@
 advisor_sizing: 1
 inputs: {hardware: rtx-4090, model: llama-3.1-8b, quant: q4_k_m, kv_dtype: f16, runtime: llama.cpp,
          gpus: 1, parallelism: '', batch: 1, prompt: 512, output: 128, depth: 0}
+# optional: inputs.memory_gb (a hardware that ships in several sizes; absent = its default size)
 targets: {ttft_ms: 0, tok_s: 0}
 ```
 Written atomically (a temporary file in the same folder, then `os.replace`), so a crash never leaves
@@ -24,7 +25,7 @@ from advisor.data.userdata import write_atomic
 
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
-              "output", "depth")
+              "output", "depth", "memory_gb")
 FILE_FILTER = "Sizing files (*.yaml *.yml *.json);;All files (*)"
 
 
@@ -103,6 +104,9 @@ def read_with_source(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str,
         v = inputs.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise SizingFileError(f"{path.name}: inputs.{k} must be a whole number, got {v!r}")
+    v = inputs.get("memory_gb")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+        raise SizingFileError(f"{path.name}: inputs.memory_gb must be a size in GB such as 64, got {v!r}")
     targets_raw = data.get("targets") or {}
     if not isinstance(targets_raw, dict):
         raise SizingFileError(f"{path.name}: 'targets' must be a mapping")

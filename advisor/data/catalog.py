@@ -293,9 +293,7 @@ class Catalog:
             assumed.append(f"assumed the {hw.name}; the {_chip(hw.name)} also comes as "
                            f"{', '.join(h.name for h in bins)} (name the GPU cores to choose)")
         if size is None and len(memory_options(hw)) > 1:
-            others = ", ".join(f"{m:g}" for m in memory_options(hw) if m != hw.memory_gib)
-            assumed.append(f"assumed {hw.memory_gib:g} GB; the {hw.name} also ships with {others} GB "
-                           "(pass --memory-gb or put the size in the name)")
+            assumed.append(memory_assumption(hw))
         if size is not None:
             hw = with_memory(hw, size)
         return dataclasses.replace(hw, assumed=tuple(assumed)) if assumed else hw
@@ -378,6 +376,19 @@ class Catalog:
 
     def runtime_named(self, name: str) -> specs.Runtime:
         return self.resolve("runtimes", name)
+
+
+#: how the command line asks for another memory size; the app passes its own words to `memory_assumption`
+MEMORY_SIZE_HINT = "pass --memory-gb or put the size in the name"
+
+
+def memory_assumption(hw: specs.Hardware, hint: str = MEMORY_SIZE_HINT) -> str:
+    """The note for a name that left the memory size of ``hw`` open (its default assumed), ending
+    in ``hint``: how the caller's user chooses another size; empty when it ships in one size only."""
+    if len(memory_options(hw)) <= 1:
+        return ""
+    others = ", ".join(f"{m:g}" for m in memory_options(hw) if m != hw.memory_gib)
+    return f"assumed {hw.memory_gib:g} GB; the {hw.name} also ships with {others} GB ({hint})"
 
 
 def memory_options(hw: specs.Hardware) -> tuple[float, ...]:

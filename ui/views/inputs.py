@@ -183,6 +183,17 @@ class InputsPanel(QScrollArea):
         lay = QVBoxLayout(g)
         self.hw_picker = Picker(session, "hardware", (("vendor", "Vendor"), ("kind", "Kind")), "Search hardware…")
         lay.addWidget(self.hw_picker)
+        # the memory sizes the entry ships in (Apple bins, some GPUs); hidden when it ships in one
+        self.memory_row = QWidget()
+        mrow = QHBoxLayout(self.memory_row)
+        mrow.setContentsMargins(0, 0, 0, 0)
+        mrow.addWidget(QLabel("Memory"))
+        self.combo_memory = QComboBox()
+        self.combo_memory.setObjectName("combo_memory")
+        self.combo_memory.setToolTip("Memory size of this hardware: it ships in several; usable memory, the "
+                                     "GPU wired limit (Apple) and what fits follow the size")
+        mrow.addWidget(self.combo_memory, 1)
+        lay.addWidget(self.memory_row)
         form = QFormLayout()
         self.spin_gpus = QSpinBox()
         self.spin_gpus.setRange(1, 64)
@@ -266,6 +277,7 @@ class InputsPanel(QScrollArea):
         s = session
         self.spin_gpus.valueChanged.connect(lambda v: s.set_inputs(merge="gpus", gpus=v))
         self.combo_par.activated.connect(lambda i: s.set_inputs(parallelism=self.combo_par.itemData(i)))
+        self.combo_memory.activated.connect(lambda i: s.set_inputs(memory_gb=self.combo_memory.itemData(i)))
         self.combo_runtime.activated.connect(lambda i: s.set_inputs(runtime=self.combo_runtime.itemData(i)))
         self.combo_quant.activated.connect(lambda i: s.set_inputs(quant=self.combo_quant.itemData(i)))
         self.combo_kv.activated.connect(lambda i: s.set_inputs(kv_dtype=self.combo_kv.itemData(i)))
@@ -293,9 +305,11 @@ class InputsPanel(QScrollArea):
         cfg, t = s.cfg, s.targets
         self.model_picker.sync()
         self.hw_picker.sync()
-        shown = (cfg.hardware.key, cfg.model.key, cfg.runtime.key, cfg.quant.key, cfg.kv_dtype.key)
+        shown = (cfg.hardware.key, cfg.hardware.memory_gib, cfg.model.key, cfg.runtime.key, cfg.quant.key,
+                 cfg.kv_dtype.key)
         if shown != self._shown:
             self._shown = shown
+            self._fill_memory()
             fill_choices(self.combo_runtime, api.runtimes_for(s.cat, cfg.hardware), cfg.runtime.key)
             fill_choices(self.combo_quant, api.formats_for(s.cat, cfg.runtime, cfg.model), cfg.quant.key)
             fill_choices(self.combo_kv, api.kv_dtypes_for(s.cat, cfg.runtime), cfg.kv_dtype.key)
@@ -318,6 +332,19 @@ class InputsPanel(QScrollArea):
             w.blockSignals(True)
             w.setValue(v)
             w.blockSignals(False)
+
+    def _fill_memory(self) -> None:
+        """The sizes the hardware ships in, the one in use selected; the row only when there is a choice."""
+        sizes = self.session.memory_options()
+        default = self.session.cat.hardware.get(self.session.cfg.hardware.key, self.session.cfg.hardware).memory_gib
+        c = self.combo_memory
+        c.blockSignals(True)
+        c.clear()
+        for gb in sizes:
+            c.addItem(f"{gb:g} GB" + (" (default)" if gb == default else ""), float(gb))
+        c.setCurrentIndex(max(0, c.findData(float(self.session.cfg.hardware.memory_gib))))
+        c.blockSignals(False)
+        self.memory_row.setVisible(len(sizes) > 1)
 
     def _facts(self) -> None:
         s = self.session
