@@ -168,15 +168,19 @@ class Session(QObject):
         rt = self._spec("runtimes", changes.pop("runtime", None))
         quant = self._spec("quants", changes.pop("quant", None))
         kv = self._spec("kv_dtypes", changes.pop("kv_dtype", None))
+        asked_runtime = rt is not None
         if rt is None:
             rt = base.runtime
             if new_device:
                 rt = api.with_defaults(self.cat, hw, model).runtime
-        if not self._ok(api.runtimes_for(self.cat, hw), rt.key):
+        runtime_choice = next((c for c in api.runtimes_for(self.cat, hw) if c.key == rt.key), None)
+        if runtime_choice is not None and not runtime_choice.ok:
+            if asked_runtime:  # chosen on purpose (a greyed item, a typed name): say why not
+                raise api.AdvisorError(runtime_choice.reason or f"{rt.name} does not run on {hw.name}")
             rt = api.with_defaults(self.cat, hw, model).runtime
         d = api.with_defaults(self.cat, hw, model, rt)
         if quant is None:
-            formats = api.formats_for(self.cat, rt, model)
+            formats = api.formats_for(self.cat, rt, model, hardware=hw)
             # an imported checkpoint's own format (a GGUF file's exact mix, an FP8 or MXFP4 release)
             # when the model is chosen or the format in use no longer loads, as `configure` does
             own = self.cat.imported_quant(model)
@@ -190,7 +194,7 @@ class Session(QObject):
             else:
                 quant = base.quant if keep else d.quant
         if kv is None:
-            kv = base.kv_dtype if self._ok(api.kv_dtypes_for(self.cat, rt), base.kv_dtype.key) else d.kv_dtype
+            kv = base.kv_dtype if self._ok(api.kv_dtypes_for(self.cat, rt, hardware=hw), base.kv_dtype.key) else d.kv_dtype
         self._fit_context(base, model, changes)
         cfg = base.replace(hardware=hw, model=model, runtime=rt, quant=quant, kv_dtype=kv, **changes)
         try:

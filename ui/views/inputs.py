@@ -220,7 +220,8 @@ class InputsPanel(QScrollArea):
         self.combo_runtime = QComboBox()
         self.combo_runtime.setToolTip("The inference engine; greyed-out ones do not run on this hardware")
         self.combo_quant = QComboBox()
-        self.combo_quant.setToolTip("Weight format; greyed-out ones cannot be loaded by this runtime (hover for why)")
+        self.combo_quant.setToolTip("Weight format; greyed-out ones cannot be loaded by this runtime or run on this "
+                                    "hardware generation (hover for why)")
         self.combo_kv = QComboBox()
         self.combo_kv.setToolTip("KV-cache dtype; greyed-out ones are not offered by this runtime (hover for why)")
         form.addRow("Runtime", self.combo_runtime)
@@ -311,8 +312,11 @@ class InputsPanel(QScrollArea):
             self._shown = shown
             self._fill_memory()
             fill_choices(self.combo_runtime, api.runtimes_for(s.cat, cfg.hardware), cfg.runtime.key)
-            fill_choices(self.combo_quant, api.formats_for(s.cat, cfg.runtime, cfg.model), cfg.quant.key)
-            fill_choices(self.combo_kv, api.kv_dtypes_for(s.cat, cfg.runtime), cfg.kv_dtype.key)
+            # greyed with the core's reason: what the runtime cannot load, and what this hardware
+            # generation cannot run (NVFP4 before Blackwell, FP8 before Ada on TensorRT-LLM)
+            fill_choices(self.combo_quant, api.formats_for(s.cat, cfg.runtime, cfg.model, hardware=cfg.hardware),
+                         cfg.quant.key)
+            fill_choices(self.combo_kv, api.kv_dtypes_for(s.cat, cfg.runtime, hardware=cfg.hardware), cfg.kv_dtype.key)
             self._facts()
             ctx = int(cfg.model.native_context)
             self.prompt.set_range(1, ctx)
