@@ -17,7 +17,8 @@ reaches into the physics modules and those can change without breaking it:
 - `roofline(cat, config)` → `Roofline`: the device's roofs and the operating points of prefill,
   decode and each operator class;
 - `suggest(cat, prefix, section)`, `runtimes_for`, `formats_for`, `kv_dtypes_for`,
-  `with_defaults`, `will_it_run`, `recommend`;
+  `with_defaults`, `will_it_run`, `recommend`; `by_hardware(passing, n)` (best configuration per
+  hardware with its alternatives, as the CLI lists them) and `why_first(first, second, basis)`;
 - `serve(cat, config, Load(...))` → `ServeReport` and `concurrency_sweep` (a server under load);
 - `techniques(cat, config, Techniques(...))` → a `TechniqueEffect` (before/after `TechniqueFigures`)
   per serving technique asked for: speculative decoding, eager attention, an MHA/GQA/MQA layout,
@@ -42,7 +43,8 @@ __all__ = [
     "memory_options", "with_memory", "hardware_named", "hardware_sized", "MEMORY_SIZE_HINT",
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
-    "Requirements", "Recommendation", "Candidate", "recommend", "candidate_record", "candidate_verdict", "reason_text",
+    "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "HardwareGroup", "by_hardware",
+    "why_first", "candidate_record", "candidate_verdict", "reason_text",
     "WillItRun", "FitRow", "will_it_run", "Explanation", "explain",
     "Load", "ServeReport", "serve", "concurrency_sweep",
     "ReportContent", "ReportTable", "SourceEntry", "report_from_config", "report_from_requirements",
@@ -63,10 +65,11 @@ from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload
-from advisor.plan.recommend import Candidate, Recommendation, Requirements, recommend
+from advisor.plan.recommend import (DEFAULT_MIN_BITS, Candidate, HardwareGroup, Recommendation, Requirements,
+                                   by_hardware, recommend)
 from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run
 from advisor.text.explain import Explanation, explain
-from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text
+from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text, why_first
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
 from advisor.model.techniques import (Effect as TechniqueEffect, Figures as TechniqueFigures, OffloadCurve,
                                       SpeculativeCurve, Techniques, attention_variant, expected_tokens, offload_curve,

@@ -8,13 +8,19 @@ import math
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from advisor import api
 from advisor.text.format import duration_ms, num
 from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text
 
+#: --cost-basis: "" lets the core choose by the hardware's kind
+COST_BASES = (("", "Cost: automatic"), ("buy", "Cost: buy"), ("rent", "Cost: rent"))
+#: how the status line states the basis the core ranked by (as ``advisor recommend`` does)
+BASIS_TEXT = {"hour": "rent: on-demand $/GPU-hour × GPUs, and $/million output tokens",
+              "purchase": "buy: purchase price (typical street price where sourced, else launch MSRP)",
+              "headroom": "quality and headroom (no prices known for these)"}
 SHOW = (("passing", "Passing, best first"), ("misses", "Closest misses"), ("all", "All candidates"))
 MAX_ROWS = 300
 
@@ -60,7 +66,15 @@ COLUMNS = [
     Column("tok/s/user", lambda c: float(c.tok_s), "Decode speed per user"),
     Column("Aggregate tok/s", lambda c: float(c.throughput_tok_s), "Decode tokens per second, all users"),
     Column("$/hour", lambda c: _money(c.cost_usd_hour), "On-demand rent for all GPUs (basis and date in the row tip)", row_tip=lambda c: c.price_note),
+    Column("$/M tok", lambda c: _money(c.usd_per_million_tokens),
+           "Rent per million output tokens at the predicted throughput (how teams compare)",
+           row_tip=lambda c: c.price_note),
     Column("Purchase $", lambda c: _money(c.cost_usd), "Purchase price for all GPUs (basis and date in the row tip)", row_tip=lambda c: c.price_note),
+    Column("Price basis", lambda c: c.price_note or "no price", "Which price each figure is (street, MSRP, on-demand "
+                                                                  "rate) and its date"),
+    Column("Replicas", lambda c: int(c.replicas), "Data-parallel copies of the GPU group behind one endpoint"),
+    Column("Technique", lambda c: c.technique, "What makes it pass when allowed: speculative decoding or "
+                                               "partial offload"),
     Column("Reason", lambda c: reasons(c), "Why it passes or fails", row_tip=lambda c: reasons(c, "\n"),
            colour=lambda c: None if c.ok else "#d23c3c"),
     Column("Max users", lambda c: int(c.max_batch), "Users that fit in memory at the full context"),
@@ -104,13 +118,15 @@ class RecommendView(QWidget):
         bar.addWidget(self.btn_load)
         bar.addWidget(self.btn_copy)
         lay.addLayout(bar)
+        lay.addLayout(self._options_bar())
         self.status = QLabel("")
+        self.status.setWordWrap(True)
         lay.addWidget(self.status)
         self.model = RowsModel(COLUMNS, self)
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("recommend_table")
         lay.addWidget(self.table, 1)
-        for i, w in enumerate((24, 200, 42, 95, 85, 60, 70, 70, 95, 60, 80, 300, 70, 80, 260)):
+        for i, w in enumerate((24, 200, 42, 95, 85, 60, 70, 70, 95, 60, 80, 70, 80, 160, 60, 120, 300, 70, 80, 260)):
             self.table.setColumnWidth(i, w)
         self.rec: api.Recommendation | None = None
         self.computing = False
@@ -124,6 +140,12 @@ class RecommendView(QWidget):
         self.check_pareto.toggled.connect(self._fill)
         self.spin_max_gpus.valueChanged.connect(self.schedule)
         self.check_safe.toggled.connect(self.schedule)
+        for w in (self.combo_cost_basis, self.combo_kind, self.combo_vendor):
+            w.currentIndexChanged.connect(self.schedule)
+        for w in (self.spin_min_bits, self.spin_budget_usd, self.spin_budget_usd_hour, self.spin_think_s):
+            w.valueChanged.connect(self.schedule)
+        for w in (self.check_spec, self.check_offload, self.check_burst):
+            w.toggled.connect(self.schedule)
         self.btn_load.clicked.connect(self.load_selected)
         self.btn_copy.clicked.connect(self.copy_launch)
         self.table.doubleClicked.connect(lambda _i: self.load_selected())
@@ -134,6 +156,77 @@ class RecommendView(QWidget):
         session.sig_inputs_changed.connect(self._on_inputs_changed)
         self._last_req = None
 
+    def _options_bar(self) -> QHBoxLayout:
+        """The recommender's options (those of ``advisor recommend``) that the inputs panel does not hold."""
+        bar = QHBoxLayout()
+        self.combo_cost_basis = QComboBox()
+        for key, label in COST_BASES:
+            self.combo_cost_basis.addItem(label, key)
+        self.combo_cost_basis.setToolTip("Rank by purchase price (buy) or on-demand rent (rent); automatic: rent for "
+                                         "datacenter hardware, buy for consumer and Apple (--cost-basis)")
+        self.spin_min_bits = QSpinBox()
+        self.spin_min_bits.setRange(1, 16)
+        self.spin_min_bits.setValue(int(api.DEFAULT_MIN_BITS))
+        self.spin_min_bits.setPrefix("≥ ")
+        self.spin_min_bits.setSuffix("-bit weights")
+        self.spin_min_bits.setToolTip("Quality floor: the lowest bit class of weight format accepted (the model's "
+                                      "own release format always passes; --min-bits)")
+        self.check_spec = QCheckBox("Allow speculative decoding")
+        self.check_spec.setToolTip("Try a draft model on configurations too slow without it (--allow-spec)")
+        self.check_offload = QCheckBox("Allow offload")
+        self.check_offload.setToolTip("Try partial offload to host RAM (llama.cpp --n-cpu-moe / -ngl) on "
+                                      "configurations that do not fit (--allow-offload)")
+        self.check_burst = QCheckBox("Burst")
+        self.check_burst.setToolTip("Judge all users' prompts arriving at once (a static batch) instead of clients "
+                                    "of a server (--burst)")
+        self.spin_think_s = QDoubleSpinBox()
+        self.spin_think_s.setRange(0, 3600)
+        self.spin_think_s.setDecimals(0)
+        self.spin_think_s.setSuffix(" s think")
+        self.spin_think_s.setToolTip("Seconds a user waits between a response and the next request (--think-s)")
+        self.combo_kind = QComboBox()
+        self.combo_kind.addItem("All kinds", "")
+        for kind in sorted({h.kind for h in self.session.cat.hardware.values()}):
+            self.combo_kind.addItem(kind, kind)
+        self.combo_kind.setToolTip("Only this kind of hardware (--hardware-kind)")
+        self.combo_vendor = QComboBox()
+        self.combo_vendor.addItem("All vendors", "")
+        for vendor in sorted({h.vendor for h in self.session.cat.hardware.values()}):
+            self.combo_vendor.addItem(vendor, vendor)
+        self.combo_vendor.setToolTip("Only this vendor's hardware (--vendor)")
+        self.spin_budget_usd = QDoubleSpinBox()
+        self.spin_budget_usd.setRange(0, 1e8)
+        self.spin_budget_usd.setDecimals(0)
+        self.spin_budget_usd.setPrefix("≤ $")
+        self.spin_budget_usd.setSpecialValueText("no budget")
+        self.spin_budget_usd.setKeyboardTracking(False)
+        self.spin_budget_usd.setToolTip("Purchase budget for all GPUs, USD (--budget-usd; 0 = none)")
+        self.spin_budget_usd_hour = QDoubleSpinBox()
+        self.spin_budget_usd_hour.setRange(0, 1e5)
+        self.spin_budget_usd_hour.setDecimals(2)
+        self.spin_budget_usd_hour.setPrefix("≤ $")
+        self.spin_budget_usd_hour.setSuffix("/h")
+        self.spin_budget_usd_hour.setSpecialValueText("no $/h budget")
+        self.spin_budget_usd_hour.setKeyboardTracking(False)
+        self.spin_budget_usd_hour.setToolTip("Rent budget for all GPUs, USD per hour (--budget-usd-hour; 0 = none)")
+        for w in (self.combo_cost_basis, self.spin_min_bits, self.combo_kind, self.combo_vendor, self.spin_budget_usd,
+                  self.spin_budget_usd_hour, self.check_spec, self.check_offload, self.check_burst, self.spin_think_s):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        return bar
+
+    def options(self) -> dict:
+        """The options as `api.Requirements` fields (what the controls say)."""
+        kind, vendor = self.combo_kind.currentData(), self.combo_vendor.currentData()
+        return {"cost_basis": self.combo_cost_basis.currentData() or "",
+                "min_bits": float(self.spin_min_bits.value()),
+                "allow_spec": self.check_spec.isChecked(), "allow_offload": self.check_offload.isChecked(),
+                "burst": self.check_burst.isChecked(), "think_s": float(self.spin_think_s.value()),
+                "hardware_kinds": (kind,) if kind else (), "vendors": (vendor,) if vendor else (),
+                "budget_usd": self.spin_budget_usd.value() or None,
+                "budget_usd_hour": self.spin_budget_usd_hour.value() or None,
+                "max_gpus": self.spin_max_gpus.value(), "safe": self.check_safe.isChecked()}
+
     # ------------------------------------------------------------------
     def requirements(self) -> "api.Requirements":
         s = self.session
@@ -141,8 +234,7 @@ class RecommendView(QWidget):
         wl = cfg.workload
         return api.Requirements(model=cfg.model, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
                                 context_tokens=wl.prompt_tokens + wl.output_tokens + wl.depth_tokens,
-                                users=wl.batch, ttft_ms=t.ttft_ms or None, tok_s=t.tok_s or None,
-                                max_gpus=self.spin_max_gpus.value(), safe=self.check_safe.isChecked())
+                                users=wl.batch, ttft_ms=t.ttft_ms or None, tok_s=t.tok_s or None, **self.options())
 
     def _on_inputs_changed(self) -> None:
         req = self._req_key()
@@ -157,7 +249,7 @@ class RecommendView(QWidget):
         s = self.session
         w = s.cfg.workload
         return (s.cfg.model.key, w.prompt_tokens, w.output_tokens, w.depth_tokens, w.batch, s.targets,
-                self.spin_max_gpus.value(), self.check_safe.isChecked(), id(s.cat))
+                tuple(sorted(self.options().items())), id(s.cat))
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
@@ -203,8 +295,9 @@ class RecommendView(QWidget):
         if self.check_pareto.isChecked():
             rows = [c for c in rows if c.pareto]
         self.model.set_rows(rows)
-        basis = {"hour": "cloud $/hour", "purchase": "purchase price", "headroom": "headroom"}.get(rec.cost_basis,
-                                                                                                  rec.cost_basis)
+        basis = BASIS_TEXT.get(rec.cost_basis, rec.cost_basis)
+        if rec.cost_basis_why and rec.cost_basis != "headroom":
+            basis += f" ({rec.cost_basis_why})"
         what = "closest misses" if mode == "misses" else "rows"
         shown = f"showing {len(rows):,} {what}" + (" (the first)" if len(rows) >= MAX_ROWS else "")
         self.status.setText(f"{rec.n_passing:,} of {len(rec):,} configurations meet the requirements · ranked by "

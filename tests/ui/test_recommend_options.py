@@ -1,0 +1,74 @@
+"""The Recommendations tab's options (those of ``advisor recommend``) change what the core ranks,
+and the table shows the core's newer columns: quality, price basis, $/M tokens, replicas, technique."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def rec_view(window, qtbot):
+    view = window.recommend
+    view.spin_max_gpus.setValue(1)  # a small sweep keeps the tests quick
+    window.show_view("recommend")
+    qtbot.waitUntil(lambda: view.rec is not None and not view.computing, timeout=15000)
+    return view
+
+
+def _recompute(view, qtbot, change) -> None:
+    old = view.rec
+    change()
+    qtbot.waitUntil(lambda: view.rec is not old and not view.computing, timeout=15000)
+
+
+def _column(view, title):
+    cols = [c.title for c in view.model.columns]
+    i = cols.index(title)
+    return [view.model.cell_text(r, i) for r in range(view.model.rowCount())]
+
+
+def test_cost_basis_control_changes_the_ranking_basis(rec_view, qtbot):
+    view = rec_view
+    _recompute(view, qtbot, lambda: view.combo_cost_basis.setCurrentIndex(view.combo_cost_basis.findData("rent")))
+    assert view.rec.cost_basis == "hour" and view.requirements().cost_basis == "rent"
+    assert "ranked by rent" in view.status.text()
+    # rent: $/million output tokens at the predicted throughput is shown for the priced rows
+    assert any(t not in ("—", "") for t in _column(view, "$/M tok"))
+    _recompute(view, qtbot, lambda: view.combo_cost_basis.setCurrentIndex(view.combo_cost_basis.findData("buy")))
+    assert view.rec.cost_basis == "purchase" and "ranked by buy" in view.status.text()
+
+
+def test_quality_floor_control_changes_what_passes(rec_view, qtbot):
+    view = rec_view
+    _recompute(view, qtbot, lambda: view.spin_min_bits.setValue(8))
+    strict = view.rec.n_passing
+    assert all(c.quant.bits_per_weight >= 8 or c.quality.startswith("reference") for c in view.rec.top(200))
+    _recompute(view, qtbot, lambda: view.spin_min_bits.setValue(2))
+    assert view.rec.n_passing > strict
+    # one quality scale in the table: reference, a published KLD / ppl figure, or "unmeasured"
+    assert all(t.startswith(("reference", "KLD", "+", "unmeasured")) for t in _column(view, "Quality"))
+
+
+def test_vendor_and_budget_controls_filter_the_candidates(rec_view, qtbot):
+    view = rec_view
+    _recompute(view, qtbot, lambda: view.combo_vendor.setCurrentIndex(view.combo_vendor.findData("Apple")))
+    assert view.rec.n_passing > 0 and all(c.hardware.vendor == "Apple" for c in view.rec.top(100))
+    _recompute(view, qtbot, lambda: view.combo_vendor.setCurrentIndex(0))
+    _recompute(view, qtbot, lambda: view.combo_cost_basis.setCurrentIndex(view.combo_cost_basis.findData("buy")))
+    _recompute(view, qtbot, lambda: view.spin_budget_usd.setValue(1000))
+    assert view.rec.n_passing > 0
+    assert all(c.cost_usd is not None and c.cost_usd <= 1000 for c in view.rec.top(100))
+
+
+def test_allow_offload_makes_a_moe_model_pass_on_one_consumer_card(window, rec_view, qtbot):
+    view = rec_view
+    s = window.session
+    _recompute(view, qtbot, lambda: view.combo_kind.setCurrentIndex(view.combo_kind.findData("consumer")))
+    _recompute(view, qtbot, lambda: s.set_inputs(model="gpt-oss-120b", batch=1))
+    assert view.rec.n_passing == 0  # 120B does not fit in one consumer card's memory
+    _recompute(view, qtbot, view.check_offload.click)
+    assert view.rec.n_passing > 0
+    best = view.rec.top(1)[0]
+    assert "offload" in best.technique
+    assert any("offload" in t for t in _column(view, "Technique"))
+    assert all(t == "1" for t in _column(view, "Replicas"))
