@@ -317,7 +317,7 @@ class MainWindow(QMainWindow):
     def open_file(self, path) -> bool:
         """Load a sizing file; a bad one leaves the inputs as they were and says why in the status bar."""
         try:
-            inputs, targets, source = sizing_file.read_with_source(path)
+            inputs, targets, source, technique = sizing_file.read_all(path)
         except sizing_file.SizingFileError as exc:
             self.show_error(str(exc))
             return False
@@ -330,6 +330,8 @@ class MainWindow(QMainWindow):
         if not self.session.load_keys(inputs, targets):
             self.show_error(f"{Path(path).name}: {self.session.last_error}")
             return False
+        if technique and not self.session.load_technique_keys(technique):
+            self.show_error(f"{Path(path).name}: {self.session.last_error}")  # the inputs opened; the what-if did not
         self.file_path = Path(path)
         self.saved_state = self.session.state
         self.settings.set("files/last_dir", str(Path(path).parent))
@@ -563,6 +565,9 @@ class MainWindow(QMainWindow):
         if inputs:
             if self.session.load_keys(inputs.get("inputs", {}), inputs.get("targets")):
                 self.session.clear_history()
+                technique = inputs.get("technique")
+                if isinstance(technique, dict) and technique and not self.session.load_technique_keys(technique):
+                    st.notices.append(f"the last what-if could not be restored ({self.session.last_error})")
             else:
                 st.notices.append(f"the last inputs could not be restored ({self.session.last_error}); "
                                   "starting from the defaults")
@@ -582,7 +587,8 @@ class MainWindow(QMainWindow):
         st.set("window/right_splitter", self.right_splitter.sizes())
         st.set("window/tab", self.tabs.currentIndex())
         st.set("session/inputs", {"inputs": self.session.input_keys(), "targets": self.session.targets.to_dict(),
-                                  "imported": dict(self.session.import_sources)})
+                                  "imported": dict(self.session.import_sources),
+                                  "technique": self.session.technique_keys()})
         st.sync()
 
     def closeEvent(self, event) -> None:  # noqa: N802

@@ -32,6 +32,9 @@ MAX_COMPARE = 4
 #: input changes of the same kind closer together than this are one undo step (a slider drag)
 UNDO_MERGE_S = 0.8
 WORKLOAD_KEYS = ("batch", "prompt", "output", "depth")
+#: the fields of a what-if (`api.Techniques`) a sizing file and the settings keep
+TECHNIQUE_FIELDS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
+                    "gpu_layers", "offload_gb", "host_bandwidth_gb_s")
 #: how the app asks for another memory size (the core's note otherwise names the CLI's --memory-gb)
 MEMORY_SIZE_HINT = "choose the memory size next to the hardware"
 
@@ -381,6 +384,31 @@ class Session(QObject):
         self.sig_techniques_changed.emit()
         return ok
 
+    def technique_keys(self) -> dict[str, Any]:
+        """The chosen what-if as saved (a draft by its catalog key, only the fields that differ from
+        "no technique"); empty when none is chosen."""
+        t = self.techniques
+        if t is None or not t.any:
+            return {}
+        plain = api.Techniques()
+        out: dict[str, Any] = {}
+        for name in TECHNIQUE_FIELDS:
+            value = getattr(t, name)
+            if value != getattr(plain, name):
+                out[name] = value.key if name == "draft" else value
+        return out
+
+    def load_technique_keys(self, keys: dict[str, Any]) -> bool:
+        """Choose the what-if saved by `technique_keys` (a sizing file, the last session); a bad one is
+        refused with `sig_error` and the what-if in force stays."""
+        try:
+            tech = api.techniques_from(self.cat, **{k: keys[k] for k in TECHNIQUE_FIELDS if k in keys})
+        except api.AdvisorError as exc:
+            self._refuse(f"what-if: {exc}")
+            return False
+        self.set_techniques(tech if tech.any else None)
+        return True
+
     def _compute_techniques(self) -> bool:
         self.technique_effects, self.technique_error = [], ""
         if self.techniques is None or not self.techniques.any:
@@ -575,6 +603,9 @@ class Session(QObject):
         source = self.import_sources.get(self.cfg.model.key)
         if source:
             out["model_source"] = source
+        technique = self.technique_keys()
+        if technique:
+            out["technique"] = technique
         return out
 
 

@@ -4,7 +4,9 @@
 advisor_sizing: 1
 inputs: {hardware: rtx-4090, model: llama-3.1-8b, quant: q4_k_m, kv_dtype: f16, runtime: llama.cpp,
          gpus: 1, parallelism: '', batch: 1, prompt: 512, output: 128, depth: 0}
-# optional: inputs.memory_gb (a hardware that ships in several sizes; absent = its default size)
+# optional: inputs.memory_gb (a hardware that ships in several sizes; absent = its default size),
+# technique: {draft: llama-3.2-1b, draft_k: 4, accept: 0.7} (the What-ifs tab's choice; the fields of
+# api.Techniques, a draft by its catalog key)
 targets: {ttft_ms: 0, tok_s: 0}
 ```
 Written atomically (a temporary file in the same folder, then `os.replace`), so a crash never leaves
@@ -26,6 +28,9 @@ from advisor.data.userdata import write_atomic
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
               "output", "depth", "memory_gb")
+#: the what-if's fields (ui.session.TECHNIQUE_FIELDS); their values are checked by the core on loading
+TECHNIQUE_KEYS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
+                  "gpu_layers", "offload_gb", "host_bandwidth_gb_s")
 FILE_FILTER = "Sizing files (*.yaml *.yml *.json);;All files (*)"
 
 
@@ -77,6 +82,13 @@ def read_with_source(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str,
     """(inputs, targets, model_source): ``model_source`` is where an imported model came from (a file,
     a folder or ``hf:org/name``; empty for a catalog model), written by the app so that the sizing
     opens in a session that has not imported it."""
+    inputs, targets, source, _technique = read_all(path)
+    return inputs, targets, source
+
+
+def read_all(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float], str, dict[str, Any]]:
+    """(inputs, targets, model_source, technique): ``technique`` is the What-ifs tab's choice (empty
+    when the file has none, as files written before it)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -119,4 +131,10 @@ def read_with_source(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str,
     source = data.get("model_source") or ""
     if not isinstance(source, str):
         raise SizingFileError(f"{path.name}: 'model_source' must be a path or hf:org/name, got {source!r}")
-    return dict(inputs), targets, source
+    technique = data.get("technique") or {}
+    if not isinstance(technique, dict):
+        raise SizingFileError(f"{path.name}: 'technique' must be a mapping of what-if fields")
+    unknown = sorted(set(technique) - set(TECHNIQUE_KEYS))
+    if unknown:
+        raise SizingFileError(f"{path.name}: unknown technique field(s) {', '.join(map(str, unknown))}")
+    return dict(inputs), targets, source, dict(technique)

@@ -57,6 +57,8 @@ class TechniquesView(LazyView):
         self.spec_curve: api.SpeculativeCurve | None = None
         self.offload_curve: api.OffloadCurve | None = None
         self.offload_message = ""
+        #: a technique chosen outside the widgets (a sizing file, the settings), shown at the next render
+        self._pending: api.Techniques | None = session.techniques  # the tab is built on first use
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -462,6 +464,13 @@ class TechniquesView(LazyView):
 
     # ------------------------------------------------------------------ rendering
     def _on_techniques_changed(self) -> None:
+        tech = self.session.techniques
+        if tech is not None and tech != self.chosen():
+            # chosen elsewhere (a sizing file, the last session): the widgets take it before they push
+            self._pending = tech
+            if self.isVisible():
+                self.render()
+                return
         if self.isVisible():
             self._draw()
         else:
@@ -469,8 +478,55 @@ class TechniquesView(LazyView):
 
     def render(self) -> None:
         self._sync_options()
+        if self._pending is not None:
+            self._show_technique(self._pending)
+            self._pending = None
         self._push()
         self._draw()
+
+    def _show_technique(self, tech: "api.Techniques") -> None:
+        """Set the widgets to ``tech`` without pushing (its draft length, acceptance and offload kept
+        as given, not reset to the typical ones)."""
+        widgets = (self.kind, self.radio_draft, self.radio_head, self.draft, self.head_b, self.head_layers,
+                   self.spin_k, self.spin_accept, self.layout_combo, self.spin_layers, self.spin_gb, self.spin_host)
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            kind = ("speculative" if tech.speculative else "eager" if not tech.flash_attention
+                    else "attention" if tech.attention else "offload")
+            self.kind.setCurrentIndex(max(0, self.kind.findData(kind)))
+            self.pages.setCurrentIndex(self.kind.currentIndex())
+            self._fit_pages()
+            if tech.speculative:
+                by_draft = tech.draft is not None
+                self.radio_draft.setChecked(by_draft)
+                self.radio_head.setChecked(not by_draft)
+                if by_draft and self.draft.findData(tech.draft.key) >= 0:
+                    self.draft.setCurrentIndex(self.draft.findData(tech.draft.key))
+                if not by_draft:
+                    self.head_b.setValue(tech.head_params_b)
+                    self.head_layers.setValue(tech.head_layers)
+                self.draft.setEnabled(by_draft)
+                self.head_b.setEnabled(not by_draft)
+                self.head_layers.setEnabled(not by_draft)
+                self._k_touched, self._accept_touched = tech.draft_k is not None, tech.accept is not None
+                self.spin_k.setValue(tech.k)
+                self.spin_accept.setValue(tech.alpha)
+            elif tech.attention:
+                i = self.layout_combo.findData(tech.attention)
+                if i >= 0:
+                    self.layout_combo.setCurrentIndex(i)
+            elif tech.gpu_layers is not None or tech.offload_gb is not None:
+                self.spin_host.setValue(tech.host_bandwidth_gb_s)
+                if tech.gpu_layers is not None:
+                    self.spin_layers.setValue(tech.gpu_layers)
+                    self._layers_touched = True
+                else:
+                    self.spin_gb.setValue(tech.offload_gb)
+                    self._gb_touched = True
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
 
     def _draw(self) -> None:
         s = self.session
