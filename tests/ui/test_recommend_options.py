@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from advisor import api
+
 
 @pytest.fixture
 def rec_view(window, qtbot):
@@ -72,3 +74,36 @@ def test_allow_offload_makes_a_moe_model_pass_on_one_consumer_card(window, rec_v
     assert "offload" in best.technique
     assert any("offload" in t for t in _column(view, "Technique"))
     assert all(t == "1" for t in _column(view, "Replicas"))
+
+
+def test_rows_grouped_by_hardware_with_why_first_and_copyable_launch(window, rec_view, qtbot):
+    view = rec_view
+    rec = view.rec
+    groups = view.groups
+    assert len(groups) >= 2
+    rows, ranks = view.model.rows, _column(view, "#")
+    # each hardware once as a numbered row, its alternatives (↳) right below it, on the same hardware
+    numbered = [c for c, r in zip(rows, ranks) if "↳" not in r]
+    assert [c.hardware.key for c in numbered] == [g.best.hardware.key for g in groups]
+    assert len({c.hardware.key for c in numbered}) == len(numbered)
+    for i, (c, r) in enumerate(zip(rows, ranks)):
+        if "↳" in r:
+            assert r.split()[0] == ranks[i - 1].split()[0] and c.hardware.key == rows[i - 1].hardware.key
+    # the first row is the core's best configuration
+    assert rows[0] is groups[0].best and rows[0].hardware.key == rec.top(1)[0].hardware.key
+    # the core's "Why #1" line, on the basis it ranked by, which the status line states
+    assert view.why_first.text() == "Why #1: " + api.why_first(groups[0].best, groups[1].best, rec.cost_basis)
+    assert groups[1].best.label in view.why_first.text()
+    assert "ranked by" in view.status.text()
+    # ungrouped: every configuration in rank order, as before
+    view.check_group.setChecked(False)
+    assert [c.hardware.key for c in view.model.rows[:5]] == [c.hardware.key for c in rec.top(5)]
+    view.check_group.setChecked(True)
+    # the launch line from the context menu's action
+    view.table.selectRow(0)
+    from PySide6.QtGui import QGuiApplication
+
+    QGuiApplication.clipboard().setText("")
+    assert view.act_copy_launch in view.table.actions()
+    view.act_copy_launch.trigger()
+    assert QGuiApplication.clipboard().text() == rows[0].launch != ""

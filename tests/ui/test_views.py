@@ -112,7 +112,8 @@ def test_a_recommendation_row_loads_into_the_inputs(window, qtbot):
     assert s.cfg.hardware.key == c.hardware.key
     assert (s.cfg.runtime.key, s.cfg.quant.key, s.cfg.kv_dtype.key, s.cfg.gpus) == \
         (c.runtime.key, c.quant.key, c.kv_dtype.key, c.gpus)
-    assert "★" in "".join(view.model.cell_text(r, 0) for r in range(view.model.rowCount()))
+    star = [c.title for c in view.model.columns].index("★")
+    assert "★" in "".join(view.model.cell_text(r, star) for r in range(view.model.rowCount()))
     view.check_pareto.setChecked(True)
     assert view.model.rowCount() > 0 and all(c.pareto for c in view.model.rows)
 

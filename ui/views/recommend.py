@@ -1,13 +1,15 @@
 """The recommender's ranked table for the current workload, computed in a worker (stale answers are
-dropped). Sortable, filterable, with reasons, Pareto marks and a copyable launch line; choosing a row
-(double-click, Enter or "Load into inputs") makes it the current inputs."""
+dropped). Grouped by hardware as ``advisor recommend`` prints it (the best configuration per hardware,
+its alternatives below), with the core's "Why #1" line, the cost basis it ranked by, the recommender's
+options as controls, reasons, Pareto marks and a copyable launch line (button, Ctrl+Shift+C or the
+context menu); choosing a row (double-click, Enter or "Load into inputs") makes it the current inputs."""
 
 from __future__ import annotations
 
 import math
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QSpinBox, QVBoxLayout, QWidget)
 
@@ -16,13 +18,24 @@ from advisor.text.format import duration_ms, num
 from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text
 
 #: --cost-basis: "" lets the core choose by the hardware's kind
-COST_BASES = (("", "Cost: automatic"), ("buy", "Cost: buy"), ("rent", "Cost: rent"))
+COST_BASES = (("", "Cost: auto"), ("buy", "Cost: buy"), ("rent", "Cost: rent"))
 #: how the status line states the basis the core ranked by (as ``advisor recommend`` does)
 BASIS_TEXT = {"hour": "rent: on-demand $/GPU-hour × GPUs, and $/million output tokens",
               "purchase": "buy: purchase price (typical street price where sourced, else launch MSRP)",
               "headroom": "quality and headroom (no prices known for these)"}
 SHOW = (("passing", "Passing, best first"), ("misses", "Closest misses"), ("all", "All candidates"))
 MAX_ROWS = 300
+
+
+#: hardware groups listed when grouped (each its best configuration and alternatives)
+MAX_GROUPS = 60
+
+
+def _ranked(cat, req):
+    """The recommendation and its best configuration per hardware (run in the worker: grouping builds
+    every passing candidate, about a second for 50k)."""
+    rec = api.recommend(cat, req)
+    return rec, api.by_hardware(rec.passing, MAX_GROUPS)
 
 
 def reason_text(r) -> str:
@@ -50,6 +63,13 @@ def reasons(c, sep: str = "; ") -> str:
 
 def _money(v):
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def columns(rank_of) -> list[Column]:
+    """The table's columns; ``rank_of(candidate)`` is its place ("1", "1 ↳" for an alternative on the
+    same hardware), given by the view that ranked it."""
+    return [Column("#", rank_of, "Rank of the hardware; ↳ marks another configuration on the same hardware"),
+            *COLUMNS]
 
 
 COLUMNS = [
@@ -105,6 +125,10 @@ class RecommendView(QWidget):
         self.spin_max_gpus.setToolTip("Largest number of GPUs a candidate may use")
         self.check_pareto = QCheckBox("Pareto only")
         self.check_pareto.setToolTip("Show only rows that nothing else beats on both cost and speed (★)")
+        self.check_group = QCheckBox("Group by hardware")
+        self.check_group.setChecked(True)
+        self.check_group.setToolTip("The best configuration on each hardware, its alternatives (↳) below it, as "
+                                    "advisor recommend lists them; off: every configuration in rank order")
         self.check_safe = QCheckBox("Safe margins")
         self.check_safe.setToolTip("Rank by the pessimistic end of each band")
         self.btn_load = QPushButton("&Load into inputs")
@@ -113,6 +137,7 @@ class RecommendView(QWidget):
         bar.addWidget(self.filter, 2)
         bar.addWidget(self.combo_show)
         bar.addWidget(self.spin_max_gpus)
+        bar.addWidget(self.check_group)
         bar.addWidget(self.check_pareto)
         bar.addWidget(self.check_safe)
         bar.addWidget(self.btn_load)
@@ -122,11 +147,20 @@ class RecommendView(QWidget):
         self.status = QLabel("")
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
-        self.model = RowsModel(COLUMNS, self)
+        self.why_first = QLabel("")
+        self.why_first.setObjectName("recommend_why_first")
+        self.why_first.setWordWrap(True)
+        self.why_first.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.why_first)
+        #: place of each row shown (by id): "1" for the best on the first hardware, "1 ↳" for its alternatives
+        self._rank: dict[int, str] = {}
+        self.groups: list = []
+        self.model = RowsModel(columns(lambda c: self._rank.get(id(c), "")), self)
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("recommend_table")
         lay.addWidget(self.table, 1)
-        for i, w in enumerate((24, 200, 42, 95, 85, 60, 70, 70, 95, 60, 80, 70, 80, 160, 60, 120, 300, 70, 80, 260)):
+        for i, w in enumerate((44, 24, 200, 42, 95, 85, 60, 70, 70, 95, 60, 80, 70, 80, 160, 60, 120, 300, 70, 80,
+                               260)):
             self.table.setColumnWidth(i, w)
         self.rec: api.Recommendation | None = None
         self.computing = False
@@ -138,6 +172,14 @@ class RecommendView(QWidget):
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
         self.combo_show.currentIndexChanged.connect(self._fill)
         self.check_pareto.toggled.connect(self._fill)
+        self.check_group.toggled.connect(self._fill)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.act_copy_launch = QAction("Copy launch line", self.table)
+        self.act_copy_launch.triggered.connect(self.copy_launch)
+        self.act_load = QAction("Load into inputs", self.table)
+        self.act_load.triggered.connect(self.load_selected)
+        self.table.addAction(self.act_copy_launch)
+        self.table.addAction(self.act_load)
         self.spin_max_gpus.valueChanged.connect(self.schedule)
         self.check_safe.toggled.connect(self.schedule)
         for w in (self.combo_cost_basis, self.combo_kind, self.combo_vendor):
@@ -164,17 +206,18 @@ class RecommendView(QWidget):
             self.combo_cost_basis.addItem(label, key)
         self.combo_cost_basis.setToolTip("Rank by purchase price (buy) or on-demand rent (rent); automatic: rent for "
                                          "datacenter hardware, buy for consumer and Apple (--cost-basis)")
+        self.combo_cost_basis.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.spin_min_bits = QSpinBox()
         self.spin_min_bits.setRange(1, 16)
         self.spin_min_bits.setValue(int(api.DEFAULT_MIN_BITS))
         self.spin_min_bits.setPrefix("≥ ")
-        self.spin_min_bits.setSuffix("-bit weights")
+        self.spin_min_bits.setSuffix("-bit")
         self.spin_min_bits.setToolTip("Quality floor: the lowest bit class of weight format accepted (the model's "
                                       "own release format always passes; --min-bits)")
-        self.check_spec = QCheckBox("Allow speculative decoding")
-        self.check_spec.setToolTip("Try a draft model on configurations too slow without it (--allow-spec)")
-        self.check_offload = QCheckBox("Allow offload")
-        self.check_offload.setToolTip("Try partial offload to host RAM (llama.cpp --n-cpu-moe / -ngl) on "
+        self.check_spec = QCheckBox("Speculative")
+        self.check_spec.setToolTip("Allow speculative decoding: try a draft model on configurations too slow without it (--allow-spec)")
+        self.check_offload = QCheckBox("Offload")
+        self.check_offload.setToolTip("Allow offload: try partial offload to host RAM (llama.cpp --n-cpu-moe / -ngl) on "
                                       "configurations that do not fit (--allow-offload)")
         self.check_burst = QCheckBox("Burst")
         self.check_burst.setToolTip("Judge all users' prompts arriving at once (a static batch) instead of clients "
@@ -183,6 +226,7 @@ class RecommendView(QWidget):
         self.spin_think_s.setRange(0, 3600)
         self.spin_think_s.setDecimals(0)
         self.spin_think_s.setSuffix(" s think")
+        self.spin_think_s.setSpecialValueText("no think")
         self.spin_think_s.setToolTip("Seconds a user waits between a response and the next request (--think-s)")
         self.combo_kind = QComboBox()
         self.combo_kind.addItem("All kinds", "")
@@ -198,7 +242,7 @@ class RecommendView(QWidget):
         self.spin_budget_usd.setRange(0, 1e8)
         self.spin_budget_usd.setDecimals(0)
         self.spin_budget_usd.setPrefix("≤ $")
-        self.spin_budget_usd.setSpecialValueText("no budget")
+        self.spin_budget_usd.setSpecialValueText("no $ cap")
         self.spin_budget_usd.setKeyboardTracking(False)
         self.spin_budget_usd.setToolTip("Purchase budget for all GPUs, USD (--budget-usd; 0 = none)")
         self.spin_budget_usd_hour = QDoubleSpinBox()
@@ -206,7 +250,7 @@ class RecommendView(QWidget):
         self.spin_budget_usd_hour.setDecimals(2)
         self.spin_budget_usd_hour.setPrefix("≤ $")
         self.spin_budget_usd_hour.setSuffix("/h")
-        self.spin_budget_usd_hour.setSpecialValueText("no $/h budget")
+        self.spin_budget_usd_hour.setSpecialValueText("no $/h cap")
         self.spin_budget_usd_hour.setKeyboardTracking(False)
         self.spin_budget_usd_hour.setToolTip("Rent budget for all GPUs, USD per hour (--budget-usd-hour; 0 = none)")
         for w in (self.combo_cost_basis, self.spin_min_bits, self.combo_kind, self.combo_vendor, self.spin_budget_usd,
@@ -266,11 +310,11 @@ class RecommendView(QWidget):
         cat, req = self.session.cat, self.requirements()
         self.computing = True
         self.status.setText(f"Ranking every configuration for {req.model.name}, {req.users} users…")
-        self.workers.run("recommend", lambda: api.recommend(cat, req), self._on_done, self._on_error)
+        self.workers.run("recommend", lambda: _ranked(cat, req), self._on_done, self._on_error)
 
-    def _on_done(self, rec) -> None:
+    def _on_done(self, result) -> None:
         self.computing = False
-        self.rec = rec
+        self.rec, self.groups = result
         self._fill()
 
     def _on_error(self, exc, tb) -> None:
@@ -286,15 +330,29 @@ class RecommendView(QWidget):
         if rec is None:
             return
         mode = self.combo_show.currentData()
+        self._rank = {}
+        grouped = mode == "passing" and self.check_group.isChecked()
         if mode == "misses":
             rows = rec.closest_misses(MAX_ROWS)
         elif mode == "all":
             rows = rec.top(MAX_ROWS) + rec.closest_misses(MAX_ROWS)
+        elif grouped:
+            rows = []
+            for i, g in enumerate(self.groups, 1):
+                self._rank[id(g.best)] = str(i)
+                rows.append(g.best)
+                for alt in g.alternatives:
+                    self._rank[id(alt)] = f"{i} ↳"
+                    rows.append(alt)
         else:
             rows = rec.top(MAX_ROWS)
+        if not grouped:
+            self._rank = {id(c): str(i) for i, c in enumerate(rows, 1) if c.ok}
         if self.check_pareto.isChecked():
             rows = [c for c in rows if c.pareto]
         self.model.set_rows(rows)
+        self.why_first.setText(self.why_text())
+        self.why_first.setVisible(bool(self.why_first.text()))
         basis = BASIS_TEXT.get(rec.cost_basis, rec.cost_basis)
         if rec.cost_basis_why and rec.cost_basis != "headroom":
             basis += f" ({rec.cost_basis_why})"
@@ -304,6 +362,12 @@ class RecommendView(QWidget):
                             f"{basis} · {shown} · {rec.elapsed_ms:,.0f} ms")
         if rec.n_passing == 0 and mode == "passing":
             self.status.setText(self.status.text() + " — nothing passes: see Closest misses")
+
+    def why_text(self) -> str:
+        """The core's "Why #1" line: why the best hardware's configuration beats the next hardware's."""
+        if len(self.groups) < 2 or self.rec is None:
+            return ""
+        return "Why #1: " + api.why_first(self.groups[0].best, self.groups[1].best, self.rec.cost_basis)
 
     def selected(self):
         return selected_row(self.table)
@@ -315,9 +379,14 @@ class RecommendView(QWidget):
 
     def copy_launch(self) -> None:
         c = self.selected()
-        if c is not None and c.launch:
-            QGuiApplication.clipboard().setText(c.launch)
-            self.session.sig_message.emit("Launch line copied to the clipboard")
+        if c is None:
+            return
+        if not c.launch:  # a hosted service or vendor appliance has no command line
+            self.session.sig_message.emit(f"No launch line: {c.runtime.name} is a hosted service or vendor appliance")
+            return
+        QGuiApplication.clipboard().setText(c.launch)
+        each = f" (on each of the {c.replicas} replicas, behind one load balancer)" if c.replicas > 1 else ""
+        self.session.sig_message.emit(f"Launch line copied to the clipboard{each}")
 
     def copy_text(self) -> str:
         return selected_text(self.table)
