@@ -101,7 +101,10 @@ def test_expected_values_stay_under_the_ceilings_and_inside_their_bands(c):
 @given(config(), st.integers(2, 16))
 def test_batching_raises_throughput_but_not_per_sequence_speed(c, factor):
     a, b = pred(c), pred(c, batch=c["batch"] * factor)
-    assert b.throughput_tok_s >= a.throughput_tok_s
+    # except where the added sequences' KV spills to a slower tier (a dataflow machine's DDR): each
+    # added sequence then costs its KV at DDR speed, which can exceed the average time per token
+    if not any("spilled to DDR" in n for n in b.notes):
+        assert b.throughput_tok_s >= a.throughput_tok_s
     assert b.decode_tok_s <= a.decode_tok_s * (1 + 1e-12)
 
 

@@ -167,3 +167,17 @@ def test_recommend_leaves_dataflow_machines_out_unless_asked(cat):
     assert all(c.hardware.kind != "dataflow" for c in plain.all())
     asked = recommend(cat, Requirements(model=model, users=1, hardware_kinds=("dataflow",)))
     assert {c.hardware.kind for c in asked.all()} == {"dataflow"}
+
+
+def test_throughput_falls_once_added_sequences_spill_to_ddr():
+    # Gemma 3 12B BF16 on one SN40L: at batch 37 everything sits in HBM; by batch 592 part of the KV
+    # cache is in DDR at 125 GB/s, and each added sequence's KV read costs more than the average
+    # time per token, so the aggregate falls — why a server would cap its batch there
+    from advisor.api import load_catalog
+    from advisor.model.config import configure
+    from advisor.model.predict import predict
+    cat = load_catalog()
+    small = predict(cat, configure(cat, hardware="SN40L", model="Gemma 3 12B", quant="bf16", batch=37))
+    big = predict(cat, configure(cat, hardware="SN40L", model="Gemma 3 12B", quant="bf16", batch=592))
+    assert not any("spilled to DDR" in n for n in small.notes) and any("spilled to DDR" in n for n in big.notes)
+    assert big.throughput_tok_s < small.throughput_tok_s
