@@ -16,7 +16,7 @@ ship in that size (``memory_gib`` or one of ``memory_options_gib``; a unified-me
 the size for `Catalog.hardware_named` to apply; a size no matching entry has is an error listing
 the sizes there are. A Mac's product name before its chip ("Mac mini M4 Pro", "MacBook Pro 16-inch
 M3 Max", "Mac Studio M2 Ultra 192GB") is dropped: the chip decides. A name that matches only
-entries adding a variant word ("RX 7600" → "RX 7600 XT", "RTX 4090" → "RTX 4090 Laptop") does not
+entries adding a variant word ("RX 7900" → "RX 7900 XT", "RTX 4090" → "RTX 4090 Laptop") does not
 resolve: a Ti, XT or laptop part is a different product.
 
 An unknown or ambiguous name raises `UnknownName` listing the nearest candidates. An unknown name's

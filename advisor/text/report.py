@@ -44,9 +44,10 @@ CURVE_POINTS = 120
 EXPLAIN_ORDER = ("ttft", "decode", "throughput", "memory", "max_batch", "max_context", "bound")
 
 BANDS_TEXT = (
-    "Every speed carries a band: multipliers from the efficiency profile that held the 10th to 90th percentile of "
-    "cross-validated errors when whole devices, families or vendors were left out of the fit. Read a band as "
-    "'about 8 in 10 measured results of this runtime on comparable hardware fell inside it'. TTFT's band follows "
+    "Every speed carries a band: multipliers from the efficiency profile that held the 5th to 95th percentile of "
+    "the errors on measurements whose whole source or build era was left out of the fit, widened where the "
+    "profile is borrowed from another build. Read a band as 'about 8 in 10 results from a source the fit never "
+    "saw fell inside it'. TTFT's band follows "
     "the prefill band, per-user speed the decode band; the pessimistic edge is what the recommender's safe mode "
     "judges by. Profiles fitted on few rows, borrowed from a sibling build, or extrapolated to another hardware "
     "family carry wider bands and say so in the notes. No prediction exceeds the 100 % roofline ceiling.")
@@ -470,7 +471,7 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
             tuple(rows),
             f"* on the Pareto front of cost, per-user speed and quality. Swept {len(rec):,} configurations in "
             f"{rec.elapsed_ms:.0f} ms. Headroom: the smallest ratio of achieved to required over memory and the "
-            f"targets. Bands: 10th–90th percentile of the profile's measured error.")
+            f"targets. Bands: 5th–95th percentile of the profile's error on sources left out of the fit.")
     rej_table = None
     if misses:
         rows = []
