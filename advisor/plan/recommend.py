@@ -837,12 +837,30 @@ def _cost_basis(req: Requirements, kinds: set[str], users: int) -> tuple[str, st
     return "purchase", "one user on any hardware: a buyer's basis"
 
 
-def _pareto(points: np.ndarray) -> np.ndarray:
-    """Non-dominated rows (every column: smaller is better): one pass in lexicographic order."""
+def _pareto(points: np.ndarray, block: int = 64) -> np.ndarray:
+    """Non-dominated rows (every column: smaller is better), in lexicographic order: a dominating
+    point always sorts before the points it dominates. Each block of sorted points is first tested
+    against the front found so far in one numpy step; only the few that survive are checked one by
+    one (against the front, which by then includes the block's earlier survivors)."""
     n = points.shape[0]
     keep = np.zeros(n, bool)
     if n == 0:
         return keep
+    order = np.lexsort(points.T[::-1])
+    front = np.empty((0, points.shape[1]))
+
+    def dominated(front, p):
+        return (np.all(front <= p, axis=-1) & np.any(front < p, axis=-1)).any(axis=0)
+
+    for start in range(0, n, block):
+        idx = order[start:start + block]
+        if front.shape[0]:
+            idx = idx[~dominated(front[:, None, :], points[idx][None, :, :])]
+        for i in idx:
+            if not dominated(front, points[i]):
+                keep[i] = True
+                front = np.vstack([front, points[i]])
+    return keep
     order = np.lexsort((points[:, 2], points[:, 1], points[:, 0]))
     front = np.empty((0, points.shape[1]))
     for i in order:  # a dominating point always sorts before the points it dominates
