@@ -188,3 +188,15 @@ def test_a_base_configuration_price_does_not_price_the_largest_memory(cat):
     assert usd == 3999 and "per machine" in note and "launch MSRP" in note
     _, hour, note = unit_prices(cat.hardware["mi300x"])
     assert hour == pytest.approx(2.59) and "median of 5" in note   # not TensorWave's $1.50 listing
+
+
+def test_pareto_front_matches_brute_force():
+    import numpy as np
+    from advisor.plan.recommend import _pareto
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        pts = rng.integers(0, 6, size=(int(rng.integers(1, 300)), 3)).astype(float)
+        if trial % 3 == 0:
+            pts[rng.random(len(pts)) < 0.1, 0] = np.inf   # unpriced configurations
+        brute = np.array([not (np.all(pts <= p, axis=1) & np.any(pts < p, axis=1)).any() for p in pts])
+        assert np.array_equal(_pareto(pts, block=16), brute)
