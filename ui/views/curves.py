@@ -32,7 +32,8 @@ class Area:
     fifteen of them were a fifth of an input change.)"""
 
     def __init__(self, plot: pg.PlotItem, brush, name: str | None = None):
-        self.item = plot.plot([], [], pen=INVISIBLE, fillLevel="enclosed", brush=brush, name=name)
+        # a translucent fill needs no antialiased edge, and it is most of the paint time
+        self.item = plot.plot([], [], pen=INVISIBLE, fillLevel="enclosed", brush=brush, name=name, antialias=False)
 
     def set(self, x, lo, hi) -> None:
         x, lo, hi = (np.asarray(a, dtype=float) for a in (x, lo, hi))
