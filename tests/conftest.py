@@ -21,3 +21,74 @@ def cat():
     from advisor.data.catalog import load_catalog
 
     return load_catalog(user=None)
+
+
+def _write_gguf(path, moe: bool = False, name: str | None = None) -> int:
+    """A small llama GGUF (dense or MoE) with mixed tensor types, written with the `gguf` package;
+    returns the sum of its tensors' bytes (what an importer must find)."""
+    import gguf
+    import numpy as np
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as T
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    h, L, V, ff, H, kv, hd, E, mi = 512, 2, 16384, 1024, 8, 2, 64, 4, 256
+    w.add_name(name or ("tiny-moe" if moe else "tiny"))
+    w.add_block_count(L)
+    w.add_embedding_length(h)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(H)
+    w.add_head_count_kv(kv)
+    w.add_context_length(4096)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_file_type(15)
+    if moe:
+        w.add_expert_count(E)
+        w.add_expert_used_count(2)
+        w.add_expert_feed_forward_length(mi)
+    total = 0
+
+    def add(name, shape, t):
+        nonlocal total
+        block, size = GGML_QUANT_SIZES[t]
+        nbytes = int(np.prod(shape)) // block * size
+        total += nbytes
+        if t == T.F32:
+            w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float32))
+        elif t == T.F16:
+            w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float16))
+        else:
+            raw = list(shape[::-1])
+            raw[-1] = shape[0] // block * size
+            w.add_tensor(name, np.zeros(raw, dtype=np.uint8), raw_dtype=t)
+
+    add("token_embd.weight", (h, V), T.Q4_K)
+    add("output_norm.weight", (h,), T.F32)
+    add("output.weight", (h, V), T.Q6_K)
+    for i in range(L):
+        add(f"blk.{i}.attn_norm.weight", (h,), T.F32)
+        add(f"blk.{i}.attn_q.weight", (h, H * hd), T.Q4_K)
+        add(f"blk.{i}.attn_k.weight", (h, kv * hd), T.Q4_K)
+        add(f"blk.{i}.attn_v.weight", (h, kv * hd), T.Q6_K)
+        add(f"blk.{i}.attn_output.weight", (H * hd, h), T.F16)
+        add(f"blk.{i}.ffn_norm.weight", (h,), T.F32)
+        if moe:
+            add(f"blk.{i}.ffn_gate_inp.weight", (h, E), T.F32)
+            add(f"blk.{i}.ffn_gate_exps.weight", (h, mi, E), T.Q4_K)
+            add(f"blk.{i}.ffn_up_exps.weight", (h, mi, E), T.Q4_K)
+            add(f"blk.{i}.ffn_down_exps.weight", (mi, h, E), T.Q8_0)
+        else:
+            add(f"blk.{i}.ffn_gate.weight", (h, ff), T.Q4_K)
+            add(f"blk.{i}.ffn_up.weight", (h, ff), T.Q5_K)
+            add(f"blk.{i}.ffn_down.weight", (ff, h), T.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return total
+
+
+@pytest.fixture
+def write_gguf():
+    """The small-GGUF writer: write_gguf(path, moe=False, name=None) -> bytes of its tensors."""
+    return _write_gguf

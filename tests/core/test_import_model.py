@@ -200,73 +200,10 @@ def test_hub_offline_uses_the_cache(tmp_path, monkeypatch):
 
 # ---- GGUF ----------------------------------------------------------------------------------------
 
-def _build_gguf(path: Path, moe: bool = False) -> int:
-    """A small GGUF (dense or MoE) with mixed tensor types; returns the sum of the tensors' bytes."""
-    import gguf
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as T
-
-    w = gguf.GGUFWriter(str(path), "llama")
-    h, L, V, ff, H, kv, hd, E, mi = 512, 2, 16384, 1024, 8, 2, 64, 4, 256
-    w.add_name("tiny-moe" if moe else "tiny")
-    w.add_block_count(L)
-    w.add_embedding_length(h)
-    w.add_feed_forward_length(ff)
-    w.add_head_count(H)
-    w.add_head_count_kv(kv)
-    w.add_context_length(4096)
-    w.add_key_length(hd)
-    w.add_value_length(hd)
-    w.add_file_type(15)
-    if moe:
-        w.add_expert_count(E)
-        w.add_expert_used_count(2)
-        w.add_expert_feed_forward_length(mi)
-    total = 0
-
-    def add(name, shape, t):
-        nonlocal total
-        block, size = GGML_QUANT_SIZES[t]
-        nbytes = int(np.prod(shape)) // block * size
-        total += nbytes
-        if t == T.F32:
-            w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float32))
-        elif t == T.F16:
-            w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float16))
-        else:
-            raw = list(shape[::-1])
-            raw[-1] = shape[0] // block * size
-            w.add_tensor(name, np.zeros(raw, dtype=np.uint8), raw_dtype=t)
-
-    add("token_embd.weight", (h, V), T.Q4_K)
-    add("output_norm.weight", (h,), T.F32)
-    add("output.weight", (h, V), T.Q6_K)
-    for i in range(L):
-        add(f"blk.{i}.attn_norm.weight", (h,), T.F32)
-        add(f"blk.{i}.attn_q.weight", (h, H * hd), T.Q4_K)
-        add(f"blk.{i}.attn_k.weight", (h, kv * hd), T.Q4_K)
-        add(f"blk.{i}.attn_v.weight", (h, kv * hd), T.Q6_K)
-        add(f"blk.{i}.attn_output.weight", (H * hd, h), T.F16)
-        add(f"blk.{i}.ffn_norm.weight", (h,), T.F32)
-        if moe:
-            add(f"blk.{i}.ffn_gate_inp.weight", (h, E), T.F32)
-            add(f"blk.{i}.ffn_gate_exps.weight", (h, mi, E), T.Q4_K)
-            add(f"blk.{i}.ffn_up_exps.weight", (h, mi, E), T.Q4_K)
-            add(f"blk.{i}.ffn_down_exps.weight", (mi, h, E), T.Q8_0)
-        else:
-            add(f"blk.{i}.ffn_gate.weight", (h, ff), T.Q4_K)
-            add(f"blk.{i}.ffn_up.weight", (h, ff), T.Q5_K)
-            add(f"blk.{i}.ffn_down.weight", (ff, h), T.Q8_0)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return total
-
-
 @pytest.mark.parametrize("moe", [False, True], ids=["dense", "moe"])
-def test_gguf_exact_bytes(tmp_path, cat, moe):
+def test_gguf_exact_bytes(tmp_path, cat, moe, write_gguf):
     path = tmp_path / ("moe.gguf" if moe else "dense.gguf")
-    total = _build_gguf(path, moe)
+    total = write_gguf(path, moe)
     im = import_model(str(path))
     assert im.kind == "gguf" and im.weight_bytes == total
     m, q = im.model, im.quant
@@ -280,9 +217,9 @@ def test_gguf_exact_bytes(tmp_path, cat, moe):
     assert cfg.quant == q and cfg.runtime.key == "llama.cpp"
 
 
-def test_gguf_bad_files_fail_fast(tmp_path, capsys):
+def test_gguf_bad_files_fail_fast(tmp_path, capsys, write_gguf):
     good = tmp_path / "good.gguf"
-    _build_gguf(good)
+    write_gguf(good)
     data = good.read_bytes()
     cases = {
         "truncated.gguf": (data[: len(data) // 2], "truncated"),
@@ -320,7 +257,7 @@ def test_model_flag_takes_a_path(tmp_path, monkeypatch, capsys, cat):
     assert ds.quant.key == "fp8"  # the checkpoint's own format
 
 
-def test_import_model_cli_and_save(tmp_path, monkeypatch, capsys):
+def test_import_model_cli_and_save(tmp_path, monkeypatch, capsys, write_gguf):
     data = tmp_path / "data"
     monkeypatch.setenv("ADVISOR_DATA_DIR", str(data))
     data.mkdir()
@@ -341,7 +278,7 @@ def test_import_model_cli_and_save(tmp_path, monkeypatch, capsys):
     assert not user.issues and user.model_named("my gemma").sliding_layers == 21
     # a GGUF file's mix is saved as a format beside the model
     g = tmp_path / "tiny.gguf"
-    _build_gguf(g, moe=True)
+    write_gguf(g, moe=True)
     im, path = save_imported_model(user, import_model(str(g)), folder=data)
     again = load_catalog(CATALOG_DIR, data)
     assert not again.issues and again.quants[im.quant.key].bits_per_weight == im.quant.bits_per_weight

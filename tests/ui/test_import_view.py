@@ -19,57 +19,6 @@ from advisor import api
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
 
-def write_gguf(path: Path) -> int:
-    """A small dense llama GGUF with mixed tensor types (the `gguf` package's writer); returns the
-    sum of its tensors' bytes."""
-    import gguf
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as T
-
-    w = gguf.GGUFWriter(str(path), "llama")
-    h, L, V, ff, H, kv, hd = 512, 2, 16384, 1024, 8, 2, 64
-    w.add_name("tiny-dropped")
-    w.add_block_count(L)
-    w.add_embedding_length(h)
-    w.add_feed_forward_length(ff)
-    w.add_head_count(H)
-    w.add_head_count_kv(kv)
-    w.add_context_length(4096)
-    w.add_key_length(hd)
-    w.add_value_length(hd)
-    w.add_file_type(15)
-    total = 0
-
-    def add(name, shape, t):
-        nonlocal total
-        block, size = GGML_QUANT_SIZES[t]
-        total += int(np.prod(shape)) // block * size
-        if t == T.F32:
-            w.add_tensor(name, np.zeros(shape[::-1], dtype=np.float32))
-        else:
-            raw = list(shape[::-1])
-            raw[-1] = shape[0] // block * size
-            w.add_tensor(name, np.zeros(raw, dtype=np.uint8), raw_dtype=t)
-
-    add("token_embd.weight", (h, V), T.Q4_K)
-    add("output_norm.weight", (h,), T.F32)
-    add("output.weight", (h, V), T.Q6_K)
-    for i in range(L):
-        add(f"blk.{i}.attn_norm.weight", (h,), T.F32)
-        add(f"blk.{i}.attn_q.weight", (h, H * hd), T.Q4_K)
-        add(f"blk.{i}.attn_k.weight", (h, kv * hd), T.Q4_K)
-        add(f"blk.{i}.attn_v.weight", (h, kv * hd), T.Q6_K)
-        add(f"blk.{i}.attn_output.weight", (H * hd, h), T.Q4_K)
-        add(f"blk.{i}.ffn_norm.weight", (h,), T.F32)
-        add(f"blk.{i}.ffn_gate.weight", (h, ff), T.Q4_K)
-        add(f"blk.{i}.ffn_up.weight", (h, ff), T.Q5_K)
-        add(f"blk.{i}.ffn_down.weight", (ff, h), T.Q8_0)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return total
-
-
 def drop(window, paths) -> bool:
     """Drag ``paths`` over the window and drop them, as a file manager would; True if accepted."""
     mime = QMimeData()
@@ -119,10 +68,10 @@ def test_import_config_json_joins_the_picker_and_recomputes(window, tmp_path):
     assert s.cfg.model.key == "llama-3.1-8b" and "my-finetune" in picker_keys(window)
 
 
-def test_drop_a_gguf_file_imports_its_own_weight_mix(window, tmp_path):
+def test_drop_a_gguf_file_imports_its_own_weight_mix(window, tmp_path, write_gguf):
     s = window.session
     path = tmp_path / "tiny.gguf"
-    total = write_gguf(path)
+    total = write_gguf(path, name="tiny-dropped")
     assert drop(window, [path])
     cfg = s.cfg
     assert cfg.model.name == "tiny-dropped" and cfg.model.layers == 2
@@ -154,13 +103,13 @@ def test_drop_a_folder_and_a_safetensors_index(window, tmp_path):
     ("zero.json", json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
                               "num_hidden_layers": 0, "num_attention_heads": 32, "vocab_size": 32000}), "layers"),
 ])
-def test_a_bad_file_leaves_the_window_usable_and_the_model_as_it_was(window, tmp_path, name, content, words):
+def test_a_bad_file_leaves_the_window_usable_and_the_model_as_it_was(window, tmp_path, name, content, words, write_gguf):
     s = window.session
     s.set_inputs(model="qwen3 8b")
     before_cfg, before_pred = s.cfg, s.prediction
     path = tmp_path / name
     if content == "half":  # a real GGUF cut in the middle of its tensor infos
-        write_gguf(path)
+        write_gguf(path, name="tiny-dropped")
         path.write_bytes(path.read_bytes()[:600])
     else:
         path.write_text(content)
@@ -232,11 +181,11 @@ def test_imports_survive_a_catalog_reload(window):
     assert key in s.cat.models and s.cfg.model.key == key
 
 
-def test_a_sizing_of_an_imported_model_opens_in_a_fresh_window(make_window, tmp_path):
+def test_a_sizing_of_an_imported_model_opens_in_a_fresh_window(make_window, tmp_path, write_gguf):
     w1 = make_window(restore=False)
     gguf = tmp_path / "models" / "tiny.gguf"
     gguf.parent.mkdir()
-    write_gguf(gguf)
+    write_gguf(gguf, name="tiny-dropped")
     assert drop(w1, [gguf])
     w1.session.set_inputs(batch=3)
     sizing = tmp_path / "tiny.yaml"
@@ -321,10 +270,10 @@ def test_file_menu_import_model_runs_the_dialog(window, monkeypatch):
     assert s.cfg.hardware.key == "h100-sxm5-80gb" and s.cfg.runtime.key == "vllm" and s.cfg.quant.key == "mxfp4"
 
 
-def test_choosing_an_imported_gguf_again_brings_back_its_own_mix(window, tmp_path):
+def test_choosing_an_imported_gguf_again_brings_back_its_own_mix(window, tmp_path, write_gguf):
     s = window.session
     path = tmp_path / "tiny.gguf"
-    write_gguf(path)
+    write_gguf(path, name="tiny-dropped")
     assert drop(window, [path])
     key, mix = s.cfg.model.key, s.cfg.quant.key
     assert s.cfg.quant.kind == "gguf" and mix != "q4_k_m"
