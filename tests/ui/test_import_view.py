@@ -8,7 +8,6 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
