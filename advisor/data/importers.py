@@ -735,7 +735,6 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
     # tensors: element counts and bytes by group
     groups = {"non_expert": [0, 0.0], "expert": [0, 0.0], "embedding": [0, 0.0], "head": [0, 0.0]}
     types: dict[str, int] = {}
-    expert_shape: list[int] | None = None
     for t in reader.tensors:
         n = int(t.n_elements)
         nbytes = float(t.n_bytes)
@@ -771,7 +770,6 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
         head_dim = hidden // heads
         notes.append(f"no {arch}.attention.key_length: head_dim = hidden/heads = {head_dim}")
     vocab = first(a("vocab_size")) or meta.get("tokenizer.ggml.tokens")
-    tok = reader.get_tensor(0) if False else None  # noqa: F841 - tensors' data is never read
     emb = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
     if emb is not None:
         vocab = int(emb.shape[-1]) if int(emb.shape[0]) == hidden else int(emb.shape[0])

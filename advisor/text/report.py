@@ -34,7 +34,7 @@ from advisor.text.verdicts import candidate_verdict, reason_text
 
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
-    from advisor.plan.recommend import Candidate, Recommendation, Requirements
+    from advisor.plan.recommend import Recommendation, Requirements
 
 #: rows of the recommendation table and of the rejected alternatives
 TOP_N = 5
