@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from advisor.data import specs
+from advisor.data.eras import at_date
 from advisor.data.errors import AdvisorError
 from advisor.data.names import NameIndex
 from advisor.data.names import tokens as names_tokens
@@ -375,7 +376,12 @@ class Catalog:
         return self.resolve("kv_dtypes", name)
 
     def runtime_named(self, name: str) -> specs.Runtime:
-        return self.resolve("runtimes", name)
+        """A runtime by name; ``name@DATE`` (llama.cpp@2024-06) is that engine as of a build date,
+        between its calibrated eras (`advisor.data.eras`)."""
+        base, at, when = name.partition("@")
+        if not at:
+            return self.resolve("runtimes", name)
+        return at_date(self.runtimes.values(), self.resolve("runtimes", base), when)
 
 
 #: how the command line asks for another memory size; the app passes its own words to `memory_assumption`

@@ -313,10 +313,19 @@ class Runtime:
     compute_dtype: tuple[tuple[str, str], ...] = _f("map", choices=COMPUTE_DTYPES)
     #: An old build kept for comparing with measurements of its time; never recommended.
     historic: bool = _f("bool")
+    #: The date (YYYY-MM-DD) of the builds its calibration rows were measured on: runtimes of one
+    #: format family with an era form an ordered axis, and `name@DATE` interpolates between them
+    #: (`advisor.data.eras`); ``era_source`` says where the date comes from.
+    era: str = _f("str")
+    era_source: str = _f("str")
     #: Where it runs what, by hardware family: rules of the support matrix (`Support`)
     support: tuple[Support, ...] = field(default=(), metadata={"kind": "support"})
     notes: str = _f("str")
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
+    #: Set by `name@DATE`: the build date asked for, and the runtimes of the family's eras
+    #: (oldest first) whose profiles are interpolated at it. Not read from YAML.
+    at_date: str = field(default="", compare=False, metadata={"kind": "internal"})
+    eras: tuple["Runtime", ...] = field(default=(), compare=False, repr=False, metadata={"kind": "internal"})
 
     @property
     def format_family(self) -> str:

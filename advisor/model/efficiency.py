@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from advisor.model.devices import tier
+from advisor.data.eras import weights as era_weights
 from advisor.data.specs import Hardware, Profile, Runtime
 
 #: Band for an uncalibrated runtime: wide, because nothing measured backs it. `advisor calibrate`
@@ -28,6 +29,8 @@ UNCALIBRATED_PREFILL_BAND = (0.4, 1.82)
 #: The fitted rates, in the order the calibration solves for them.
 RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "prefill_compute_fraction",
                "attention_compute_fraction", "allreduce_latency_us")
+#: The rates that set decode speed: blended between build eras (prefill follows the era's kernels).
+DECODE_RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us")
 BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high")
 
 
@@ -148,7 +151,10 @@ def select_profile(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
 
 
 def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware) -> Efficiency:
-    """The efficiencies a prediction for ``runtime`` on ``hw`` uses (see `select_profile`)."""
+    """The efficiencies a prediction for ``runtime`` on ``hw`` uses (see `select_profile`); for a
+    runtime asked for at a build date (`name@DATE`), the blend of its eras around that date."""
+    if runtime.at_date:
+        return _at_date(profiles, runtime, hw)
     found = select_profile(profiles, runtime, hw)
     if found is None:
         return Efficiency.of_runtime(runtime)
@@ -156,3 +162,19 @@ def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
     if level.startswith("sibling"):
         return Efficiency.of_profile(p, runtime, level, SIBLING_BAND_WIDENING["decode"], SIBLING_BAND_WIDENING["prefill"])
     return Efficiency.of_profile(p, runtime, level)
+
+
+def _at_date(profiles, runtime: Runtime, hw: Hardware) -> Efficiency:
+    """A runtime at a build date (`advisor.data.eras`): the nearest era's prefill efficiency (its
+    kernels are the ones run), the decode efficiencies of the eras around the date blended
+    linearly in time, the decode band wide enough to hold both."""
+    parts = [(efficiency_for(profiles, replace(era, at_date=""), hw), w) for era, w in era_weights(runtime)]
+    near = max(parts, key=lambda part: part[1])[0]
+    if len(parts) == 1:
+        return replace(near, basis=f"{near.basis} (the build era nearest {runtime.at_date})")
+    (a, wa), (b, wb) = parts
+    decode = {f: wa * getattr(a, f) + wb * getattr(b, f) for f in DECODE_RATE_FIELDS}
+    return replace(near, **decode, decode_low=min(a.decode_low, b.decode_low),
+                   decode_high=max(a.decode_high, b.decode_high),
+                   basis=f"decode {wa:.0%} {a.basis} + {wb:.0%} {b.basis}, prefill {near.basis} "
+                         f"(builds of {runtime.at_date})")

@@ -1,0 +1,71 @@
+"""Runtime builds as an ordered axis: `llama.cpp@2024-06` between the calibrated eras.
+
+An engine's efficiency changes build by build (llama.cpp's prompt processing doubled between late
+2023 and 2025). The catalog keeps one runtime per calibrated era (`llama.cpp-2023`, `llama.cpp`),
+each with the date of the builds its rows were measured on (`Runtime.era`). Asked for a date,
+the prediction runs the kernels of the era nearest in time (their compute path: llama.cpp's
+prompt processing moved from dequantise + cuBLAS to int8 MMQ between its eras) with its prefill
+efficiency, and the decode efficiencies (bandwidth fraction, fixed costs) of the two eras around
+the date blended linearly in time (assumed smooth: nothing was measured in between), with a band
+that holds both. Before the oldest era or after the newest, that era as it is.
+Build numbers are not dates: the catalog has no build → date table, so `@b4000` asks for a date.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from datetime import date
+
+from advisor.data.errors import AdvisorError
+
+_DATE = re.compile(r"^(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?$")
+
+
+def parse_date(text: str) -> date:
+    """``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD`` (a year or month means its first day)."""
+    t = text.strip()
+    m = _DATE.match(t)
+    if not m:
+        if re.match(r"^b?\d{3,6}$", t, re.I):
+            raise AdvisorError(f"a build number ({t}) cannot be placed in time here: the catalog has no build → "
+                               "date table; give the build's date instead, e.g. @2024-06")
+        raise AdvisorError(f"{t!r} is not a date: use YYYY, YYYY-MM or YYYY-MM-DD, e.g. @2024-06")
+    y, mo, d = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    try:
+        return date(y, mo, d)
+    except ValueError:
+        raise AdvisorError(f"{t!r} is not a valid date") from None
+
+
+def at_date(runtimes, rt, when: str):
+    """``rt`` as of the date ``when``: a copy that carries the date and its family's eras."""
+    d = parse_date(when)
+    family = sorted((r for r in runtimes if r.era and r.format_family == rt.format_family),
+                    key=lambda r: parse_date(r.era))
+    if not family:
+        raise AdvisorError(f"{rt.name} has no dated builds in the catalog: no build date can be chosen")
+    newest = family[-1]
+    if d > date.today():
+        raise AdvisorError(f"{d.isoformat()} is in the future")
+    dated = dataclasses.replace(newest, at_date=d.isoformat(), eras=tuple(family))
+    # the engine as built then: the nearest era's kernels (llama.cpp's prompt path changed from
+    # dequantise + cuBLAS to int8 MMQ between its eras), its decode costs blended in time
+    near = max(weights(dated), key=lambda pair: pair[1])[0]
+    return dataclasses.replace(near, name=f"{rt.name.split(' (')[0]} @{d.isoformat()}", at_date=d.isoformat(),
+                               eras=tuple(family), historic=False)
+
+
+def weights(rt) -> list[tuple[object, float]]:
+    """The eras a dated runtime blends, with their weights (summing to 1)."""
+    d = parse_date(rt.at_date)
+    eras = list(rt.eras)
+    dates = [parse_date(r.era) for r in eras]
+    if d <= dates[0]:
+        return [(eras[0], 1.0)]
+    if d >= dates[-1]:
+        return [(eras[-1], 1.0)]
+    i = max(k for k in range(len(dates)) if dates[k] <= d)
+    span = (dates[i + 1] - dates[i]).days
+    w = (d - dates[i]).days / span
+    return [(eras[i], 1.0 - w), (eras[i + 1], w)]

@@ -1,0 +1,73 @@
+"""Runtime builds as an ordered axis (advisor.data.eras): `llama.cpp@DATE` between the calibrated eras."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from advisor.data.eras import parse_date
+from advisor.data.errors import AdvisorError
+from advisor.model.config import configure
+from advisor.model.predict import predict
+
+ARGS = dict(hardware="rtx 4090", model="llama 2 7b", quant="q4_0", prompt=512)
+
+
+def at(cat, runtime):
+    return predict(cat, configure(cat, runtime=runtime, **ARGS))
+
+
+def test_dates_parse_and_bad_ones_say_why():
+    assert parse_date("2024").isoformat() == "2024-01-01"
+    assert parse_date("2024-06").isoformat() == "2024-06-01"
+    assert parse_date("2024-06-15").isoformat() == "2024-06-15"
+    with pytest.raises(AdvisorError, match="build number"):
+        parse_date("b4000")
+    with pytest.raises(AdvisorError, match="not a valid date"):
+        parse_date("2024-13")
+    with pytest.raises(AdvisorError, match="not a date"):
+        parse_date("last spring")
+
+
+def test_the_ends_are_the_eras_themselves(cat):
+    old, new = at(cat, "llama.cpp-2023"), at(cat, "llama.cpp")
+    before, after = at(cat, "llama.cpp@2023-01"), at(cat, "llama.cpp@2026-01")
+    assert before.decode_tok_s == pytest.approx(old.decode_tok_s) and before.prefill_tok_s == pytest.approx(old.prefill_tok_s)
+    assert after.decode_tok_s == pytest.approx(new.decode_tok_s) and after.prefill_tok_s == pytest.approx(new.prefill_tok_s)
+    assert "@2026-01-01" in after.runtime
+
+
+def test_decode_drifts_smoothly_between_the_eras(cat):
+    old, new = at(cat, "llama.cpp-2023").decode_tok_s, at(cat, "llama.cpp").decode_tok_s
+    dates = ["2023-12", "2024-03", "2024-06", "2024-09", "2024-12", "2025-03", "2025-06", "2025-09"]
+    speeds = np.array([at(cat, f"llama.cpp@{d}").decode_tok_s for d in dates])
+    lo, hi = min(old, new), max(old, new)
+    assert np.all((speeds >= lo * (1 - 1e-9)) & (speeds <= hi * (1 + 1e-9)))
+    steps = np.diff(speeds) * np.sign(new - old)
+    assert np.all(steps >= -1e-9)          # monotone from the old era to the new
+
+
+def test_midway_band_holds_both_eras(cat):
+    old, new, mid = at(cat, "llama.cpp-2023"), at(cat, "llama.cpp"), at(cat, "llama.cpp@2024-11")
+    assert mid.decode_low_tok_s <= mid.decode_tok_s <= mid.decode_high_tok_s
+    assert "builds of 2024-11-01" in mid.efficiency_basis
+    # the blended band is at least as wide, relative to its speed, as either era's
+    width = lambda p: (p.decode_high_tok_s - p.decode_low_tok_s) / p.decode_tok_s
+    assert width(mid) >= min(width(old), width(new)) - 1e-9
+
+
+def test_a_future_date_and_an_undated_engine_are_refused(cat):
+    with pytest.raises(AdvisorError, match="future"):
+        configure(cat, runtime="llama.cpp@2099-01", **ARGS)
+    with pytest.raises(AdvisorError, match="no dated builds"):
+        configure(cat, hardware="H100 SXM", model="llama 3.1 8b", runtime="vllm@2025-01")
+
+
+def test_cli():
+    ok = subprocess.run([sys.executable, "-m", "advisor.cli.main", "predict", "--hardware", "rtx 4090", "--model",
+                         "llama 2 7b", "--runtime", "llama.cpp@2024-06"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "@2024-06-01" in ok.stdout and "builds of 2024-06-01" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "advisor.cli.main", "predict", "--hardware", "rtx 4090", "--model",
+                          "llama 2 7b", "--runtime", "llama.cpp@b4000"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
