@@ -73,7 +73,8 @@ class Pools:
     request_rate_rps: np.ndarray
     running_batch: np.ndarray       # per decode instance
     prefill_utilisation: np.ndarray
-    saturated: np.ndarray           # decode pool full (closed: clients queue; open: unstable)
+    saturated: np.ndarray           # demand not met: decode pool full (closed: clients queue), or open
+                                    # loop: more prompts than the prefill pool serves (unstable)
     bound: np.ndarray               # prefill | decode-capacity | none
 
 
@@ -90,7 +91,7 @@ def solve_pools(costs: PoolCosts, load: Load, prefill_instances, decode_instance
     steps = _StepTable(costs.step_s, shape)
 
     # as in `serving.solve`: arrivals at random moments (Poisson, or clients that think) queue for
-    # a prompt slot (M/D/1 per prefill instance); clients with no think time come back as their
+    # a prompt slot (one M/D/p queue); clients with no think time come back as their
     # own request ends, so prompts rarely meet, but the prefill pool still caps the request rate
     random_arrivals = load.kind == "open" or load.think_s > 0
 
