@@ -19,6 +19,14 @@ NEW_HARDWARE = {
     "rtx-2070-super": ["RTX 2070 Super", "RTX 2070 SUPER", "2070 Super"],
     "titan-rtx": ["Titan RTX", "NVIDIA TITAN RTX"],
     "titan-v": ["Titan V", "NVIDIA TITAN V"],
+    # issue 16, second NVIDIA batch (GeForce / Titan)
+    "gtx-1080": ["GTX 1080", "1080", "NVIDIA GeForce GTX 1080", "GTX 1080 8GB"],
+    "gtx-1070-ti": ["GTX 1070 Ti", "1070 Ti", "GeForce GTX 1070 Ti"],
+    "gtx-1060-6gb": ["GTX 1060", "GTX 1060 6GB", "NVIDIA GeForce GTX 1060 6GB"],
+    "gtx-1650": ["GTX 1650", "NVIDIA GeForce GTX 1650", "GTX 1650 4GB"],
+    "titan-xp": ["Titan Xp", "NVIDIA TITAN Xp"],
+    "titan-x-pascal": ["Titan X Pascal", "NVIDIA TITAN X (Pascal)", "TITAN X (Pascal)"],
+    "rtx-2060-super": ["RTX 2060 Super", "RTX 2060 SUPER", "2060 Super", "NVIDIA GeForce RTX 2060 SUPER"],
     # NVIDIA datacenter, "Tesla" prefix included
     "p4-8gb": ["Tesla P4", "P4", "NVIDIA Tesla P4"],
     "p100-pcie-12gb": ["Tesla P100 12GB", "P100 12GB", "Tesla P100-PCIE-12GB"],
@@ -74,6 +82,11 @@ EXISTING = {
     "L40": "l40-48gb",
     "L4": "l4-24gb",
     "Jetson AGX Orin": "jetson-agx-orin-64gb",
+    # names next to the second NVIDIA batch: the plain name stays the card it was
+    "GTX 1080 Ti": "gtx-1080-ti",
+    "GTX 1070": "gtx-1070",
+    "RTX 2060": "rtx-2060",
+    "2060": "rtx-2060",
 }
 
 CASES = [(q, k) for k, names in NEW_HARDWARE.items() for q in names] + list(EXISTING.items())
@@ -126,6 +139,12 @@ def test_worked_figures(cat):
     assert hw["h20-96gb"].fp16_dense_tflops == 148 and hw["h20-96gb"].interconnect_gb_s == 900
     assert hw["k80-per-gpu"].memory_gib == 12  # one of the board's two GPUs, as nvidia-smi shows it
     assert hw["a800-sxm4-80gb"].interconnect_gb_s == 400 < hw["a100-sxm4-80gb"].interconnect_gb_s
+    # second NVIDIA batch: Pascal FP32 = cores x 2 x boost, DP4A INT8 = 4 x FP32; Turing 512 FLOP/clk/SM
+    assert hw["gtx-1080"].fp32_tflops == pytest.approx(2560 * 2 * 1.733 / 1000, abs=0.01)  # 8.87
+    assert hw["gtx-1080"].int8_dense_tops == pytest.approx(4 * 2560 * 2 * 1.733 / 1000, abs=0.05)  # 35.5
+    assert hw["titan-xp"].fp16_dense_tflops == pytest.approx(hw["titan-xp"].fp32_tflops / 64, abs=0.01)
+    assert hw["rtx-2060-super"].fp16_dense_tflops == pytest.approx(34 * 1.65 * 512 / 1000, abs=0.05)  # 28.7
+    assert hw["gtx-1650"].fp16_dense_tflops == pytest.approx(2 * hw["gtx-1650"].fp32_tflops, abs=0.02)  # no tensor cores
 
 
 @pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20"])
