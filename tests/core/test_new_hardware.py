@@ -56,6 +56,20 @@ NEW_HARDWARE = {
     "radeon-pro-w7700": ["Radeon Pro W7700", "W7700"],
     "radeon-pro-w6800": ["Radeon Pro W6800", "W6800"],
     "mi50-16gb": ["MI50 16GB", "Radeon Instinct MI50 16GB"],
+    "rx-6750-xt": ["RX 6750 XT", "AMD Radeon RX 6750 XT", "6750xt"],
+    "rx-6650-xt": ["RX 6650 XT", "6650 XT"],
+    "rx-6950-xt": ["RX 6950 XT", "Radeon RX 6950 XT"],
+    "rx-vega-64": ["RX Vega 64", "Radeon RX Vega 64", "Vega 64"],
+    "rx-vega-56": ["RX Vega 56", "Vega 56"],
+    "rx-5600-xt": ["RX 5600 XT", "5600 XT"],
+    "rx-5500-xt-8gb": ["RX 5500 XT", "RX 5500 XT 8GB"],
+    "rx-9060-xt-8gb": ["RX 9060 XT 8GB", "9060 XT 8GB"],
+    "rx-7650-gre": ["RX 7650 GRE", "7650 GRE"],
+    "radeon-pro-w7600": ["Radeon Pro W7600", "W7600"],
+    "radeon-pro-w7500": ["Radeon Pro W7500", "W7500"],
+    "radeon-pro-w6600": ["Radeon Pro W6600", "W6600"],
+    "radeon-pro-vii": ["Radeon Pro VII", "AMD Radeon Pro VII"],
+    "mi25": ["MI25", "Radeon Instinct MI25", "Instinct MI25"],
     # Intel
     "arc-a310": ["Arc A310", "Intel Arc A310", "A310"],
     "arc-a380": ["Arc A380", "Intel Arc A380", "A380"],
@@ -82,6 +96,12 @@ EXISTING = {
     "L40": "l40-48gb",
     "L4": "l4-24gb",
     "Jetson AGX Orin": "jetson-agx-orin-64gb",
+    # names near the AMD/Intel additions keep their entries
+    "RX 6700 XT": "rx-6700-xt",
+    "RX 6900 XT": "rx-6900-xt",
+    "RX 9060 XT": "rx-9060-xt-16gb",
+    "Radeon VII": "radeon-vii",
+    "MI250": "mi250",
     # names next to the second NVIDIA batch: the plain name stays the card it was
     "GTX 1080 Ti": "gtx-1080-ti",
     "GTX 1070": "gtx-1070",
@@ -134,6 +154,11 @@ def test_worked_figures(cat):
     assert hw["l20-48gb"].fp16_dense_tflops == pytest.approx(92 * 2.52 * 512 / 1000, abs=0.05)  # 118.7
     assert hw["rx-7700-xt"].fp16_dense_tflops == pytest.approx(54 * 2.544 * 512 / 1000, abs=0.05)  # 70.3
     assert hw["arc-a380"].int8_dense_tops == pytest.approx(8 * 4096 * 2.0 / 1000, abs=0.05)  # 65.5
+    assert hw["rx-6750-xt"].fp32_tflops == pytest.approx(40 * 64 * 2 * 2.600 / 1000, abs=0.01)  # 13.31, single-issue
+    assert hw["rx-vega-64"].fp16_dense_tflops == pytest.approx(2 * 64 * 64 * 2 * 1.546 / 1000, abs=0.01)  # packed FP16
+    assert hw["radeon-pro-w7600"].fp16_dense_tflops == pytest.approx(32 * 2.44 * 512 / 1000, abs=0.05)  # 40.0 WMMA
+    assert hw["rx-9060-xt-8gb"].fp16_dense_tflops == hw["rx-9060-xt-16gb"].fp16_dense_tflops  # same Navi 44 config
+    assert hw["mi25"].bandwidth_gb_s == 484  # AMD's figure, not TechPowerUp's 436.2
     assert hw["jetson-orin-nano-8gb"].int8_dense_tops == pytest.approx(20, abs=0.6)  # datasheet 20 dense
     assert hw["jetson-orin-nano-super"].int8_dense_tops == pytest.approx(67 / 2, abs=0.2)  # 67 sparse
     assert hw["h20-96gb"].fp16_dense_tflops == 148 and hw["h20-96gb"].interconnect_gb_s == 900
@@ -147,7 +172,7 @@ def test_worked_figures(cat):
     assert hw["gtx-1650"].fp16_dense_tflops == pytest.approx(2 * hw["gtx-1650"].fp32_tflops, abs=0.02)  # no tensor cores
 
 
-@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20"])
+@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64"])
 def test_predict_runs_on_each_new_family(capsys, hardware):
     # new family keys (nvidia-kepler, nvidia-maxwell, amd-gcn4, amd-rdna1) have no calibrated
     # profile: the prediction borrows a vendor/runtime profile and still runs
