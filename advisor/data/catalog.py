@@ -66,7 +66,7 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
     if value is None:
         if meta.get("required"):
             raise EntryError(name, "is required")
-        return None if kind not in ("strlist", "numlist", "map", "str", "bool", "support") else _empty(kind)
+        return None if kind not in ("strlist", "numlist", "map", "str", "bool", "support", "builds") else _empty(kind)
     if kind in ("num", "int"):
         if isinstance(value, bool):
             raise EntryError(name, f"must be a number, got {value!r}")
@@ -128,6 +128,10 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             raise EntryError(name, "must be a list of rules (vendor, families, reason, source)")
         return tuple(_build(specs.Support, v, prefix=f"{name}[{i}].") for i, v in enumerate(value))
+    if kind == "builds":
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise EntryError(name, "must be a list of builds (build, date, source)")
+        return tuple(_build(specs.Build, v, prefix=f"{name}[{i}].") for i, v in enumerate(value))
     if kind == "price":
         if not isinstance(value, dict):
             raise EntryError(name, "must be a mapping")
@@ -136,7 +140,7 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
 
 
 def _empty(kind: str) -> Any:
-    return {"strlist": (), "numlist": (), "map": (), "str": "", "bool": False, "support": ()}[kind]
+    return {"strlist": (), "numlist": (), "map": (), "str": "", "bool": False, "support": (), "builds": ()}[kind]
 
 
 #: Field names of earlier versions, still read from user files: old name → current name.

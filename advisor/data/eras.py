@@ -8,7 +8,10 @@ prompt processing moved from dequantise + cuBLAS to int8 MMQ between its eras) w
 efficiency, and the decode efficiencies (bandwidth fraction, fixed costs) of the two eras around
 the date blended linearly in time (assumed smooth: nothing was measured in between), with a band
 that holds both. Before the oldest era or after the newest, that era as it is.
-Build numbers are not dates: the catalog has no build → date table, so `@b4000` asks for a date.
+A build number (`@b4000`) is placed in time by the runtime's table of numbered builds, each with
+the date a downstream project moved to it (so the build existed by then), interpolated linearly
+in the build number between the two around it: llama.cpp numbers its releases by commits on
+master, which come at a steady enough pace for a few days' error between neighbours.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from datetime import date
 from advisor.data.errors import AdvisorError
 
 _DATE = re.compile(r"^(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?$")
+_BUILD = re.compile(r"^b?(\d{1,7})$", re.I)
 
 
 def parse_date(text: str) -> date:
@@ -27,10 +31,8 @@ def parse_date(text: str) -> date:
     t = text.strip()
     m = _DATE.match(t)
     if not m:
-        if re.match(r"^b?\d{3,6}$", t, re.I):
-            raise AdvisorError(f"a build number ({t}) cannot be placed in time here: the catalog has no build → "
-                               "date table; give the build's date instead, e.g. @2024-06")
-        raise AdvisorError(f"{t!r} is not a date: use YYYY, YYYY-MM or YYYY-MM-DD, e.g. @2024-06")
+        raise AdvisorError(f"{t!r} is neither a date nor a build: use YYYY, YYYY-MM or YYYY-MM-DD (@2024-06) "
+                           "or a build number (@b4000)")
     y, mo, d = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
     try:
         return date(y, mo, d)
@@ -38,13 +40,46 @@ def parse_date(text: str) -> date:
         raise AdvisorError(f"{t!r} is not a valid date") from None
 
 
+def build_date(builds, number: int) -> tuple[date, str]:
+    """The date build ``number`` had been released by, from the table ``builds``, and how it is
+    known: ``"~"`` interpolated between two numbered builds, ``"by"`` at or before the first one,
+    ``"after"`` at or after the newest one (then the nearest end's date)."""
+    table = sorted(builds, key=lambda b: b.build)
+    if not table:
+        raise AdvisorError("no numbered builds in the catalog: give the build's date instead, e.g. @2024-06")
+    numbers = [b.build for b in table]
+    dates = [parse_date(b.date) for b in table]
+    if number <= numbers[0]:
+        return dates[0], "by"
+    if number >= numbers[-1]:
+        return dates[-1], "after"
+    i = max(k for k in range(len(numbers)) if numbers[k] <= number)
+    w = (number - numbers[i]) / (numbers[i + 1] - numbers[i])
+    return date.fromordinal(round(dates[i].toordinal() + w * (dates[i + 1] - dates[i]).days)), "~"
+
+
+def _when(family, text: str) -> tuple[date, str]:
+    """The date ``text`` asks for and how the name shows it: a date as it is, a build number
+    (``b4000``) placed in time by the family's table of numbered builds."""
+    t = text.strip()
+    m = _BUILD.match(t)
+    if m and t[:1] in "bB":
+        d, how = build_date([b for r in family for b in r.builds], int(m.group(1)))
+        return d, f"b{int(m.group(1))} ({how}{' ' if how != '~' else ''}{d.isoformat()})"
+    if m and not 1900 <= int(m.group(1)) <= 2199:
+        raise AdvisorError(f"{t!r} is not a year: write b{t} for a build number")
+    d = parse_date(t)
+    return d, d.isoformat()
+
+
 def at_date(runtimes, rt, when: str):
-    """``rt`` as of the date ``when``: a copy that carries the date and its family's eras."""
-    d = parse_date(when)
+    """``rt`` as of the date ``when`` (or build ``when``): a copy that carries the date and its
+    family's eras."""
     family = sorted((r for r in runtimes if r.era and r.format_family == rt.format_family),
                     key=lambda r: parse_date(r.era))
     if not family:
         raise AdvisorError(f"{rt.name} has no dated builds in the catalog: no build date can be chosen")
+    d, shown = _when(family, when)
     newest = family[-1]
     if d > date.today():
         raise AdvisorError(f"{d.isoformat()} is in the future")
@@ -52,7 +87,7 @@ def at_date(runtimes, rt, when: str):
     # the engine as built then: the nearest era's kernels (llama.cpp's prompt path changed from
     # dequantise + cuBLAS to int8 MMQ between its eras), its decode costs blended in time
     near = max(weights(dated), key=lambda pair: pair[1])[0]
-    return dataclasses.replace(near, name=f"{rt.name.split(' (')[0]} @{d.isoformat()}", at_date=d.isoformat(),
+    return dataclasses.replace(near, name=f"{rt.name.split(' (')[0]} @{shown}", at_date=d.isoformat(),
                                eras=tuple(family), historic=False)
 
 

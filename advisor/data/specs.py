@@ -257,6 +257,15 @@ class Support:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Build:
+    """A numbered build of a runtime and a date by which it had been released (`name@b4000`)."""
+
+    build: int = _f("int", True, min=1, max=10_000_000)
+    date: str = _f("str", True)
+    source: str = _f("str", True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Runtime:
     """An inference engine and its memory behaviour and default efficiencies.
 
@@ -318,6 +327,9 @@ class Runtime:
     #: (`advisor.data.eras`); ``era_source`` says where the date comes from.
     era: str = _f("str")
     era_source: str = _f("str")
+    #: Numbered builds with the date each had been released by, increasing: `name@b4000` is placed
+    #: in time between the two around it (`advisor.data.eras.build_date`).
+    builds: tuple[Build, ...] = field(default=(), metadata={"kind": "builds"})
     #: Where it runs what, by hardware family: rules of the support matrix (`Support`)
     support: tuple[Support, ...] = field(default=(), metadata={"kind": "support"})
     notes: str = _f("str")

@@ -6,7 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-from advisor.data.eras import parse_date
+from datetime import date
+
+from advisor.data.eras import build_date, parse_date
 from advisor.data.errors import AdvisorError
 from advisor.model.config import configure
 from advisor.model.predict import predict
@@ -23,10 +25,10 @@ def test_dates_parse_and_bad_ones_say_why():
     assert parse_date("2024-06").isoformat() == "2024-06-01"
     assert parse_date("2024-06-15").isoformat() == "2024-06-15"
     with pytest.raises(AdvisorError, match="build number"):
-        parse_date("b4000")
+        parse_date("b4000")  # a build is placed by the runtime's table, not read as a date
     with pytest.raises(AdvisorError, match="not a valid date"):
         parse_date("2024-13")
-    with pytest.raises(AdvisorError, match="not a date"):
+    with pytest.raises(AdvisorError, match="neither a date nor a build"):
         parse_date("last spring")
 
 
@@ -69,5 +71,39 @@ def test_cli():
                          "llama 2 7b", "--runtime", "llama.cpp@2024-06"], capture_output=True, text=True)
     assert ok.returncode == 0 and "@2024-06-01" in ok.stdout and "builds of 2024-06-01" in ok.stdout
     bad = subprocess.run([sys.executable, "-m", "advisor.cli.main", "predict", "--hardware", "rtx 4090", "--model",
-                          "llama 2 7b", "--runtime", "llama.cpp@b4000"], capture_output=True, text=True)
+                          "llama 2 7b", "--runtime", "llama.cpp@4000"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert "write b4000 for a build" in bad.stderr
+
+
+def test_the_build_table_is_ordered_and_sourced(cat):
+    builds = cat.runtime_named("llama.cpp").builds
+    assert len(builds) >= 20
+    assert [b.build for b in builds] == sorted({b.build for b in builds})
+    dates = [parse_date(b.date) for b in builds]
+    assert dates == sorted(dates)  # a later build was never released earlier
+    assert all(b.source for b in builds)
+
+
+def test_a_build_number_is_placed_between_its_neighbours(cat):
+    builds = cat.runtime_named("llama.cpp").builds
+    # builds the table does not hold, against public dated bumps to them (janhq/cortex.llamacpp
+    # pulls #277 and #424: the latest release on those days)
+    for number, known in [(3998, date(2024, 10, 31)), (4872, date(2025, 3, 11))]:
+        assert number not in {b.build for b in builds}
+        d, how = build_date(builds, number)
+        assert how == "~" and abs((d - known).days) <= 7
+    first, last = builds[0], builds[-1]
+    assert build_date(builds, first.build - 500) == (parse_date(first.date), "by")
+    assert build_date(builds, last.build + 500) == (parse_date(last.date), "after")
+
+
+def test_a_build_runs_as_its_date(cat):
+    by_build = at(cat, "llama.cpp@b4000")
+    d, _ = build_date(cat.runtime_named("llama.cpp").builds, 4000)
+    by_date = at(cat, f"llama.cpp@{d.isoformat()}")
+    assert by_build.decode_tok_s == pytest.approx(by_date.decode_tok_s)
+    assert f"@b4000 (~{d.isoformat()})" in by_build.runtime
+    ok = subprocess.run([sys.executable, "-m", "advisor.cli.main", "predict", "--hardware", "rtx 4090", "--model",
+                         "llama 2 7b", "--runtime", "llama.cpp@b4000"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "@b4000 (~2024-1" in ok.stdout
