@@ -113,7 +113,7 @@ class Serving:
     running_batch: Any
     queue: Any                 # requests waiting for a slot (closed loop: clients; open loop: inf when unstable)
     capacity: Any              # running sequences at most: min(KV capacity, max sequences)
-    bound: Any                 # compute | memory-bandwidth | kv-capacity | max-seqs | queue
+    bound: Any                 # compute | memory-bandwidth | kv-capacity | max-seqs | prefill-budget | queue
     saturated: Any
 
 
@@ -139,6 +139,11 @@ class _StepTable:
         i = np.minimum(np.log2(bb).astype(np.intp), STEP_GRID.size - 2)
         j = self.row0 + i
         return (self.start[j] + self.slope[j] * (bb - np.exp2(i))).reshape(self.shape)
+
+
+#: The prompt budget's utilisation at which the batch stops growing (`solve`): the M/D/1 wait for the
+#: budget is 24 prompt services there, and the clients beyond wait in the queue instead.
+PROMPT_BUDGET_UTIL_MAX = 0.98
 
 
 def bisect_rising(f, hi):
@@ -183,15 +188,30 @@ def solve(costs: StepCosts, load: Load) -> Serving:
             return service, np.zeros_like(service)
         # the share of time the server spends on prompts (their chunks' steps), as the utilisation
         # of an M/D/1 queue for the prompt budget, plus half a step for arriving mid-step
-        util = np.clip(X * P * (tau_p + t_dec / budget), 0.0, 0.999)
+        util = np.clip(X * P * (tau_p + t_dec / budget), 0.0, PROMPT_BUDGET_UTIL_MAX)
         wait = service * util / (2.0 * (1.0 - util)) + 0.5 * tau
         return service, wait
 
     b_hi = np.broadcast_to(np.maximum(cap, 1.0), shape).astype(float)
+    kv_or_seqs = b_hi
     if load.kind == "offline":
         b = b_hi
         saturated = np.ones(shape, bool)
     else:
+        # The prompts must fit in what the steps leave of their token budget: past a utilisation
+        # near 1 their wait grows without bound, so the budget, not the KV cache, caps the batch
+        # (long prompts, short answers). The utilisation rises with b (more requests finish per
+        # second while each step leaves fewer tokens for prompts): bisect for the cap.
+        def prompt_util(b):
+            t_dec = step_table.at(b)
+            X = b / (D * step(b, t_dec))
+            return X * P * (tau_p + t_dec / np.maximum(K - b, 1.0))
+
+        u_max = PROMPT_BUDGET_UTIL_MAX if random_arrivals else 1.0
+        over = prompt_util(b_hi) > u_max
+        if np.any(over):
+            b_hi = np.where(over, bisect_rising(lambda b: prompt_util(b) - u_max, b_hi), b_hi)
+
         # the demand gap rises with b: bisect for where it closes
         def demand_gap(b):
             t_dec = step_table.at(b)
@@ -231,7 +251,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     full_chunk_step = t_dec + np.maximum(K - b, 0.0) * tau_p
     itl_p90 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P90, np.maximum(full_chunk_step, tau), tau)
     e2e = ttft + D * tau
-    limit = np.where(kv_cap <= S, "kv-capacity", "max-seqs")
+    limit = np.where(b_hi < kv_or_seqs * (1 - 1e-9), "prefill-budget", np.where(kv_cap <= S, "kv-capacity", "max-seqs"))
     busy = np.where(t_comp + P * tau_p * X * tau > t_mem, "compute", "memory-bandwidth")
     bound = np.where(saturated, np.where(load.kind == "open", "queue", limit), busy)
     return Serving(

@@ -58,6 +58,7 @@ def reason_text(r: Reason) -> str:
 
 def _limit(bound: str) -> str:
     return {"kv-capacity": "the KV cache is full", "max-seqs": "the max-sequences setting is reached",
+            "prefill-budget": "the prompts use up the steps' token budget",
             "queue": "arrivals outpace service", "compute": "compute-bound",
             "memory-bandwidth": "memory-bandwidth-bound", "memory": "memory-bandwidth-bound"}.get(bound, bound)
 
@@ -68,6 +69,9 @@ def _serving_why(d: dict) -> str:
         what = "the KV cache holds" if d["bound"] == "kv-capacity" else "the max-sequences setting allows"
         queue = f"; {num(d['queue'])} queue" if d.get("queue") and d["queue"] > 0 else ""
         return f"{what} {num(d['capacity'])} running sequences{queue}"
+    if d["bound"] == "prefill-budget":
+        queue = f"; {num(d['queue'])} queue" if d.get("queue") and d["queue"] > 0 else ""
+        return f"the prompts use up the steps' token budget at {num(d['running'])} running sequences{queue}"
     if d["bound"] == "queue":
         return "arrivals outpace service: the queue grows without bound"
     return f"prompt processing is {_limit(d['bound'])} with {num(d['running'])} sequences running"
