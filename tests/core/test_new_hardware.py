@@ -27,6 +27,14 @@ NEW_HARDWARE = {
     "titan-xp": ["Titan Xp", "NVIDIA TITAN Xp"],
     "titan-x-pascal": ["Titan X Pascal", "NVIDIA TITAN X (Pascal)", "TITAN X (Pascal)"],
     "rtx-2060-super": ["RTX 2060 Super", "RTX 2060 SUPER", "2060 Super", "NVIDIA GeForce RTX 2060 SUPER"],
+    "rtx-3060-laptop": ["RTX 3060 Laptop", "NVIDIA GeForce RTX 3060 Laptop GPU", "3060 Laptop", "RTX 3060 Mobile"],
+    "rtx-3070-laptop": ["RTX 3070 Laptop", "NVIDIA GeForce RTX 3070 Laptop GPU"],
+    "rtx-3080-laptop-16gb": ["RTX 3080 Laptop", "RTX 3080 Laptop 16GB", "NVIDIA GeForce RTX 3080 Laptop GPU"],
+    "rtx-5060": ["RTX 5060", "5060", "GeForce RTX 5060", "RTX 5060 8GB"],
+    "rtx-5050": ["RTX 5050", "NVIDIA GeForce RTX 5050"],
+    "rtx-5060-laptop": ["RTX 5060 Laptop", "NVIDIA GeForce RTX 5060 Laptop GPU"],
+    "rtx-5070-laptop": ["RTX 5070 Laptop", "NVIDIA GeForce RTX 5070 Laptop GPU"],
+    "rtx-5070-ti-laptop": ["RTX 5070 Ti Laptop", "NVIDIA GeForce RTX 5070 Ti Laptop GPU"],
     # NVIDIA datacenter, "Tesla" prefix included
     "p4-8gb": ["Tesla P4", "P4", "NVIDIA Tesla P4"],
     "p100-pcie-12gb": ["Tesla P100 12GB", "P100 12GB", "Tesla P100-PCIE-12GB"],
@@ -107,6 +115,13 @@ EXISTING = {
     "GTX 1070": "gtx-1070",
     "RTX 2060": "rtx-2060",
     "2060": "rtx-2060",
+    "RTX 3060": "rtx-3060-12gb",
+    "RTX 3070": "rtx-3070",
+    "RTX 3080": "rtx-3080",
+    "RTX 3080 Ti Laptop": "rtx-3080-ti-laptop",
+    "RTX 5060 Ti 8GB": "rtx-5060-ti-8gb",
+    "RTX 5070": "rtx-5070",
+    "RTX 5070 Ti": "rtx-5070-ti",
 }
 
 CASES = [(q, k) for k, names in NEW_HARDWARE.items() for q in names] + list(EXISTING.items())
@@ -170,6 +185,11 @@ def test_worked_figures(cat):
     assert hw["titan-xp"].fp16_dense_tflops == pytest.approx(hw["titan-xp"].fp32_tflops / 64, abs=0.01)
     assert hw["rtx-2060-super"].fp16_dense_tflops == pytest.approx(34 * 1.65 * 512 / 1000, abs=0.05)  # 28.7
     assert hw["gtx-1650"].fp16_dense_tflops == pytest.approx(2 * hw["gtx-1650"].fp32_tflops, abs=0.02)  # no tensor cores
+    assert hw["rtx-3080-laptop-16gb"].fp16_dense_tflops == pytest.approx(48 * 1.71 * 512 / 1000, abs=0.05)  # 42.0
+    # RTX 5060 / 5050: the derived dense FP4 is NVIDIA's sparse 'AI TOPS' halved (614, 421)
+    assert hw["rtx-5060"].fp4_dense_tflops == pytest.approx(614 / 2, rel=0.01)
+    assert hw["rtx-5050"].fp4_dense_tflops == pytest.approx(421 / 2, rel=0.01)
+    assert hw["rtx-5060-laptop"].bandwidth_gb_s == 384 < hw["rtx-5060"].bandwidth_gb_s
 
 
 @pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64"])
