@@ -78,6 +78,8 @@ NEW_HARDWARE = {
     "radeon-pro-w6600": ["Radeon Pro W6600", "W6600"],
     "radeon-pro-vii": ["Radeon Pro VII", "AMD Radeon Pro VII"],
     "mi25": ["MI25", "Radeon Instinct MI25", "Instinct MI25"],
+    "ryzen-7-7840u": ["Radeon 780M", "AMD Radeon 780M Graphics", "Ryzen 7 7840U", "780M"],
+    "ryzen-ai-9-hx-370": ["Radeon 890M", "Ryzen AI 9 HX 370", "HX 370"],
     # Intel
     "arc-a310": ["Arc A310", "Intel Arc A310", "A310"],
     "arc-a380": ["Arc A380", "Intel Arc A380", "A380"],
@@ -110,6 +112,8 @@ EXISTING = {
     "RX 9060 XT": "rx-9060-xt-16gb",
     "Radeon VII": "radeon-vii",
     "MI250": "mi250",
+    "Strix Halo": "ryzen-ai-max-plus-395",
+    "Radeon 8060S": "ryzen-ai-max-plus-395",
     # names next to the second NVIDIA batch: the plain name stays the card it was
     "GTX 1080 Ti": "gtx-1080-ti",
     "GTX 1070": "gtx-1070",
@@ -174,6 +178,11 @@ def test_worked_figures(cat):
     assert hw["radeon-pro-w7600"].fp16_dense_tflops == pytest.approx(32 * 2.44 * 512 / 1000, abs=0.05)  # 40.0 WMMA
     assert hw["rx-9060-xt-8gb"].fp16_dense_tflops == hw["rx-9060-xt-16gb"].fp16_dense_tflops  # same Navi 44 config
     assert hw["mi25"].bandwidth_gb_s == 484  # AMD's figure, not TechPowerUp's 436.2
+    # APUs: 128-bit LPDDR5X-7500 = 120 GB/s; RDNA3 / 3.5 WMMA at CU x clock x 512
+    assert hw["ryzen-7-7840u"].bandwidth_gb_s == pytest.approx(128 * 7.5 / 8)
+    assert hw["ryzen-7-7840u"].fp16_dense_tflops == pytest.approx(12 * 2.7 * 512 / 1000, abs=0.01)
+    assert hw["ryzen-ai-9-hx-370"].fp16_dense_tflops == pytest.approx(16 * 2.9 * 512 / 1000, abs=0.01)
+    assert hw["ryzen-ai-9-hx-370"].unified_memory and hw["ryzen-7-7840u"].unified_memory
     assert hw["jetson-orin-nano-8gb"].int8_dense_tops == pytest.approx(20, abs=0.6)  # datasheet 20 dense
     assert hw["jetson-orin-nano-super"].int8_dense_tops == pytest.approx(67 / 2, abs=0.2)  # 67 sparse
     assert hw["h20-96gb"].fp16_dense_tflops == 148 and hw["h20-96gb"].interconnect_gb_s == 900
@@ -192,7 +201,7 @@ def test_worked_figures(cat):
     assert hw["rtx-5060-laptop"].bandwidth_gb_s == 384 < hw["rtx-5060"].bandwidth_gb_s
 
 
-@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64"])
+@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M"])
 def test_predict_runs_on_each_new_family(capsys, hardware):
     # new family keys (nvidia-kepler, nvidia-maxwell, amd-gcn4, amd-rdna1) have no calibrated
     # profile: the prediction borrows a vendor/runtime profile and still runs
