@@ -316,3 +316,17 @@ def test_70b_fp8_on_two_h100_serves_50_users_with_long_prompts_under_a_second():
     assert rep.fits and not rep.saturated
     assert rep.ttft_ms < 1000
     assert rep.capacity >= 50 and rep.queue == 0
+
+
+def test_long_prompts_fill_the_step_budget_before_the_kv_cache():
+    """8k prompts, 64-token answers, 2k-token steps: the prompts need more of each step than the
+    running batch leaves, so the batch stops below the KV cache's capacity and the rest queue."""
+    costs = synthetic_costs(kv=400, tau_p=5e-5, chunk=2048, max_seqs=1024, base=0.02, per_seq=3e-4)
+    s = analytic(costs, Load(kind="closed", concurrency=500, think_s=2.0, prompt_tokens=8000, output_tokens=64))
+    assert s["saturated"] and s["bound"] == "prefill-budget"
+    assert s["running_batch"] < 400
+    # prompts take 0.4 s of compute each: the server cannot start much more than 2.5 a second
+    assert s["request_rate_rps"] * 8000 * 5e-5 < 1.0
+    # the same load with short prompts is held by the KV cache instead
+    short = analytic(costs, Load(kind="closed", concurrency=2000, think_s=2.0, prompt_tokens=50, output_tokens=64))
+    assert short["bound"] == "kv-capacity" and short["running_batch"] == 400
