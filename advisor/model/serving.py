@@ -376,7 +376,11 @@ def serve(cat, cfg, load: Load) -> ServeReport:
         bound, saturated = "kv-capacity", True
         notes.append("does not fit: after the weights there is no room for one sequence's KV cache of "
                      f"{load.prompt_tokens + load.output_tokens:,} tokens")
-    if saturated and fits and load.kind == "closed":
+    if saturated and fits and load.kind == "closed" and bound == "prefill-budget":
+        notes.append(f"saturated: the prompts use up what each step leaves of its token budget at "
+                     f"{v['running_batch']:.0f} running sequences (the KV cache and max-seqs allow "
+                     f"{v['capacity']:.0f}); {v['queue']:.0f} of {load.concurrency:g} clients wait in the queue")
+    elif saturated and fits and load.kind == "closed":
         notes.append(f"saturated: {v['capacity']:.0f} sequences run at once ({bound}); "
                      f"{v['queue']:.0f} of {load.concurrency:g} clients wait in the queue")
     if saturated and fits and load.kind == "open":
