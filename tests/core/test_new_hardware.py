@@ -51,6 +51,15 @@ NEW_HARDWARE = {
     # NVIDIA workstation
     "rtx-a400": ["RTX A400", "A400"],
     "rtx-a1000": ["RTX A1000", "A1000"],
+    # issue 16, second NVIDIA batch (workstation)
+    "rtx-a2000-6gb": ["RTX A2000", "A2000", "NVIDIA RTX A2000", "RTX A2000 6GB"],
+    "rtx-a5500": ["RTX A5500", "A5500", "NVIDIA RTX A5500"],
+    "quadro-rtx-4000": ["Quadro RTX 4000", "NVIDIA Quadro RTX 4000"],
+    "quadro-rtx-5000": ["Quadro RTX 5000", "NVIDIA Quadro RTX 5000"],
+    "quadro-p6000": ["Quadro P6000", "P6000"],
+    "quadro-gv100": ["Quadro GV100", "GV100"],
+    "rtx-pro-2000-blackwell": ["RTX PRO 2000", "RTX PRO 2000 Blackwell", "NVIDIA RTX PRO 2000 Blackwell"],
+    "rtx-5000-ada-laptop": ["RTX 5000 Ada Laptop", "NVIDIA RTX 5000 Ada Generation Laptop GPU"],
     # AMD
     "rx-6700-xt": ["RX 6700 XT", "AMD Radeon RX 6700 XT", "6700xt"],
     "rx-6600": ["RX 6600", "Radeon RX 6600"],
@@ -126,6 +135,10 @@ EXISTING = {
     "RTX 5060 Ti 8GB": "rtx-5060-ti-8gb",
     "RTX 5070": "rtx-5070",
     "RTX 5070 Ti": "rtx-5070-ti",
+    "RTX A2000 12GB": "rtx-a2000-12gb",
+    "A2000 12GB": "rtx-a2000-12gb",
+    "RTX 5000 Ada": "rtx-5000-ada",
+    "RTX PRO 4000": "rtx-pro-4000-blackwell",
 }
 
 CASES = [(q, k) for k, names in NEW_HARDWARE.items() for q in names] + list(EXISTING.items())
@@ -199,6 +212,12 @@ def test_worked_figures(cat):
     assert hw["rtx-5060"].fp4_dense_tflops == pytest.approx(614 / 2, rel=0.01)
     assert hw["rtx-5050"].fp4_dense_tflops == pytest.approx(421 / 2, rel=0.01)
     assert hw["rtx-5060-laptop"].bandwidth_gb_s == 384 < hw["rtx-5060"].bandwidth_gb_s
+    # NVIDIA's Turing Quadro tensor figures are SM x boost x 1024 (full rate, no sparsity)
+    assert hw["quadro-rtx-4000"].fp16_dense_tflops == pytest.approx(36 * 1.545 * 1024 / 1000, abs=0.05)  # 57.0
+    assert hw["quadro-rtx-5000"].fp16_dense_tflops == pytest.approx(48 * 1.815 * 1024 / 1000, abs=0.05)  # 89.2
+    assert hw["quadro-rtx-5000"].tdp_w == 265 and hw["quadro-rtx-5000"].interconnect_gb_s == 50  # board power
+    assert hw["rtx-a2000-6gb"].fp16_dense_tflops == hw["rtx-a2000-12gb"].fp16_dense_tflops  # same GA106 config
+    assert hw["rtx-5000-ada-laptop"].int8_dense_tops == pytest.approx(1360 / 4, rel=0.01)  # INT4 1.36 POPS sparse
 
 
 @pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M"])
