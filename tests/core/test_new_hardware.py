@@ -92,6 +92,13 @@ NEW_HARDWARE = {
     # Intel
     "arc-a310": ["Arc A310", "Intel Arc A310", "A310"],
     "arc-a380": ["Arc A380", "Intel Arc A380", "A380"],
+    "arc-a770-8gb": ["Arc A770 8GB", "A770 8GB", "Intel Arc A770 8GB"],
+    "arc-a580": ["Arc A580", "Intel Arc A580", "A580"],
+    "arc-pro-a60": ["Arc Pro A60", "Intel Arc Pro A60", "Pro A60"],
+    "flex-170": ["Flex 170", "Intel Data Center GPU Flex 170"],
+    "max-1100": ["Max 1100", "Intel Data Center GPU Max 1100", "Intel(R) Data Center GPU Max 1100"],
+    "max-1550": ["Max 1550", "Intel Data Center GPU Max 1550", "PVC", "Ponte Vecchio"],
+    "arc-140v": ["Arc 140V", "Intel Arc 140V GPU", "Lunar Lake", "Arc 140V 16GB"],
     # Jetson
     "jetson-orin-nano-8gb": ["Jetson Orin Nano", "Orin Nano", "Jetson Orin Nano 8GB"],
     "jetson-orin-nano-super": ["Jetson Orin Nano Super", "Orin Nano Super"],
@@ -123,6 +130,11 @@ EXISTING = {
     "MI250": "mi250",
     "Strix Halo": "ryzen-ai-max-plus-395",
     "Radeon 8060S": "ryzen-ai-max-plus-395",
+    "A770": "arc-a770-16gb",  # the Limited Edition; "A770 8GB" names the partners' 8 GB card
+    "Arc A770": "arc-a770-16gb",
+    "A770 16GB": "arc-a770-16gb",
+    "M3 Max": "apple-m3-max-40c",  # "Max 1100" / "Max 1550" must not take Apple's Max chips
+    "M4 Max": "apple-m4-max-40c",
     # names next to the second NVIDIA batch: the plain name stays the card it was
     "GTX 1080 Ti": "gtx-1080-ti",
     "GTX 1070": "gtx-1070",
@@ -196,6 +208,15 @@ def test_worked_figures(cat):
     assert hw["ryzen-7-7840u"].fp16_dense_tflops == pytest.approx(12 * 2.7 * 512 / 1000, abs=0.01)
     assert hw["ryzen-ai-9-hx-370"].fp16_dense_tflops == pytest.approx(16 * 2.9 * 512 / 1000, abs=0.01)
     assert hw["ryzen-ai-9-hx-370"].unified_memory and hw["ryzen-7-7840u"].unified_memory
+    # Intel: Alchemist XMX 2048 FP16 ops/clk per Xe-core, Xe-HPC 4096, Xe2 2048 (the B580's rate)
+    assert hw["arc-a580"].fp16_dense_tflops == pytest.approx(24 * 2048 * 1.7 / 1000, abs=0.05)  # 83.6
+    assert hw["arc-a770-8gb"].bandwidth_gb_s == 512 < hw["arc-a770-16gb"].bandwidth_gb_s  # 16 vs 17.5 Gbps
+    assert hw["arc-a770-8gb"].fp16_dense_tflops == hw["arc-a770-16gb"].fp16_dense_tflops  # same GPU
+    assert hw["max-1550"].fp16_dense_tflops == pytest.approx(128 * 4096 * 1.6 / 1000, abs=0.05)  # 838.9
+    assert hw["max-1550"].fp32_tflops == pytest.approx(128 * 256 * 1.6 / 1000, abs=0.05)  # Intel's 52
+    assert hw["max-1100"].int8_dense_tops == pytest.approx(56 * 8192 * 1.55 / 1000, abs=0.05)  # 711.0
+    assert hw["arc-140v"].int8_dense_tops == pytest.approx(67, abs=0.5)  # the 67 GPU TOPS quoted for Lunar Lake
+    assert hw["arc-140v"].memory_options_gib == (16, 32)
     assert hw["jetson-orin-nano-8gb"].int8_dense_tops == pytest.approx(20, abs=0.6)  # datasheet 20 dense
     assert hw["jetson-orin-nano-super"].int8_dense_tops == pytest.approx(67 / 2, abs=0.2)  # 67 sparse
     assert hw["h20-96gb"].fp16_dense_tflops == 148 and hw["h20-96gb"].interconnect_gb_s == 900
@@ -220,7 +241,7 @@ def test_worked_figures(cat):
     assert hw["rtx-5000-ada-laptop"].int8_dense_tops == pytest.approx(1360 / 4, rel=0.01)  # INT4 1.36 POPS sparse
 
 
-@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M"])
+@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M", "Max 1550", "Max 1100", "Arc 140V", "A770 8GB"])
 def test_predict_runs_on_each_new_family(capsys, hardware):
     # new family keys (nvidia-kepler, nvidia-maxwell, amd-gcn4, amd-rdna1) have no calibrated
     # profile: the prediction borrows a vendor/runtime profile and still runs
