@@ -48,6 +48,12 @@ NEW_HARDWARE = {
     "a800-pcie-40gb": ["A800 40GB", "A800 PCIe 40GB"],
     "h20-96gb": ["H20", "NVIDIA H20", "HGX H20"],
     "l20-48gb": ["L20", "NVIDIA L20"],
+    # issue 16, second NVIDIA batch (datacenter; GH200 = its GPU side)
+    "v100-pcie-16gb": ["V100 PCIe 16GB", "Tesla V100-PCIE-16GB", "NVIDIA Tesla V100-PCIE-16GB"],
+    "v100s-pcie-32gb": ["V100S", "Tesla V100S", "Tesla V100S PCIe 32GB", "V100S 32GB"],
+    "h800-pcie-80gb": ["H800 PCIe", "NVIDIA H800 PCIe", "H800 PCIe 80GB"],
+    "gh200-96gb": ["GH200", "NVIDIA GH200", "GH200 96GB"],
+    "gh200-144gb": ["GH200 144GB", "NVIDIA GH200 144GB HBM3e", "GH200 HBM3e"],
     # NVIDIA workstation
     "rtx-a400": ["RTX A400", "A400"],
     "rtx-a1000": ["RTX A1000", "A1000"],
@@ -104,6 +110,8 @@ NEW_HARDWARE = {
     "jetson-orin-nano-super": ["Jetson Orin Nano Super", "Orin Nano Super"],
     "jetson-orin-nx-16gb": ["Jetson Orin NX", "Jetson Orin NX 16GB", "Orin NX 16GB"],
     "jetson-orin-nx-8gb": ["Jetson Orin NX 8GB", "Orin NX 8GB"],
+    "jetson-agx-orin-32gb": ["Jetson AGX Orin 32GB", "AGX Orin 32GB", "NVIDIA Jetson AGX Orin 32GB"],
+    "jetson-agx-xavier-32gb": ["Jetson AGX Xavier", "Jetson AGX Xavier 32GB", "AGX Xavier"],
 }
 
 #: Names from the issue that were already in the catalog: they must still go where they went.
@@ -151,6 +159,15 @@ EXISTING = {
     "A2000 12GB": "rtx-a2000-12gb",
     "RTX 5000 Ada": "rtx-5000-ada",
     "RTX PRO 4000": "rtx-pro-4000-blackwell",
+    # the V100 names keep resolving where they did before the 16 GB PCIe and V100S entries
+    "V100": "v100-sxm2-32gb",
+    "Tesla V100": "v100-sxm2-32gb",
+    "V100 16GB": "v100-sxm2-16gb",
+    "V100 PCIe": "v100-pcie-32gb",
+    "V100 PCIe 32GB": "v100-pcie-32gb",
+    "H800": "h800-sxm5-80gb",
+    "H200": "h200-sxm-141gb",
+    "Jetson AGX Orin 64GB": "jetson-agx-orin-64gb",
 }
 
 CASES = [(q, k) for k, names in NEW_HARDWARE.items() for q in names] + list(EXISTING.items())
@@ -239,9 +256,19 @@ def test_worked_figures(cat):
     assert hw["quadro-rtx-5000"].tdp_w == 265 and hw["quadro-rtx-5000"].interconnect_gb_s == 50  # board power
     assert hw["rtx-a2000-6gb"].fp16_dense_tflops == hw["rtx-a2000-12gb"].fp16_dense_tflops  # same GA106 config
     assert hw["rtx-5000-ada-laptop"].int8_dense_tops == pytest.approx(1360 / 4, rel=0.01)  # INT4 1.36 POPS sparse
+    assert hw["v100s-pcie-32gb"].bandwidth_gb_s == pytest.approx(4096 * 2 * 1.107 / 8, abs=1)  # 1134
+    assert hw["v100-pcie-16gb"].fp16_dense_tflops == hw["v100-pcie-32gb"].fp16_dense_tflops == 112
+    # GH200: the GPU side only (HBM), H100 SXM5 dense tensor rates (sparse datasheet figures halved)
+    assert hw["gh200-96gb"].fp8_dense_tflops == pytest.approx(3958 / 2, abs=0.5)
+    assert (hw["gh200-96gb"].memory_gib, hw["gh200-144gb"].memory_gib) == (96, 144)
+    assert hw["gh200-144gb"].bandwidth_gb_s > hw["gh200-96gb"].bandwidth_gb_s
+    # Jetson: GPU-only, AGX Orin per-SM rate 4096 dense INT8 ops/clk; Volta 128 FLOP/clk per tensor core
+    assert hw["jetson-agx-orin-32gb"].int8_dense_tops == pytest.approx(14 * 0.93 * 4096 / 1000, abs=0.05)  # 53.3
+    assert hw["jetson-agx-xavier-32gb"].fp16_dense_tflops == pytest.approx(64 * 128 * 1.377 / 1000, abs=0.05)  # 11.3
 
 
-@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M", "Max 1550", "Max 1100", "Arc 140V", "A770 8GB"])
+@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M", "Max 1550", "Max 1100", "Arc 140V", "A770 8GB",
+                                      "GTX 1080", "RTX 3080 Laptop", "RTX 5070 Ti Laptop", "RTX 5060", "GH200", "Jetson AGX Xavier", "Quadro GV100"])
 def test_predict_runs_on_each_new_family(capsys, hardware):
     # new family keys (nvidia-kepler, nvidia-maxwell, amd-gcn4, amd-rdna1) have no calibrated
     # profile: the prediction borrows a vendor/runtime profile and still runs
