@@ -293,6 +293,10 @@ class Runtime:
     memory_fraction_of: str = _f("str", default="total", choices=("total", "free"))
     #: Latency of one all-reduce between GPUs, microseconds (tensor parallel adds two per layer).
     allreduce_latency_us: float = _f("num", default=10.0, min=0, max=10_000)
+    #: True: a tensor-parallel exchange costs one latency per GPU taking part, not one (each split
+    #: product is launched on every GPU in turn and the main GPU waits on each, as llama.cpp's
+    #: 2023 row split did)
+    allreduce_per_device: bool = _f("bool")
     reserve_gb: float = _f("num", True, min=0, max=64)
     overhead_gb: float = _f("num", True, min=0, max=64)
     workspace_tokens: int = _f("int", True, min=1, max=1_000_000)

@@ -121,7 +121,9 @@ def test_shipped_profiles_meet_the_stated_accuracy(cat):
     # 3.2 ms; its physical prior (hundreds of µs) keeps it at ~0.55 ms and leaves ~23 % in-sample
     assert by["ttft"].mdape <= 0.25
     for metric in ("decode", "prefill"):
-        assert 0.70 <= by[metric].coverage <= 0.90
+        # bands are sized from held-out errors (test_validation_holdout checks 80 ± 10 % there), so
+        # on the rows the profiles were fitted to they hold more, but not everything
+        assert 0.70 <= by[metric].coverage <= 0.95
         # and the calibrated model beats a plain 100 %-of-roofline estimate by far
         assert by[metric].mdape < by[metric].ceiling_mdape / 3
 
