@@ -23,7 +23,7 @@ HEADERS = ["group", "rows", "median |err|", "P90 |err|", "bias", "in band", "100
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from advisor.fit.validation import family_label, validate
+    from advisor.fit.validation import batch_label, family_label, validate
 
     cat = user_catalog()
     if args.holdout:
@@ -43,6 +43,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 "source": [s.as_dict() for s in report.by(metric, lambda c: c.source)],
                 "runtime": [s.as_dict() for s in report.by(metric, lambda c: c.runtime.key)],
                 "hardware_family": [s.as_dict() for s in report.by(metric, family_label)],
+                "batch": [s.as_dict() for s in report.by(metric, batch_label)],
             } for metric in ("decode", "prefill", "ttft", "e2e")},
             "worst": [{"line": c.case.row, "metric": c.case.metric, "hardware": c.case.hardware.name,
                        "model": c.case.model.name, "quant": c.case.quant.name, "runtime": c.case.runtime.key,
@@ -60,7 +61,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not any(c.case.metric == metric for c in report.checked):
             continue
         for title, key in (("source", lambda c: c.source), ("runtime", lambda c: c.runtime.key),
-                           ("hardware family", family_label)):
+                           ("hardware family", family_label), ("batch", batch_label)):
             rows = report.by(metric, key)
             if len(rows) > 1 or title == "runtime":
                 print(f"\n{metric} by {title}")
@@ -103,7 +104,8 @@ def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
             "seconds": round(report.seconds, 2),
             "metrics": [s.as_dict() for s in report.metrics()],
             "by": {m: {args.holdout: [s.as_dict() for s in report.per_unit(m)],
-                       "level": [s.as_dict() for s in report.per_level(m)]} for m in metrics},
+                       "level": [s.as_dict() for s in report.per_level(m)],
+                       "batch": [s.as_dict() for s in report.per_batch(m)]} for m in metrics},
             "worst": [{"line": c.case.row, "metric": c.case.metric, "hardware": c.case.hardware.name,
                        "model": c.case.model.name, "runtime": c.case.runtime.key, "gpus": c.case.gpus,
                        "measured": c.case.measured, "predicted": c.predicted, "low": c.low, "high": c.high,
@@ -121,6 +123,9 @@ def _validate_held_out(cat: Catalog, args: argparse.Namespace) -> int:
         print(table(HEADERS, _summary_rows(report.per_unit(m))))
         print(f"\n{m}, by the level of profile that predicted it (sibling = borrowed from another build, none = defaults)")
         print(table(HEADERS, _summary_rows(report.per_level(m))))
+        if len(report.per_batch(m)) > 1:
+            print(f"\n{m}, single sequence and batched")
+            print(table(HEADERS, _summary_rows(report.per_batch(m))))
     worst = _worst_held(report, args.worst)
     print("\nWorst left-out rows")
     print(table(["line", "metric", "hardware", "model", "runtime", "GPUs", "measured", "predicted", "band", "err",

@@ -26,6 +26,9 @@ from advisor.model.roofline import Workload
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 
 DEFAULT_DATA = CATALOG_DIR / "measured" / "calibration.csv"
+#: llama-batched-bench's S_TG: the aggregate generation speed of `batch` sequences, each generating
+#: output_len tokens after an input_len-token prompt
+BATCHED_DECODE_TEST = "tg_batched_tok_s"
 REQUIRED_COLUMNS = ("hardware", "model", "quant", "test", "value", "framework")
 METRICS = ("decode", "prefill", "ttft", "e2e")
 
@@ -225,7 +228,7 @@ def _metric(row: dict[str, str]) -> tuple[str, Workload] | str:
     output = _first_int(out_len) or 0
     if test == "prefill_tok_s":
         return "prefill", Workload(batch, prompt or 512, 0, 0)
-    if test == "decode_tok_s":
+    if test in ("decode_tok_s", BATCHED_DECODE_TEST):
         return "decode", Workload(batch, prompt, output or 128, 0)
     if test == "ttft_ms":
         return "ttft", Workload(batch, prompt or 1, max(output, 1), 0)
@@ -254,6 +257,10 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
         except ValueError:
             unmapped.append(Unmapped(line, text, f"value {row.get('value')!r} is not a number"))
             continue
+        if row.get("test", "").strip() == BATCHED_DECODE_TEST:
+            # the batch's aggregate generation speed; the model predicts each sequence's
+            value /= workload.batch
+            value_note = "; ".join(x for x in (value_note, f"aggregate ÷ batch {workload.batch}") if x)
         try:
             hw = _hardware(cat, row)
             model = _model(cat, row)

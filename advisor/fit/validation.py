@@ -128,6 +128,12 @@ def family_label(case: Case) -> str:
     return f"{case.hardware.vendor} {case.hardware.family}"
 
 
+def batch_label(case: Case) -> str:
+    """Single-sequence rows apart from batched ones (llama-batched-bench, batch-8 CI runs): the
+    issue's goals are stated for each."""
+    return "batch 1" if case.workload.batch == 1 else "batch > 1"
+
+
 @dataclass(frozen=True)
 class HoldoutReport:
     """Every mapped row predicted with its whole unit left out, and its band sized as calibrate
@@ -151,6 +157,9 @@ class HoldoutReport:
             if c.case.metric == metric:
                 groups[h.unit].append(c)
         return [self.summary(rows, label) for label, rows in sorted(groups.items())]
+
+    def per_batch(self, metric: str) -> list[Summary]:
+        return Report(self.checked, [], "").by(metric, batch_label)
 
     def per_level(self, metric: str) -> list[Summary]:
         groups: dict[str, list[Checked]] = defaultdict(list)

@@ -157,6 +157,21 @@ def test_validate_lists_rows_it_cannot_map(cat, tmp_path):
     assert any("unknown hardware" in r for r in reasons) and any("vibes" in r for r in reasons)
 
 
+def test_a_batched_bench_row_is_compared_per_sequence(cat, tmp_path):
+    """llama-batched-bench's S_TG is the aggregate of B sequences: it is compared with the model's
+    per-sequence decode at batch B after the stated prompt, and predicted within reach of batch 1's."""
+    f = tmp_path / "b.csv"
+    f.write_text(HEADER
+                 + "NVIDIA GeForce RTX 4090,,LLaMA 2 7B,6.74,Q4_0,tg_batched_tok_s,8,512,128,800,tokens/s,llama.cpp (CUDA),x,,,1,,mine.csv\n"
+                 + "NVIDIA GeForce RTX 4090,,LLaMA 2 7B,6.74,Q4_0,tg_batched_tok_s,1,512,128,150,tokens/s,llama.cpp (CUDA),x,,,1,,mine.csv\n")
+    eight, one = validate(cat, f).checked
+    assert (eight.case.metric, eight.case.workload.batch, eight.case.workload.prompt_tokens) == ("decode", 8, 512)
+    assert eight.case.measured == pytest.approx(100.0) and "aggregate" in eight.case.note
+    assert one.case.measured == pytest.approx(150.0)
+    # a batch of 8 reads the weights once: each sequence slows, the batch's total rises
+    assert eight.predicted < one.predicted < 8 * eight.predicted
+
+
 @pytest.mark.parametrize("text,message", [
     ("", "is empty"),
     ("a,b,c\n1,2,3\n", "lacks the column"),
