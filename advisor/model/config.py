@@ -84,8 +84,8 @@ def default_runtime_key(hw: Hardware) -> str:
     """The runtime people most often use on this hardware."""
     if hw.kind == "dataflow":
         return "dataflow"  # the vendors' own stacks: nothing else runs on these machines
-    if hw.kind == "datacenter" and hw.vendor in ("NVIDIA", "AMD"):
-        return "vllm"
+    if hw.kind == "datacenter" and hw.vendor in ("NVIDIA", "AMD", "Intel"):
+        return "vllm"  # Intel: Gaudi and the Data Center GPU Max/Flex serve through vLLM's HPU/XPU builds
     return "llama.cpp"
 
 

@@ -55,6 +55,7 @@ def test_generations_a_runtime_does_not_run_on(cat):
     ("v100", "vllm", "f16"),           # Volta: likewise
     ("a100 80gb sxm", "vllm", "bf16"),
     ("gaudi 3", "vllm", "bf16"),       # no llama.cpp backend for Gaudi
+    ("max 1550", "vllm", "bf16"),      # Intel's datacenter GPUs serve through vLLM (XPU)
 ])
 def test_defaults_by_capability(cat, hardware, runtime, quant):
     cfg = configure(cat, hardware=hardware, model="llama 3.1 8b")
