@@ -286,8 +286,10 @@ class Catalog:
         """The hardware ``name`` designates, in the memory size the name states ("M3 Max 64GB") or
         ``memory_gib`` (--memory-gb), else its default size; its ``assumed`` notes say what the name
         left open (the size of a chip that ships in several, the GPU-core bin of an Apple chip)."""
-        key, _, stated = self.index("hardware").match_sized(name)
+        key, how, stated = self.index("hardware").match_sized(name)
         hw = self.hardware[key]
+        if how == "exact" and stated is not None and stated not in memory_options(hw):
+            stated = None  # a size inside an exact alias that is not this memory ("NVIDIA GH200 480GB": CPU + GPU)
         if memory_gib is not None and stated is not None and memory_gib != stated:
             raise AdvisorError(f"{name!r} says {stated:g} GB but --memory-gb says {memory_gib:g}")
         size = memory_gib if memory_gib is not None else stated

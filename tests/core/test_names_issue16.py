@@ -34,6 +34,8 @@ from advisor.data.names import memory_sizes, strip_mac_product, tokens
     ("4060 Ti 16GB", "rtx-4060-ti-16gb", 16),
     ("RTX 2060 12GB", "rtx-2060-12gb", 12),
     ("RX 7600 XT", "rx-7600-xt", 16),
+    # nvidia-smi's name: the 480 GB is the module's CPU memory, not a size of this GPU
+    ("NVIDIA GH200 480GB", "gh200-96gb", 96),
 ])
 def test_every_issue_16_name_resolves_to_its_entry_and_size(cat, query, key, memory_gib):
     if key not in cat.hardware:
