@@ -100,6 +100,12 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     }
 
 
+def _case_inputs(c: Case, eff: Efficiency):
+    x = inputs_for(c.hardware, c.runtime, c.quant, c.kv, eff, c.gpus, c.runtime.parallelism, c.workload)
+    # the run's own prompt micro-batch where the source states it: each one re-reads the weights
+    return x.replace(workspace_tokens=float(c.ubatch_tokens)) if c.ubatch_tokens else x
+
+
 def evaluate_cases(cases: Sequence[Case], effs: Sequence[Efficiency]) -> dict[str, np.ndarray]:
     """Run the performance model on every case with its own efficiencies; arrays in case order:
     the kernel's results plus the terms the fit solves with (`_ideal_terms`)."""
@@ -109,8 +115,7 @@ def evaluate_cases(cases: Sequence[Case], effs: Sequence[Efficiency]) -> dict[st
     for i, c in enumerate(cases):
         by_model[c.model.key].append(i)
     for idx in by_model.values():
-        x = stack_inputs([inputs_for(cases[i].hardware, cases[i].runtime, cases[i].quant, cases[i].kv, effs[i],
-                                     cases[i].gpus, cases[i].runtime.parallelism, cases[i].workload) for i in idx])
+        x = stack_inputs([_case_inputs(cases[i], effs[i]) for i in idx])
         r = evaluate(geometry(cases[idx[0]].model), x)
         values = {name: getattr(r, name) for name in r.names()} | _ideal_terms(r, x)
         for key, v in values.items():

@@ -49,6 +49,9 @@ class Case:
     measured: float          # tokens/s for decode/prefill, ms for ttft/e2e
     source: str              # the file / source label
     note: str = ""
+    #: the prompt micro-batch the run used (llama.cpp -ub / n_ubatch), where the source states one;
+    #: None = the runtime's default (`Runtime.workspace_tokens`)
+    ubatch_tokens: int | None = None
 
     @property
     def device(self) -> str:
@@ -206,6 +209,16 @@ def _value(text: str) -> tuple[float, str]:
     return float(t.lstrip("~≈")), ""
 
 
+_UBATCH_RE = re.compile(r"(?:n_ubatch\s*=?\s*|-ub\s+)(\d{2,6})\b")
+
+
+def _ubatch(row: dict[str, str]) -> int | None:
+    """The micro-batch a row's run used, if its detail or note states exactly one (a note that
+    names another run's -ub as well says nothing certain about this one)."""
+    found = {int(v) for v in _UBATCH_RE.findall(f"{row.get('hardware_detail', '')} {row.get('note', '')}")}
+    return found.pop() if len(found) == 1 else None
+
+
 def _metric(row: dict[str, str]) -> tuple[str, Workload] | str:
     """The metric and workload of a row, or the reason it cannot be modelled."""
     test = row.get("test", "").strip()
@@ -270,6 +283,11 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
             unmapped.append(Unmapped(line, text, str(exc)))
             continue
         gpus = _first_int(row.get("n_gpus", "") or "1") or 1
+        if runtime.key == "llama.cpp-2023" and workload.batch > 1 and kind == "decode":
+            unmapped.append(Unmapped(line, text, "late-2023 llama.cpp batched decode (B > 1) ran the matrix-matrix path "
+                                                 "(cuBLAS on 16-bit weights) at about a third of the bandwidth its "
+                                                 "batch-1 kernel reached (PR #3545's V100 rows): not modelled"))
+            continue
         if runtime.key == "llama.cpp-2023" and gpus > 1 and kind == "prefill":
             unmapped.append(Unmapped(line, text, "late-2023 llama.cpp multi-GPU prefill (up to 10× slower than one GPU, "
                                                  "9× apart between machines of the same source) is not modelled"))
@@ -285,7 +303,7 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
                                                  "the measurement reflects swapping or CPU offload"))
             continue
         cases.append(Case(line, hw, model, quant, kv, runtime, gpus, workload, kind, value,
-                          row.get("file", "") or row.get("source_url", ""), value_note))
+                          row.get("file", "") or row.get("source_url", ""), value_note, _ubatch(row)))
     return cases, unmapped
 
 

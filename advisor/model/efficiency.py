@@ -32,6 +32,9 @@ RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "p
 #: The rates that set decode speed: blended between build eras (prefill follows the era's kernels).
 DECODE_RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us")
 BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high")
+#: the fields that set each phase's speed and band (a profile may lend one phase, see `efficiency_for`)
+PREFILL_FIELDS = ("prefill_compute_fraction", "attention_compute_fraction", "prefill_low", "prefill_high")
+DECODE_FIELDS = DECODE_RATE_FIELDS + ("decode_low", "decode_high")
 
 
 @dataclass(frozen=True)
@@ -125,10 +128,10 @@ def _level(p: Profile, hw: Hardware) -> str | None:
     return "runtime"
 
 
-def select_profile(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware) -> tuple[Profile, str] | None:
-    """The profile to use: this runtime's most specific one for the hardware's device, family or
-    vendor; else a sibling runtime's (same engine, another backend or build) for the vendor; else
-    this runtime's catch-all. The level returned is prefixed "sibling-" in the second case."""
+def ranked_profiles(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware) -> list[tuple[Profile, str]]:
+    """The profiles that apply, most specific first: this runtime's for the hardware's device,
+    family or vendor; then a sibling runtime's (same engine, another backend or build), its level
+    prefixed "sibling-"; then this runtime's catch-all."""
     own: dict[str, Profile] = {}
     sibling: dict[str, Profile] = {}
     for p in (profiles or {}).values():
@@ -139,29 +142,48 @@ def select_profile(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
             own.setdefault(level, p)
         elif p.formats_of and p.formats_of == runtime.format_family and level != "runtime":
             sibling.setdefault(level, p)
-    for level in ("hardware", "family", "vendor"):
-        if level in own:
-            return own[level], level
-    for level in ("hardware", "family", "vendor"):
-        if level in sibling:
-            return sibling[level], f"sibling-{level}"
+    ranked = [(own[lv], lv) for lv in ("hardware", "family", "vendor") if lv in own]
+    ranked += [(sibling[lv], f"sibling-{lv}") for lv in ("hardware", "family", "vendor") if lv in sibling]
     if "runtime" in own:
-        return own["runtime"], "runtime"
-    return None
+        ranked.append((own["runtime"], "runtime"))
+    return ranked
 
 
-def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware) -> Efficiency:
-    """The efficiencies a prediction for ``runtime`` on ``hw`` uses (see `select_profile`); for a
-    runtime asked for at a build date (`name@DATE`), the blend of its eras around that date."""
-    if runtime.at_date:
-        return _at_date(profiles, runtime, hw)
-    found = select_profile(profiles, runtime, hw)
-    if found is None:
-        return Efficiency.of_runtime(runtime)
-    p, level = found
+def select_profile(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware) -> tuple[Profile, str] | None:
+    """The profile to use (the first of `ranked_profiles`), or None."""
+    ranked = ranked_profiles(profiles, runtime, hw)
+    return ranked[0] if ranked else None
+
+
+def _of(p: Profile, runtime: Runtime, level: str) -> Efficiency:
     if level.startswith("sibling"):
         return Efficiency.of_profile(p, runtime, level, SIBLING_BAND_WIDENING["decode"], SIBLING_BAND_WIDENING["prefill"])
     return Efficiency.of_profile(p, runtime, level)
+
+
+def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware) -> Efficiency:
+    """The efficiencies a prediction for ``runtime`` on ``hw`` uses (see `ranked_profiles`); for a
+    runtime asked for at a build date (`name@DATE`), the blend of its eras around that date.
+
+    A profile fitted to decode rows only cannot speak for prefill (its prefill figures are its
+    priors): the prefill rates and band then come from the next profile that saw prefill rows,
+    and the other way round."""
+    if runtime.at_date:
+        return _at_date(profiles, runtime, hw)
+    ranked = ranked_profiles(profiles, runtime, hw)
+    if not ranked:
+        return Efficiency.of_runtime(runtime)
+    p, level = ranked[0]
+    eff = _of(p, runtime, level)
+    for fields, rows, other_rows, part in ((PREFILL_FIELDS, "prefill_rows", "decode_rows", "prefill"),
+                                           (DECODE_FIELDS, "decode_rows", "prefill_rows", "decode")):
+        if getattr(p, rows) == 0 and getattr(p, other_rows) > 0:
+            donor = next(((q, lv) for q, lv in ranked[1:] if getattr(q, rows) > 0), None)
+            if donor is not None:
+                lent = _of(donor[0], runtime, donor[1])
+                eff = eff.replace(**{f: getattr(lent, f) for f in fields},
+                                  basis=f"{eff.basis} ({part} from {donor[0].key})")
+    return eff
 
 
 def _at_date(profiles, runtime: Runtime, hw: Hardware) -> Efficiency:

@@ -127,7 +127,8 @@ def test_will_it_run_lists_every_model_with_its_best_fitting_format(cat):
     assert answer.runtime.key == "llama.cpp" and len(answer.rows) == len(cat.models)
     by = {row.model.key: row for row in answer.rows}
     small, huge = by["llama-3.1-8b"], by["llama-3.1-405b"]
-    assert small.fits and small.quant is not None and small.max_context >= 4096 and small.decode_tok_s > 50
+    # its best fitting format is BF16 (16 GB read per token at ~1 TB/s: about 50 tok/s)
+    assert small.fits and small.quant is not None and small.max_context >= 4096 and 40 < small.decode_tok_s < 63
     assert huge.quant is None and not huge.fits and huge.needs_gb > 24
     one = api.will_it_run(cat, hw, model=cat.model_named("Llama-3.1-70B"))
     assert not one.per_model and len(one.rows) > 5 and any(r.fits for r in one.rows) and not all(r.fits for r in one.rows)

@@ -123,7 +123,7 @@ def test_shipped_profiles_meet_the_stated_accuracy(cat):
     for metric in ("decode", "prefill"):
         # bands are sized from held-out errors (test_validation_holdout checks 80 ± 10 % there), so
         # on the rows the profiles were fitted to they hold more, but not everything
-        assert 0.70 <= by[metric].coverage <= 0.95
+        assert 0.70 <= by[metric].coverage <= 0.97
         # and the calibrated model beats a plain 100 %-of-roofline estimate by far
         assert by[metric].mdape < by[metric].ceiling_mdape / 3
 
