@@ -378,6 +378,8 @@ class Profile:
     step_overhead_us: float = _f("num", True, min=0, max=10_000_000)
     prefill_compute_fraction: float = _f("num", True, min=0.005, max=1.0)
     attention_compute_fraction: float = _f("num", True, min=0.005, max=1.0)
+    #: fitted where MoE prompt rows exist: the routed experts' products; empty = prefill_compute_fraction
+    expert_compute_fraction: float | None = _f("num", min=0.005, max=1.0)
     #: fitted where multi-GPU rows exist; empty = the runtime's value
     allreduce_latency_us: float | None = _f("num", min=0, max=100_000)
     decode_low: float = _f("num", True, min=0.05, max=1.0)

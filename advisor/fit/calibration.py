@@ -62,8 +62,11 @@ from advisor.data.userdata import write_atomic
 #:               about the matmul fraction, so the attention prior is centred on the group's own
 #:               prefill fraction, ±25 % (deep prompts in the data can still move it further). Left
 #:               out of sample, ±25 % beats ±50 % (prefill 20.7 vs 22.8 % with sources held out)
+#:   exp_vs_c    the same for the routed experts' products (MoE): centred on the parent group's ratio
+#:               to the compute fraction (1 at the runtime level), so a group without MoE prompt rows
+#:               keeps what its parent learnt
 PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "inv_c": 1.5,
-            "att_vs_c": 0.25}
+            "att_vs_c": 0.25, "exp_vs_c": 0.25}
 #: Physical bounds (as lower bounds on the solved quantities): a decode bandwidth fraction cannot
 #: exceed ~0.95 (refresh, page and command overheads), compute fractions cannot exceed 1, costs ≥ 0.
 MAX_BW_FRACTION = 0.95
@@ -94,7 +97,8 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     return {
         "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / peak,
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
-        "pf_lin_ideal_s": r.prefill_linear_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / peak,
+        "pf_lin_ideal_s": (r.prefill_linear_flops - r.prefill_expert_flops) / peak,
+        "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / peak,
         "pf_mem_ideal_s": r.prefill_bytes / bw, "ubatches": r.micro_batches,
         "pf_comm_lat_coeff": r.prefill_exchanges, "pf_comm_bw_s": r.prefill_transfer_s,
     }
@@ -258,11 +262,16 @@ def _mark(sd: dict[str, float], post: Posterior, names: tuple[str, ...], prior_s
 
 def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, p: Efficiency,
                  fit_step: bool = False) -> tuple[Efficiency, dict]:
-    """MAP fit of 1/η_c and 1/η_att to prefill and TTFT rows, decode-side parameters held; with
-    ``fit_step`` (a group without decode rows, e.g. TTFT-only data) also the per-step cost.
-    The attention prior is centred on the group's own compute fraction (see `PRIOR_SD`)."""
+    """MAP fit of 1/η_c, 1/η_att and 1/η_exp to prefill and TTFT rows, decode-side parameters
+    held; with ``fit_step`` (a group without decode rows, e.g. TTFT-only data) also the per-step
+    cost. The attention prior is centred on the group's own compute fraction, the experts' on the
+    parent's ratio to it (see `PRIOR_SD`)."""
+    ratio = 1.0  # the parent's 1/η_exp over its 1/η_c
+    if np.isfinite(p.expert_compute_fraction):
+        ratio = p.prefill_compute_fraction / p.expert_compute_fraction
     if rows.size == 0:  # nothing to fit: the attention prior's centre is the compute fraction
-        return p.replace(attention_compute_fraction=p.prefill_compute_fraction), {}
+        return p.replace(attention_compute_fraction=p.prefill_compute_fraction,
+                         expert_compute_fraction=min(p.prefill_compute_fraction / ratio, MAX_COMPUTE_FRACTION)), {}
     t = np.array([cases[i].workload.prompt_tokens * cases[i].workload.batch / cases[i].measured
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
@@ -271,7 +280,7 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:
         known = known + ub * p.step_overhead_us * 1e-6
-    A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows],
+    A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows], parts["pf_exp_ideal_s"][rows],
                          ub * 1e-6 * (1.0 if fit_step else 0.0)]) / t[:, None]
     rhs = 1.0 - known / t
     ok = np.isfinite(A).all(axis=1) & np.isfinite(rhs)
@@ -279,24 +288,27 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
         return p, {}
     inv_c = 1 / p.prefill_compute_fraction
     step_sd = PRIOR_SD["tau_step_us"] if fit_step else 1e-3  # held: a near-certain prior keeps it
-    R = np.array([[1 / PRIOR_SD["inv_c"], 0, 0],
-                  [-1 / (PRIOR_SD["att_vs_c"] * inv_c), 1 / (PRIOR_SD["att_vs_c"] * inv_c), 0],
-                  [0, 0, 1 / step_sd]])
-    r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, p.step_overhead_us / step_sd])
-    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0])
+    w_att, w_exp = PRIOR_SD["att_vs_c"] * inv_c, PRIOR_SD["exp_vs_c"] * inv_c
+    R = np.array([[1 / PRIOR_SD["inv_c"], 0, 0, 0],
+                  [-1 / w_att, 1 / w_att, 0, 0],
+                  [-ratio / w_exp, 0, 1 / w_exp, 0],
+                  [0, 0, 0, 1 / step_sd]])
+    r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, 0.0, p.step_overhead_us / step_sd])
+    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0])
     post = map_solve(A[ok], rhs[ok], R, r0, lower)
     x = post.x
     eff = p.replace(prefill_compute_fraction=1 / float(x[0]), attention_compute_fraction=1 / float(x[1]),
-                    step_overhead_us=float(x[2]))
+                    expert_compute_fraction=1 / float(x[2]), step_overhead_us=float(x[3]))
     sd = {"prefill_compute_fraction": float(post.sd[0]) / float(x[0]) ** 2,
-          "attention_compute_fraction": float(post.sd[1]) / float(x[1]) ** 2}
-    # the attention prior's width given the compute fraction (which the data usually pins down)
-    prior_att_sd = PRIOR_SD["att_vs_c"] * inv_c / float(x[1]) ** 2
-    names = ("prefill_compute_fraction", "attention_compute_fraction")
-    out = _mark(sd, post, names, np.array([PRIOR_SD["inv_c"] / float(x[0]) ** 2, prior_att_sd]))
+          "attention_compute_fraction": float(post.sd[1]) / float(x[1]) ** 2,
+          "expert_compute_fraction": float(post.sd[2]) / float(x[2]) ** 2}
+    # the attention and expert priors' widths given the compute fraction (which the data usually pins down)
+    names = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction")
+    out = _mark(sd, Posterior(post.x[:3], post.sd[:3], post.at_bound[:3], post.row_sd), names,
+                np.array([PRIOR_SD["inv_c"] / float(x[0]) ** 2, w_att / float(x[1]) ** 2, w_exp / float(x[2]) ** 2]))
     if fit_step:
-        out |= _mark({"step_overhead_us": float(post.sd[2])},
-                     Posterior(post.x[2:], post.sd[2:], post.at_bound[2:], post.row_sd), ("step_overhead_us",),
+        out |= _mark({"step_overhead_us": float(post.sd[3])},
+                     Posterior(post.x[3:], post.sd[3:], post.at_bound[3:], post.row_sd), ("step_overhead_us",),
                      np.array([PRIOR_SD["tau_step_us"]]))
     return eff, out
 
@@ -596,6 +608,9 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         decode_bw_fraction=round(p.decode_bw_fraction, 4), layer_overhead_us=round(p.layer_overhead_us, 2),
         step_overhead_us=round(p.step_overhead_us, 1), prefill_compute_fraction=round(p.prefill_compute_fraction, 4),
         attention_compute_fraction=round(p.attention_compute_fraction, 4),
+        # only where it differs from the linear layers' (MoE prompt rows here or in a parent group)
+        expert_compute_fraction=(round(p.expert_compute_fraction, 4) if np.isfinite(p.expert_compute_fraction)
+                                 and abs(p.expert_compute_fraction / p.prefill_compute_fraction - 1) > 0.01 else None),
         # only where this runtime's data had several GPUs: otherwise the value is a prior, and a
         # build that borrows the profile must keep its own (the schema's "empty = the runtime's")
         allreduce_latency_us=round(p.allreduce_latency_us, 1) if _multi_gpu(cases, g.runtime) else None,
@@ -612,7 +627,7 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
 #: Short names of the fitted fields in the uncertainty text, with their rounding.
 _SD_LABELS = {"decode_bw_fraction": ("bw", 3), "layer_overhead_us": ("layer µs", 1), "step_overhead_us": ("step µs", 0),
               "allreduce_latency_us": ("all-reduce µs", 0), "prefill_compute_fraction": ("prefill", 3),
-              "attention_compute_fraction": ("attention", 3)}
+              "attention_compute_fraction": ("attention", 3), "expert_compute_fraction": ("experts", 3)}
 
 
 def uncertainty_text(uncertainty: dict) -> str:
@@ -655,7 +670,7 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         d = {k: getattr(p, k) for k in ("key", "runtime", "formats_of", "vendor", "family", "tier", "hardware",
                                          "decode_bw_fraction", "layer_overhead_us",
                                          "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction",
-                                         "allreduce_latency_us", "decode_low", "decode_high", "prefill_low",
+                                         "expert_compute_fraction", "allreduce_latency_us", "decode_low", "decode_high", "prefill_low",
                                          "prefill_high", "decode_rows", "prefill_rows", "source", "notes")}
         entries.append({k: v for k, v in d.items() if v not in ("", None)})
     return header + yaml.safe_dump({"profiles": entries}, sort_keys=False, allow_unicode=True, width=120)

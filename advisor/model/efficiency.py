@@ -8,6 +8,8 @@ to the runtime's documented starting values, with a wide band, where nothing was
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -28,12 +30,13 @@ UNCALIBRATED_PREFILL_BAND = (0.4, 1.82)
 
 #: The fitted rates, in the order the calibration solves for them.
 RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "prefill_compute_fraction",
-               "attention_compute_fraction", "allreduce_latency_us")
+               "attention_compute_fraction", "allreduce_latency_us", "expert_compute_fraction")
 #: The rates that set decode speed: blended between build eras (prefill follows the era's kernels).
 DECODE_RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us")
 BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high")
 #: the fields that set each phase's speed and band (a profile may lend one phase, see `efficiency_for`)
-PREFILL_FIELDS = ("prefill_compute_fraction", "attention_compute_fraction", "prefill_low", "prefill_high")
+PREFILL_FIELDS = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction",
+                  "prefill_low", "prefill_high")
 DECODE_FIELDS = DECODE_RATE_FIELDS + ("decode_low", "decode_high")
 
 
@@ -50,6 +53,10 @@ class Efficiency:
     prefill_compute_fraction: Any      # of dense peak, reached by the linear layers in prefill
     attention_compute_fraction: Any    # of dense peak, reached by the attention products in prefill
     allreduce_latency_us: Any          # per GPU-to-GPU message
+    #: of dense peak, reached by the routed experts' products in prefill (each expert multiplies
+    #: only the tokens routed to it, gathered and scattered around a smaller product); nan = the
+    #: prefill compute fraction (dense models, and groups whose data has no MoE prompt rows)
+    expert_compute_fraction: Any = math.nan
     decode_low: Any = 1.0              # band: multipliers on the predicted speed
     decode_high: Any = 1.0
     prefill_low: Any = 1.0
@@ -68,8 +75,8 @@ class Efficiency:
         """The runtime's documented starting values, with the wide uncalibrated band."""
         return cls(rt.decode_bw_fraction, rt.layer_overhead_us, rt.step_overhead_us, rt.prefill_compute_fraction,
                    rt.attention_compute_fraction, rt.allreduce_latency_us,
-                   UNCALIBRATED_DECODE_BAND[0], UNCALIBRATED_DECODE_BAND[1],
-                   UNCALIBRATED_PREFILL_BAND[0], UNCALIBRATED_PREFILL_BAND[1],
+                   decode_low=UNCALIBRATED_DECODE_BAND[0], decode_high=UNCALIBRATED_DECODE_BAND[1],
+                   prefill_low=UNCALIBRATED_PREFILL_BAND[0], prefill_high=UNCALIBRATED_PREFILL_BAND[1],
                    basis=f"defaults of {rt.name} (uncalibrated)", level="none")
 
     @classmethod
@@ -79,8 +86,10 @@ class Efficiency:
         return cls(p.decode_bw_fraction, p.layer_overhead_us, p.step_overhead_us, p.prefill_compute_fraction,
                    p.attention_compute_fraction,
                    p.allreduce_latency_us if p.allreduce_latency_us is not None else rt.allreduce_latency_us,
-                   p.decode_low / decode_widen, p.decode_high * decode_widen,
-                   p.prefill_low / prefill_widen, p.prefill_high * prefill_widen, basis=p.key, level=level)
+                   math.nan if p.expert_compute_fraction is None else p.expert_compute_fraction,
+                   decode_low=p.decode_low / decode_widen, decode_high=p.decode_high * decode_widen,
+                   prefill_low=p.prefill_low / prefill_widen, prefill_high=p.prefill_high * prefill_widen,
+                   basis=p.key, level=level)
 
     def rates(self) -> tuple:
         return tuple(getattr(self, f) for f in RATE_FIELDS)
@@ -104,7 +113,7 @@ class Efficiency:
 
 
 #: 100 % of both roofs and no fixed costs: the plain roofline most calculators print.
-IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, basis="ideal roofline", level="ideal")
+IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, basis="ideal roofline", level="ideal")
 
 
 #: A sibling runtime's profile (another backend or build of the same engine) has its band widened

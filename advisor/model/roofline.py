@@ -143,6 +143,7 @@ class Result:
     prefill_high_tok_s: Any = None
     prefill_ceiling_tok_s: Any = None
     prefill_linear_flops: Any = None  # per GPU, like the decode figures
+    prefill_expert_flops: Any = None  # the routed experts' share of the linear FLOPs (MoE)
     prefill_attention_flops: Any = None
     prefill_bytes: Any = None         # weight bytes read over all micro-batches
     micro_batches: Any = None
@@ -211,6 +212,10 @@ class _Arrays:
         self.eta_bw, self.eta_c, self.eta_att = (_arr(v, ft) for v in (e.decode_bw_fraction,
                                                                              e.prefill_compute_fraction,
                                                                              e.attention_compute_fraction))
+        # the routed experts' fraction: where none is set (nan), the linear layers' own
+        exp = np.asarray(e.expert_compute_fraction, float)
+        self.eta_exp = self.eta_c if not np.any(np.isfinite(exp)) else _arr(
+            np.where(np.isfinite(exp), exp, e.prefill_compute_fraction), ft)
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
         # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
@@ -430,6 +435,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     tok_per_ub = np.minimum(T, ws_tok)
     w_bytes = bytes_read(g, bits, g.expert_fraction(tok_per_ub), with_output=False)
     lin = 2.0 * g.flops_params_per_token * T + 2.0 * g.output_params * B  # logits of the last token only
+    # the part of it in the routed experts (MoE): they run at their own fraction of the peak
+    lin_exp = 2.0 * g.moe_layers * g.experts_per_token * g.expert_params_each * T
     # causal attention: each prompt token attends to the cache and half the prompt on average
     att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
     eta_c, eta_att, eta_bw, fixed, lat = a.eta_c, a.eta_att, a.eta_bw, a.fixed, a.lat
@@ -441,7 +448,9 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     per_pass = w_gpu / (bw * eta_bw) + fixed
     if a.tiered:
         per_pass = per_pass + w_gpu * a.w_tier / eta_bw
-    compute = lin * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
+    compute = (lin - lin_exp) * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
+    if g.experts:
+        compute = compute + lin_exp * (1.0 / (tp * peak * a.eta_exp))
     t = compute + ub * per_pass + exchanges * lat + transfer
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
@@ -464,6 +473,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     return {
         "prefill_s": _choose(has_prompt, lambda: t, lambda: 0.0), "prefill_tok_s": tok_s, "prefill_low_tok_s": low,
         "prefill_high_tok_s": high, "prefill_ceiling_tok_s": ceiling, "prefill_linear_flops": lin_gpu,
+        "prefill_expert_flops": lin_exp / tp,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
         "prefill_compute_s": compute,

@@ -1,0 +1,33 @@
+"""The routed experts' products in prefill run at their own fraction of the peak
+(`Efficiency.expert_compute_fraction`): each expert multiplies only the tokens routed to it."""
+
+import math
+
+import pytest
+
+from advisor.model.config import configure
+from advisor.model.efficiency import efficiency_for
+from advisor.model.geometry import geometry
+from advisor.model.inputs import inputs_for
+from advisor.model.roofline import evaluate
+
+
+def prefill_tok_s(cat, model, expert_fraction):
+    cfg = configure(cat, hardware="rtx 4090", model=model, runtime="llama.cpp", prompt=2048)
+    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware).replace(expert_compute_fraction=expert_fraction)
+    x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 1, "pp", cfg.workload)
+    return float(evaluate(geometry(cfg.model), x).prefill_tok_s)
+
+
+def test_only_a_moe_model_feels_the_experts_fraction(cat):
+    dense_nan, dense_low = (prefill_tok_s(cat, "llama 3.1 8b", f) for f in (math.nan, 0.05))
+    assert dense_nan == pytest.approx(dense_low)
+    moe_nan, moe_low = (prefill_tok_s(cat, "qwen3 30b a3b", f) for f in (math.nan, 0.05))
+    assert moe_low < 0.7 * moe_nan
+
+
+def test_the_calibration_learns_it_for_llama_cpp_on_geforce(cat):
+    # gpt-oss prompt rows on GeForce cards (RTX 4080, 5070 Ti, 5090) run well below a dense
+    # model's rate per active FLOP: the NVIDIA profile's experts are slower than its linear layers
+    p = cat.profiles["llama.cpp+nvidia"]
+    assert p.expert_compute_fraction is not None and p.expert_compute_fraction < 0.9 * p.prefill_compute_fraction
