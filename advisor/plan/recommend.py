@@ -679,7 +679,19 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         a["throughput"] = a["throughput"] * replicas
         return a
 
-    a = judge(1)
+    if req.burst or req.allow_offload:
+        a = judge(1)  # offload turns configurations that do not fit into candidates: judge them all
+    else:
+        # the load is solved only where one user fits (about half the configurations): the rest are
+        # judged on memory alone, their speed left unknown (nan)
+        fit_cols = np.flatnonzero(mv["fits"].astype(bool))
+        a = _spread(judge(1, fit_cols), fit_cols, n)
+        a.update(base)
+        a["max_context"] = speed.values.first_row("max_context")
+        a["fits"] = mv["fits"].astype(bool)
+        a["headroom"][~a["fits"]] = np.minimum(base["usable"] / np.maximum(base["needed"], 1e-9), 1.0)[~a["fits"]]
+        a["replicas"][~a["fits"]] = 1
+        a["users"][~a["fits"]] = math.ceil(users)
     if not req.burst and users > 1:
         # one group cannot serve everyone: try 2 or 4 data-parallel copies (users split among them)
         # on the configurations that hold one user but do not serve; a configuration keeps the
@@ -763,6 +775,28 @@ def _judge_burst(speed) -> dict[str, np.ndarray]:
         a["peak_share"] = (v["prefill_linear_flops"] + v["prefill_attention_flops"]) / peak / v["prefill_s"]
         a["bw_share"] = v["decode_bytes"] / bw * a["tok"]
     return a
+
+
+def _spread(part: dict, cols: np.ndarray, n: int) -> dict:
+    """Arrays judged on the configurations ``cols`` laid out over all ``n``: the others get nan,
+    False, 0 or an empty string by dtype."""
+    out = {}
+    for k, v in part.items():
+        if isinstance(v, np.ndarray) and v.shape == (cols.size,):
+            if v.dtype == bool:
+                fill = False
+            elif np.issubdtype(v.dtype, np.integer):
+                fill = 0
+            elif np.issubdtype(v.dtype, np.floating):
+                fill = np.nan
+            else:
+                fill = ""
+            full = np.full(n, fill, dtype=v.dtype)
+            full[cols] = v
+            out[k] = full
+        else:
+            out[k] = v
+    return out
 
 
 def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None = None) -> dict[str, np.ndarray]:
