@@ -33,7 +33,8 @@ COLUMNS = [
     Column("Running", lambda r: float(r.running_batch), "Sequences decoding together"),
     Column("Waiting", lambda r: float(r.queue) if math.isfinite(r.queue) else float("inf"), "Users in the queue"),
     Column("Limited by", lambda r: r.bound, "What sets the pace: compute, memory bandwidth, KV capacity, "
-                                            "max sequences, or the queue"),
+                                            "max sequences, the prompts' share of each step (prefill "
+                                            "budget), or the queue"),
 ]
 
 
