@@ -198,7 +198,7 @@ class _Arrays:
         self.tp = _arr(_where(self.tpm, self.n, 1.0), ft)
         self.pp = _arr(_where(self.tpm, 1.0, self.n), ft)
         # latencies per tensor-parallel exchange: one, or one per GPU taking part
-        self.peers = _arr(_where(np.asarray(x.allreduce_per_device, bool), self.tp, 1.0), ft)
+        self.lat_per_exchange = _arr(_where(np.asarray(x.allreduce_per_device, bool), self.tp, 1.0), ft)
         self.B = _arr(x.batch, ft)
         self.s = _arr(x.prompt, ft)
         self.o = _arr(x.output, ft)
@@ -336,10 +336,10 @@ def _place_in_tiers(a: "_Arrays", weights, kv, kv_budget, capacity):
             {"sram_gpu_bytes": w_sram + k_sram, "ddr_gpu_bytes": np.minimum(w_ddr + k_ddr, D)})
 
 
-def _exchanges(g: Geometry, tp, pp, peers=1.0):
+def _exchanges(g: Geometry, tp, pp, per_exchange=1.0):
     """GPU-to-GPU messages per forward pass: two all-reduces per layer under tensor parallel
-    (each ``peers`` latencies), one hand-over between consecutive stages under a layer split."""
-    return _arr(_where(tp > 1, 2.0 * g.layers * peers, 0.0) + _where(pp > 1, pp - 1, 0.0), tp.dtype)
+    (each ``per_exchange`` latencies), one hand-over between consecutive stages under a layer split."""
+    return _arr(_where(tp > 1, 2.0 * g.layers * per_exchange, 0.0) + _where(pp > 1, pp - 1, 0.0), tp.dtype)
 
 
 def _transfer_s(g: Geometry, tokens, tp, pp, link):
@@ -364,7 +364,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     w_read = bytes_read(g, bits, g.expert_fraction(Bq))
     dec_flops_lin = Bq * 2.0 * (g.flops_params_per_token + out_params)
     eta_bw, eta_c, fixed, lat = a.eta_bw, a.eta_c, a.fixed, a.lat
-    exchanges = _exchanges(g, tp, pp, a.peers)
+    exchanges = _exchanges(g, tp, pp, a.lat_per_exchange)
     transfer = _transfer_s(g, Bq, tp, pp, link)
     comm = exchanges * lat + transfer
 
@@ -440,7 +440,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     # causal attention: each prompt token attends to the cache and half the prompt on average
     att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
     eta_c, eta_att, eta_bw, fixed, lat = a.eta_c, a.eta_att, a.eta_bw, a.fixed, a.lat
-    exchanges = ub * _exchanges(g, tp, pp, a.peers)
+    exchanges = ub * _exchanges(g, tp, pp, a.lat_per_exchange)
     transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
     # per-configuration coefficients first, so that few operations run over configurations × batches
     w_gpu = w_bytes / tp
