@@ -410,11 +410,26 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         event.acceptProposedAction()
-        path = paths[0]
-        if sizing_file.looks_like_sizing(path):
-            self.open_file(path)
-        else:
-            self.import_source(str(path))
+        models = [p for p in paths if not sizing_file.looks_like_sizing(p)]
+        if not models:  # one sizing file opens; the window holds one sizing at a time
+            self.open_file(paths[0])
+            if len(paths) > 1:
+                self.statusBar().showMessage(f"Opened {paths[0].name}; one sizing file is opened at a time, "
+                                             f"{len(paths) - 1} other(s) left alone")
+            return
+        # every model file, folder or GGUF joins the picker; the last that imports is the one in use
+        done, failed = [], []
+        for p in models:
+            self.session.last_error = ""
+            if self.import_source(str(p)):
+                done.append(p.name)
+            else:
+                failed.append(f"{p.name} ({self.session.last_error or 'not imported'})")
+        if len(models) > 1:
+            text = f"Imported {len(done)} of {len(models)} models" + (f"; {done[-1]} is in use" if done else "")
+            if failed:
+                text += f"; not imported: {'; '.join(failed)}"
+            self.statusBar().showMessage(("⚠ " if failed else "") + text)
 
     # ------------------------------------------------------------------ export / copy
     def current_table_rows(self) -> list[list[str]]:

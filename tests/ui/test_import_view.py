@@ -282,3 +282,17 @@ def test_choosing_an_imported_gguf_again_brings_back_its_own_mix(window, tmp_pat
     combo.setCurrentIndex(combo.findData(key))
     combo.activated.emit(combo.currentIndex())
     assert s.cfg.model.key == key and s.cfg.quant.key == mix
+
+
+def test_drop_several_files_imports_each_and_says_which_failed(window, tmp_path, write_gguf):
+    s = window.session
+    first, second, bad = tmp_path / "one.gguf", tmp_path / "two.gguf", tmp_path / "broken.gguf"
+    write_gguf(first, name="dropped-one")
+    write_gguf(second, name="dropped-two")
+    bad.write_bytes(b"GGUF not really")
+    assert drop(window, [first, bad, second])
+    names = {s.cat.models[k].name for k in picker_keys(window) if k in s.cat.models}
+    assert {"dropped-one", "dropped-two"} <= names
+    assert s.cfg.model.name == "dropped-two"  # the last that imports is the one in use
+    message = window.statusBar().currentMessage()
+    assert "Imported 2 of 3 models" in message and "broken.gguf (" in message
