@@ -503,7 +503,7 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     cost = _cost(c, rec.cost_basis)
     what = f"{c.label} at {c.quant.name} with {c.runtime.name}"
     numbers = (f"TTFT {duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)}), {num(c.tok_s)} tok/s per user "
-               f"({num(kl)}–{num(kh)}), room for {c.max_batch:,} users")
+               f"({num(kl)}–{num(kh)}), room for {c.max_batch:,} users at {req.context:,} tokens")
     if best:
         answer = f"{what}: {numbers}" + (f", {cost}" if cost != "—" else "") + "."
     else:
@@ -571,7 +571,8 @@ def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = N
         tt = (f"TTFT {duration_ms(p.ttft_ms)} ({duration_ms(p.ttft_low_ms)}–{duration_ms(p.ttft_high_ms)}), "
               if wl.prompt_tokens else "")
         answer = (f"{what}: {tt}{num(p.decode_tok_s)} tok/s per user ({num(p.decode_low_tok_s)}–"
-                  f"{num(p.decode_high_tok_s)}), room for {p.max_batch:,} users.")
+                  f"{num(p.decode_high_tok_s)}), room for {p.max_batch:,} users at "
+                  f"{wl.prompt_tokens + wl.output_tokens + wl.depth_tokens:,} tokens.")
     targets = []
     if ttft_ms:
         targets.append(f"TTFT ≤ {duration_ms(ttft_ms)}" + (" — met" if p.ttft_ms <= ttft_ms else " — missed"))

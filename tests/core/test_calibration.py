@@ -117,9 +117,8 @@ def test_shipped_profiles_meet_the_stated_accuracy(cat):
     assert by["decode"].rows > 300 and by["prefill"].rows > 200
     assert by["decode"].mdape <= 0.10
     assert by["prefill"].mdape <= 0.15
-    # TTFT (8 TensorRT-LLM rows, no decode rows) was 12 % when the per-step cost could be fitted to
-    # 3.2 ms; its physical prior (hundreds of µs) keeps it at ~0.55 ms and leaves ~23 % in-sample
-    assert by["ttft"].mdape <= 0.25
+    # TTFT: 110 TensorRT-LLM batch-1 rows from four document versions (9 % in sample)
+    assert by["ttft"].rows > 100 and by["ttft"].mdape <= 0.15
     for metric in ("decode", "prefill"):
         # bands are sized from held-out errors (test_validation_holdout checks 80 ± 10 % there), so
         # on the rows the profiles were fitted to they hold more, but not everything

@@ -31,7 +31,7 @@ def test_answer_quotes_the_chosen_candidate(rec_report):
     assert r.config.hardware.key == best.hardware.key and r.config.gpus == best.gpus
     assert r.config.quant.key == best.quant.key and r.config.runtime.key == best.runtime.key
     for text in (best.hardware.name, best.quant.name, best.runtime.name, duration_ms(best.ttft_ms), num(best.tok_s),
-                 f"room for {best.max_batch:,} users"):
+                 f"room for {best.max_batch:,} users at {req.context:,} tokens"):
         assert text in r.answer, text
     assert r.recommendations is not None and r.recommendations.rows[0][1].startswith(best.label)
     assert r.rejected is not None and all(row[-1] for row in r.rejected.rows)   # each says why not
@@ -80,7 +80,7 @@ def test_one_configuration(cat):
     p = api.predict(cat, cfg)
     assert "2 × H100 SXM5 80GB" in r.answer
     for text in (duration_ms(p.ttft_ms), duration_ms(p.ttft_low_ms), duration_ms(p.ttft_high_ms), num(p.decode_tok_s),
-                 f"room for {p.max_batch:,} users"):
+                 f"room for {p.max_batch:,} users at {2048 + 512:,} tokens"):
         assert text in r.answer, text
     assert r.recommendations is None and r.rejected is None
     assert "--tensor-parallel-size 2" in r.launch
