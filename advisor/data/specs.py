@@ -293,6 +293,8 @@ class Runtime:
     memory_fraction_of: str = _f("str", default="total", choices=("total", "free"))
     #: Latency of one all-reduce between GPUs, microseconds (tensor parallel adds two per layer).
     allreduce_latency_us: float = _f("num", default=10.0, min=0, max=10_000)
+    #: Fixed cost per running sequence per decode step, microseconds (a fitted profile overrides it)
+    seq_overhead_us: float = _f("num", default=0.0, min=0, max=100_000)
     #: True: a tensor-parallel exchange costs one latency per GPU taking part, not one (each split
     #: product is launched on every GPU in turn and the main GPU waits on each, as llama.cpp's
     #: 2023 row split did)
@@ -382,6 +384,9 @@ class Profile:
     expert_compute_fraction: float | None = _f("num", min=0.005, max=1.0)
     #: fitted where multi-GPU rows exist; empty = the runtime's value
     allreduce_latency_us: float | None = _f("num", min=0, max=100_000)
+    #: fitted where batched decode rows exist: cost per running sequence per decode step, µs;
+    #: empty = the runtime's value
+    seq_overhead_us: float | None = _f("num", min=0, max=100_000)
     decode_low: float = _f("num", True, min=0.05, max=1.0)
     decode_high: float = _f("num", True, min=1.0, max=20.0)
     prefill_low: float = _f("num", True, min=0.05, max=1.0)

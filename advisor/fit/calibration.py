@@ -65,8 +65,11 @@ from advisor.data.userdata import write_atomic
 #:   exp_vs_c    the same for the routed experts' products (MoE): centred on the parent group's ratio
 #:               to the compute fraction (1 at the runtime level), so a group without MoE prompt rows
 #:               keeps what its parent learnt
+#:   tau_seq     fixed cost per running sequence per decode step: tens of µs (Python bookkeeping,
+#:               sampling, detokenising); fitted only in a group whose decode rows vary the batch,
+#:               held at the parent's value elsewhere (with one batch size it is the step cost's twin)
 PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "inv_c": 1.5,
-            "att_vs_c": 0.25, "exp_vs_c": 0.25}
+            "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0}
 #: Physical bounds (as lower bounds on the solved quantities): a decode bandwidth fraction cannot
 #: exceed ~0.95 (refresh, page and command overheads), compute fractions cannot exceed 1, costs ≥ 0.
 MAX_BW_FRACTION = 0.95
@@ -97,6 +100,7 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     return {
         "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / peak,
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
+        "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
         "pf_lin_ideal_s": (r.prefill_linear_flops - r.prefill_expert_flops) / peak,
         "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / peak,
         "pf_mem_ideal_s": r.prefill_bytes / bw, "ubatches": r.micro_batches,
@@ -215,17 +219,21 @@ def _prior_rows(centre: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray,
                 prior: Efficiency) -> tuple[Efficiency, dict[str, float]]:
-    """MAP fit of 1/η_bw, τ_layer, τ_step and the all-reduce latency to the decode rows ``rows``.
+    """MAP fit of 1/η_bw, τ_layer, τ_step, the all-reduce latency and τ_seq (per running sequence)
+    to the decode rows ``rows``.
 
     End-to-end latency rows count as decode rows: (latency − predicted TTFT) / (output − 1) is
     their time per step, and for short prompts and long outputs it dominates the latency.
     Returns the efficiencies and the posterior sd of each fitted field (in its own units).
     """
-    centre = np.array([1 / prior.decode_bw_fraction, prior.layer_overhead_us, prior.step_overhead_us,
-                       prior.allreduce_latency_us])
-    width = np.array([PRIOR_SD["inv_bw"], PRIOR_SD["tau_layer_us"], PRIOR_SD["tau_step_us"], PRIOR_SD["allreduce_us"]])
     if rows.size == 0:
         return prior, {}
+    batch = parts["dec_batch"][rows]
+    varied = bool(np.ptp(batch) > 0)  # τ_seq is told apart from τ_step only across batch sizes
+    centre = np.array([1 / prior.decode_bw_fraction, prior.layer_overhead_us, prior.step_overhead_us,
+                       prior.allreduce_latency_us, prior.seq_overhead_us])
+    width = np.array([PRIOR_SD["inv_bw"], PRIOR_SD["tau_layer_us"], PRIOR_SD["tau_step_us"], PRIOR_SD["allreduce_us"],
+                      PRIOR_SD["tau_seq_us"] if varied else 1e-3])
 
     def step_time(i: int) -> float:
         c = cases[i]
@@ -237,17 +245,21 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
     t = np.array([step_time(i) for i in rows])
     layers = np.array([cases[i].model.layers for i in rows], dtype=float)
     A = np.column_stack([parts["dec_mem_ideal_s"][rows], layers * 1e-6, np.full(rows.size, 1e-6),
-                         parts["dec_comm_lat_coeff"][rows] * 1e-6]) / t[:, None]
+                         parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6]) / t[:, None]
     rhs = 1.0 - parts["dec_comm_bw_s"][rows] / t
     R, r0 = _prior_rows(centre, width)
-    post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0]))
+    post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0, 0.0]))
     x = post.x
     eff = prior.replace(decode_bw_fraction=1 / float(x[0]), layer_overhead_us=float(x[1]),
-                        step_overhead_us=float(x[2]), allreduce_latency_us=float(x[3]))
+                        step_overhead_us=float(x[2]), allreduce_latency_us=float(x[3]), seq_overhead_us=float(x[4]))
+    names = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us", "seq_overhead_us")
     sd = {"decode_bw_fraction": float(post.sd[0]) / float(x[0]) ** 2, "layer_overhead_us": float(post.sd[1]),
-          "step_overhead_us": float(post.sd[2]), "allreduce_latency_us": float(post.sd[3])}
-    return eff, _mark(sd, post, ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us",
-                                 "allreduce_latency_us"), width / np.array([x[0] ** 2, 1, 1, 1]))
+          "step_overhead_us": float(post.sd[2]), "allreduce_latency_us": float(post.sd[3]),
+          "seq_overhead_us": float(post.sd[4])}
+    out = _mark(sd, post, names, width / np.array([x[0] ** 2, 1, 1, 1, 1]))
+    if not varied:
+        out.pop("seq_overhead_us")  # held, not fitted: nothing to report
+    return eff, out
 
 
 def _mark(sd: dict[str, float], post: Posterior, names: tuple[str, ...], prior_sd: np.ndarray) -> dict:
@@ -614,6 +626,8 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         # only where this runtime's data had several GPUs: otherwise the value is a prior, and a
         # build that borrows the profile must keep its own (the schema's "empty = the runtime's")
         allreduce_latency_us=round(p.allreduce_latency_us, 1) if _multi_gpu(cases, g.runtime) else None,
+        # likewise only where this runtime's data decoded several sequences at once
+        seq_overhead_us=round(p.seq_overhead_us, 1) if _batched(cases, g.runtime) else None,
         decode_low=round(band_decode[0], 3), decode_high=round(band_decode[1], 3),
         prefill_low=round(band_prefill[0], 3), prefill_high=round(band_prefill[1], 3),
         decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
@@ -626,7 +640,8 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
 
 #: Short names of the fitted fields in the uncertainty text, with their rounding.
 _SD_LABELS = {"decode_bw_fraction": ("bw", 3), "layer_overhead_us": ("layer µs", 1), "step_overhead_us": ("step µs", 0),
-              "allreduce_latency_us": ("all-reduce µs", 0), "prefill_compute_fraction": ("prefill", 3),
+              "allreduce_latency_us": ("all-reduce µs", 0), "seq_overhead_us": ("per-sequence µs", 1),
+              "prefill_compute_fraction": ("prefill", 3),
               "attention_compute_fraction": ("attention", 3), "expert_compute_fraction": ("experts", 3)}
 
 
@@ -643,6 +658,10 @@ def uncertainty_text(uncertainty: dict) -> str:
 
 def _multi_gpu(cases: Sequence[Case], runtime: str) -> bool:
     return any(c.gpus > 1 for c in cases if c.runtime.key == runtime)
+
+
+def _batched(cases: Sequence[Case], runtime: str) -> bool:
+    return any(c.workload.batch > 1 and c.metric in ("decode", "e2e") for c in cases if c.runtime.key == runtime)
 
 
 def fit_profiles(cat: Catalog, cases: Sequence[Case]) -> dict[str, Profile]:
@@ -670,7 +689,8 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         d = {k: getattr(p, k) for k in ("key", "runtime", "formats_of", "vendor", "family", "tier", "hardware",
                                          "decode_bw_fraction", "layer_overhead_us",
                                          "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction",
-                                         "expert_compute_fraction", "allreduce_latency_us", "decode_low", "decode_high", "prefill_low",
+                                         "expert_compute_fraction", "allreduce_latency_us", "seq_overhead_us",
+                                         "decode_low", "decode_high", "prefill_low",
                                          "prefill_high", "decode_rows", "prefill_rows", "source", "notes")}
         entries.append({k: v for k, v in d.items() if v not in ("", None)})
     return header + yaml.safe_dump({"profiles": entries}, sort_keys=False, allow_unicode=True, width=120)

@@ -209,6 +209,18 @@ def _value(text: str) -> tuple[float, str]:
     return float(t.lstrip("~≈")), ""
 
 
+_KV_RE = re.compile(r"(?:--kv-cache-dtype|kv[ _-]cache[ _-]dtype|-ctk)[ =]+(fp8|f16|fp16|bf16|q8_0|q4_0)\b", re.I)
+
+
+def _kv_key(row: dict[str, str]) -> str:
+    """The KV-cache dtype the run's command line states (vLLM --kv-cache-dtype, llama.cpp -ctk),
+    else f16: the default of every runtime in the data."""
+    m = _KV_RE.search(f"{row.get('hardware_detail', '')} {row.get('note', '')}")
+    if not m:
+        return "f16"
+    return {"fp16": "f16", "bf16": "f16"}.get(m.group(1).lower(), m.group(1).lower())
+
+
 _UBATCH_RE = re.compile(r"(?:n_ubatch\s*=?\s*|-ub\s+)(\d{2,6})\b")
 
 
@@ -270,6 +282,10 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
         except ValueError:
             unmapped.append(Unmapped(line, text, f"value {row.get('value')!r} is not a number"))
             continue
+        if kind in ("ttft", "e2e") and re.match(r"\s*(s|sec|secs|seconds?)\b", row.get("unit", ""), re.I):
+            # a latency printed in seconds (vLLM's benchmark_latency tables): compared in ms
+            value *= 1e3
+            value_note = "; ".join(x for x in (value_note, "seconds as printed, × 1000") if x)
         if row.get("test", "").strip() == BATCHED_DECODE_TEST:
             # the batch's aggregate generation speed; the model predicts each sequence's
             value /= workload.batch
@@ -292,7 +308,7 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
             unmapped.append(Unmapped(line, text, "late-2023 llama.cpp multi-GPU prefill (up to 10× slower than one GPU, "
                                                  "9× apart between machines of the same source) is not modelled"))
             continue
-        kv = cat.kv_dtypes["f16"]
+        kv = cat.kv_dtypes[_kv_key(row)]
         try:
             plan = predict(None, Config(hw, model, quant, kv, runtime, gpus, "", workload), check_context=False)
         except AdvisorError as exc:

@@ -221,6 +221,7 @@ class _Arrays:
         # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
         self.fixed = g.layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
+        self.per_seq = _arr(e.seq_overhead_us, ft) * 1e-6
         self.kv = _Kv(g, self, _arr(x.kv_bits, ft))
         # the techniques' inputs: None where they are at their defaults, so that the plain path
         # runs exactly the arithmetic it always did
@@ -395,7 +396,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
     attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw) for c in (c0, cm, c1)]
     ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak, 1.0)) for c in (c0, cm, c1)]
-    fixed_comm = fixed + comm
+    fixed_comm = fixed + comm + B * a.per_seq  # every running sequence adds its bookkeeping
     t_step = simpson([np.fmax(m, f) for m, f in attained]) + fixed_comm
     t_step_ceil = simpson(ideal)
     t_step_first = np.fmax(*attained[0]) + fixed_comm

@@ -232,3 +232,36 @@ def test_an_all_reduce_latency_no_row_measured_is_left_to_each_runtime(cat):
     old = cat.runtimes["llama.cpp-2023"]
     e = efficiency_for({p.key: p for p in result.profiles}, old, cat.hardware["rtx-4090"])
     assert e.level.startswith("sibling") and e.allreduce_latency_us == old.allreduce_latency_us
+
+
+def test_the_fit_recovers_a_per_sequence_cost_from_a_batch_sweep(cat, monkeypatch):
+    # decode rows at batch 1, 8 and 32 made with 60 µs per sequence: the fit finds it; without
+    # batched rows it is not identified and stays out of the reported uncertainties
+    bare = _bare(cat)
+    truth = Efficiency(**TRUTH, seq_overhead_us=60.0, step_overhead_us=cat.runtimes["llama.cpp"].step_overhead_us)
+    cases = []
+    for c in _synthetic_cases(bare, truth):
+        cases.append(c)
+        if c.metric == "decode" and c.workload.depth_tokens == 0:
+            cases += [dataclasses.replace(c, workload=Workload(b, 0, 128, 0)) for b in (8, 32)]
+    cases = [dataclasses.replace(c, measured=float(v)) for c, v in zip(cases, predictions(cases, [truth] * len(cases)))]
+    single = _fit_top(cat, 1.0, monkeypatch)
+    assert "seq_overhead_us" not in single.uncertainty
+    assert single.params.seq_overhead_us == pytest.approx(0.0, abs=0.01)
+    g = _fit_top(cat, 1e6, monkeypatch, cases=cases)
+    assert g.params.seq_overhead_us == pytest.approx(60.0, rel=2e-2)
+    assert g.uncertainty["seq_overhead_us"][1] == "fitted"
+
+
+def test_a_latency_in_seconds_is_compared_in_ms_with_the_stated_kv_cache(cat, tmp_path):
+    """vLLM's benchmark_latency tables print seconds; the command line names the KV-cache dtype."""
+    f = tmp_path / "s.csv"
+    row = ('NVIDIA H100 SXM,,Llama 3.1 8B,8,FP8,e2e_latency_ms,4,128,256,{v},{unit},vLLM 0.7.3,x,'
+           '"benchmark_latency.py --batch-size 4 --kv-cache-dtype {kv}",,1,,mine.csv\n')
+    f.write_text(HEADER + row.format(v="2.5", unit="s (whole batch)", kv="fp8")
+                 + row.format(v="2500", unit="ms", kv="auto"))
+    secs, ms = validate(cat, f).checked
+    assert secs.case.measured == pytest.approx(2500.0) and "seconds" in secs.case.note
+    assert ms.case.measured == pytest.approx(2500.0)
+    assert (secs.case.kv.key, ms.case.kv.key) == ("fp8", "f16")
+    assert secs.predicted < ms.predicted        # the fp8 cache reads half the bytes of f16's
