@@ -9,7 +9,7 @@ steps: `memory_plan`, `decode_step` and `prefill`. Units: bytes, FLOPs and secon
 result field names its unit.
 
 Times per GPU step (B sequences, context c):
-- decode: max(bytes / (BW·η_bw), FLOPs / (peak·η_c)) + layers·τ_layer + τ_step + communication,
+- decode: max(bytes / (BW·η_bw), FLOPs / (peak·η_c)) + layers·τ_layer + τ_step + B·τ_seq + communication,
   averaged over the output tokens (Simpson's rule over the growing context);
 - prefill of s tokens after d cached: linear FLOPs / (peak·η_c) + attention FLOPs / (peak·η_att)
   + weight bytes / (BW·η_bw) per micro-batch + fixed costs per micro-batch.
@@ -125,7 +125,7 @@ class Result:
     throughput_tok_s: Any = None
     decode_memory_s: Any = None       # bytes / attained bandwidth of the middle step
     decode_compute_s: Any = None      # FLOPs / attained compute of the middle step
-    decode_fixed_s: Any = None        # per-layer and per-step costs plus GPU-to-GPU communication
+    decode_fixed_s: Any = None        # per-layer, per-step and per-sequence costs plus GPU-to-GPU communication
     decode_bytes: Any = None          # bytes one middle step moves (per GPU; pipeline: all stages)
     decode_flops: Any = None
     decode_weight_bytes: Any = None   # of which: weights (body and head)

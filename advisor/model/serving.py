@@ -4,7 +4,7 @@ A server runs one engine step after another. Each step decodes one token for eve
 the running batch b and spends what is left of its token budget K (the runtime's chunk size) on
 prompt tokens of arriving requests. Requests beyond what the KV cache or the max-sequences
 setting holds wait in a queue. Per step, with the decode step time τ_dec(b) from the roofline
-kernel (weights read once, every sequence's KV read, fixed costs) and a marginal cost τ_p per
+kernel (weights read once, every sequence's KV read, fixed and per-sequence costs) and a marginal cost τ_p per
 prompt token (its linear and attention FLOPs at the attained compute rate):
 
     step time        τ(b) = τ_dec(b) + π · τ_p,   π = prompt tokens per step

@@ -46,16 +46,19 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     mem_ms = p.decode_bytes_per_step / (p.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)) * 1e3
     comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * float(eff.prefill_compute_fraction)) * 1e3
                if math.isfinite(p.peak_tflops) else math.nan)
-    fixed_ms = (g.layers * float(eff.layer_overhead_us) + float(eff.step_overhead_us)) / 1e3
+    seq_us = float(eff.seq_overhead_us)
+    fixed_ms = (g.layers * float(eff.layer_overhead_us) + float(eff.step_overhead_us) + w.batch * seq_us) / 1e3
+    per_seq = f" + {w.batch} × {num(seq_us)} µs per sequence" if seq_us > 0 else ""
     out["decode"] = Explanation(
         "Decode tok/s per user",
-        "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer + τ_step + GPU exchanges",
+        "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer + τ_step "
+        "+ batch × τ_seq + GPU exchanges",
         f"One step of {w.batch} sequence{'s' if w.batch != 1 else ''} at the middle of the output moves {num(p.decode_bytes_per_step / 1e9)} GB "
         f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
         f"{float(eff.decode_bw_fraction):.2f} the bytes take {num(mem_ms)} ms; at {num(p.peak_tflops)} TFLOP/s "
         f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f} the FLOPs take {num(comp_ms)} ms; fixed "
-        f"costs {g.layers} × {num(float(eff.layer_overhead_us))} µs + {num(float(eff.step_overhead_us))} µs = "
+        f"costs {g.layers} × {num(float(eff.layer_overhead_us))} µs + {num(float(eff.step_overhead_us))} µs{per_seq} = "
         f"{num(fixed_ms)} ms. Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
         f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
