@@ -295,6 +295,8 @@ class Runtime:
     allreduce_latency_us: float = _f("num", default=10.0, min=0, max=10_000)
     #: Fixed cost per running sequence per decode step, microseconds (a fitted profile overrides it)
     seq_overhead_us: float = _f("num", default=0.0, min=0, max=100_000)
+    #: Fixed cost once per request before its first token, microseconds (a fitted profile overrides it)
+    request_overhead_us: float = _f("num", default=0.0, min=0, max=1_000_000)
     #: True: a tensor-parallel exchange costs one latency per GPU taking part, not one (each split
     #: product is launched on every GPU in turn and the main GPU waits on each, as llama.cpp's
     #: 2023 row split did)
@@ -387,6 +389,9 @@ class Profile:
     #: fitted where batched decode rows exist: cost per running sequence per decode step, µs;
     #: empty = the runtime's value
     seq_overhead_us: float | None = _f("num", min=0, max=100_000)
+    #: fitted where TTFT rows exist: cost once per request before its first token, µs;
+    #: empty = the runtime's value
+    request_overhead_us: float | None = _f("num", min=0, max=1_000_000)
     decode_low: float = _f("num", True, min=0.05, max=1.0)
     decode_high: float = _f("num", True, min=1.0, max=20.0)
     prefill_low: float = _f("num", True, min=0.05, max=1.0)

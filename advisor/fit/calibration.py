@@ -68,8 +68,12 @@ from advisor.data.userdata import write_atomic
 #:   tau_seq     fixed cost per running sequence per decode step: tens of µs (Python bookkeeping,
 #:               sampling, detokenising); fitted only in a group whose decode rows vary the batch,
 #:               held at the parent's value elsewhere (with one batch size it is the step cost's twin)
+#:   tau_req     fixed cost once per request before its first token (setting the request up, its
+#:               first pass's launches): up to about a millisecond; fitted where TTFT rows exist.
+#:               A step cost is tens to hundreds of µs, so a TTFT the FLOPs and bytes do not explain
+#:               is charged to the request (once) rather than to every decode step
 PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "inv_c": 1.5,
-            "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0}
+            "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0, "tau_req_us": 1000.0}
 #: Physical bounds (as lower bounds on the solved quantities): a decode bandwidth fraction cannot
 #: exceed ~0.95 (refresh, page and command overheads), compute fractions cannot exceed 1, costs ≥ 0.
 MAX_BW_FRACTION = 0.95
@@ -275,9 +279,9 @@ def _mark(sd: dict[str, float], post: Posterior, names: tuple[str, ...], prior_s
 def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray, p: Efficiency,
                  fit_step: bool = False) -> tuple[Efficiency, dict]:
     """MAP fit of 1/η_c, 1/η_att and 1/η_exp to prefill and TTFT rows, decode-side parameters
-    held; with ``fit_step`` (a group without decode rows, e.g. TTFT-only data) also the per-step
-    cost. The attention prior is centred on the group's own compute fraction, the experts' on the
-    parent's ratio to it (see `PRIOR_SD`)."""
+    held; where TTFT rows exist also the per-request cost; with ``fit_step`` (a group without
+    decode rows, e.g. TTFT-only data) also the per-step cost. The attention prior is centred on
+    the group's own compute fraction, the experts' on the parent's ratio to it (see `PRIOR_SD`)."""
     ratio = 1.0  # the parent's 1/η_exp over its 1/η_c
     if np.isfinite(p.expert_compute_fraction):
         ratio = p.prefill_compute_fraction / p.expert_compute_fraction
@@ -288,29 +292,36 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
     layers = np.array([cases[i].model.layers for i in rows], dtype=float)
+    is_ttft = np.array([cases[i].metric == "ttft" for i in rows], dtype=float)
+    fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
     known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:
         known = known + ub * p.step_overhead_us * 1e-6
+    if not fit_request:
+        known = known + is_ttft * p.request_overhead_us * 1e-6
     A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows], parts["pf_exp_ideal_s"][rows],
-                         ub * 1e-6 * (1.0 if fit_step else 0.0)]) / t[:, None]
+                         ub * 1e-6 * (1.0 if fit_step else 0.0), is_ttft * 1e-6]) / t[:, None]
     rhs = 1.0 - known / t
     ok = np.isfinite(A).all(axis=1) & np.isfinite(rhs)
     if not ok.any():
         return p, {}
     inv_c = 1 / p.prefill_compute_fraction
     step_sd = PRIOR_SD["tau_step_us"] if fit_step else 1e-3  # held: a near-certain prior keeps it
+    req_sd = PRIOR_SD["tau_req_us"] if fit_request else 1e-3
     w_att, w_exp = PRIOR_SD["att_vs_c"] * inv_c, PRIOR_SD["exp_vs_c"] * inv_c
-    R = np.array([[1 / PRIOR_SD["inv_c"], 0, 0, 0],
-                  [-1 / w_att, 1 / w_att, 0, 0],
-                  [-ratio / w_exp, 0, 1 / w_exp, 0],
-                  [0, 0, 0, 1 / step_sd]])
-    r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, 0.0, p.step_overhead_us / step_sd])
-    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0])
+    R = np.array([[1 / PRIOR_SD["inv_c"], 0, 0, 0, 0],
+                  [-1 / w_att, 1 / w_att, 0, 0, 0],
+                  [-ratio / w_exp, 0, 1 / w_exp, 0, 0],
+                  [0, 0, 0, 1 / step_sd, 0],
+                  [0, 0, 0, 0, 1 / req_sd]])
+    r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, 0.0, p.step_overhead_us / step_sd, p.request_overhead_us / req_sd])
+    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0, 0.0])
     post = map_solve(A[ok], rhs[ok], R, r0, lower)
     x = post.x
     eff = p.replace(prefill_compute_fraction=1 / float(x[0]), attention_compute_fraction=1 / float(x[1]),
-                    expert_compute_fraction=1 / float(x[2]), step_overhead_us=float(x[3]))
+                    expert_compute_fraction=1 / float(x[2]), step_overhead_us=float(x[3]),
+                    request_overhead_us=float(x[4]))
     sd = {"prefill_compute_fraction": float(post.sd[0]) / float(x[0]) ** 2,
           "attention_compute_fraction": float(post.sd[1]) / float(x[1]) ** 2,
           "expert_compute_fraction": float(post.sd[2]) / float(x[2]) ** 2}
@@ -320,8 +331,12 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
                 np.array([PRIOR_SD["inv_c"] / float(x[0]) ** 2, w_att / float(x[1]) ** 2, w_exp / float(x[2]) ** 2]))
     if fit_step:
         out |= _mark({"step_overhead_us": float(post.sd[3])},
-                     Posterior(post.x[3:], post.sd[3:], post.at_bound[3:], post.row_sd), ("step_overhead_us",),
+                     Posterior(post.x[3:4], post.sd[3:4], post.at_bound[3:4], post.row_sd), ("step_overhead_us",),
                      np.array([PRIOR_SD["tau_step_us"]]))
+    if fit_request:
+        out |= _mark({"request_overhead_us": float(post.sd[4])},
+                     Posterior(post.x[4:], post.sd[4:], post.at_bound[4:], post.row_sd), ("request_overhead_us",),
+                     np.array([PRIOR_SD["tau_req_us"]]))
     return eff, out
 
 
@@ -628,6 +643,8 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         allreduce_latency_us=round(p.allreduce_latency_us, 1) if _multi_gpu(cases, g.runtime) else None,
         # likewise only where this runtime's data decoded several sequences at once
         seq_overhead_us=round(p.seq_overhead_us, 1) if _batched(cases, g.runtime) else None,
+        # and only where it had time-to-first-token rows
+        request_overhead_us=round(p.request_overhead_us, 1) if _has_ttft(cases, g.runtime) else None,
         decode_low=round(band_decode[0], 3), decode_high=round(band_decode[1], 3),
         prefill_low=round(band_prefill[0], 3), prefill_high=round(band_prefill[1], 3),
         decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
@@ -641,6 +658,7 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
 #: Short names of the fitted fields in the uncertainty text, with their rounding.
 _SD_LABELS = {"decode_bw_fraction": ("bw", 3), "layer_overhead_us": ("layer µs", 1), "step_overhead_us": ("step µs", 0),
               "allreduce_latency_us": ("all-reduce µs", 0), "seq_overhead_us": ("per-sequence µs", 1),
+              "request_overhead_us": ("per-request µs", 0),
               "prefill_compute_fraction": ("prefill", 3),
               "attention_compute_fraction": ("attention", 3), "expert_compute_fraction": ("experts", 3)}
 
@@ -658,6 +676,10 @@ def uncertainty_text(uncertainty: dict) -> str:
 
 def _multi_gpu(cases: Sequence[Case], runtime: str) -> bool:
     return any(c.gpus > 1 for c in cases if c.runtime.key == runtime)
+
+
+def _has_ttft(cases: Sequence[Case], runtime: str) -> bool:
+    return any(c.metric == "ttft" for c in cases if c.runtime.key == runtime)
 
 
 def _batched(cases: Sequence[Case], runtime: str) -> bool:
@@ -689,7 +711,7 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         d = {k: getattr(p, k) for k in ("key", "runtime", "formats_of", "vendor", "family", "tier", "hardware",
                                          "decode_bw_fraction", "layer_overhead_us",
                                          "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction",
-                                         "expert_compute_fraction", "allreduce_latency_us", "seq_overhead_us",
+                                         "expert_compute_fraction", "allreduce_latency_us", "seq_overhead_us", "request_overhead_us",
                                          "decode_low", "decode_high", "prefill_low",
                                          "prefill_high", "decode_rows", "prefill_rows", "source", "notes")}
         entries.append({k: v for k, v in d.items() if v not in ("", None)})

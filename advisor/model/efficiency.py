@@ -30,14 +30,15 @@ UNCALIBRATED_PREFILL_BAND = (0.4, 1.82)
 
 #: The fitted rates, in the order the calibration solves for them.
 RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "prefill_compute_fraction",
-               "attention_compute_fraction", "allreduce_latency_us", "expert_compute_fraction", "seq_overhead_us")
+               "attention_compute_fraction", "allreduce_latency_us", "expert_compute_fraction", "seq_overhead_us",
+               "request_overhead_us")
 #: The rates that set decode speed: blended between build eras (prefill follows the era's kernels).
 DECODE_RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us",
                       "seq_overhead_us")
 BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high")
 #: the fields that set each phase's speed and band (a profile may lend one phase, see `efficiency_for`)
 PREFILL_FIELDS = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction",
-                  "prefill_low", "prefill_high")
+                  "request_overhead_us", "prefill_low", "prefill_high")
 DECODE_FIELDS = DECODE_RATE_FIELDS + ("decode_low", "decode_high")
 
 
@@ -61,6 +62,9 @@ class Efficiency:
     #: fixed cost per running sequence per decode step (the engine's bookkeeping, sampling and
     #: output handling for each sequence): what makes a large batch's step slower than its reads
     seq_overhead_us: Any = 0.0
+    #: fixed cost once per request, before its first token (the engine's setup of the request and
+    #: its first pass): in the time to first token, not in any later step or in prompt tok/s
+    request_overhead_us: Any = 0.0
     decode_low: Any = 1.0              # band: multipliers on the predicted speed
     decode_high: Any = 1.0
     prefill_low: Any = 1.0
@@ -79,6 +83,7 @@ class Efficiency:
         """The runtime's documented starting values, with the wide uncalibrated band."""
         return cls(rt.decode_bw_fraction, rt.layer_overhead_us, rt.step_overhead_us, rt.prefill_compute_fraction,
                    rt.attention_compute_fraction, rt.allreduce_latency_us, seq_overhead_us=rt.seq_overhead_us,
+                   request_overhead_us=rt.request_overhead_us,
                    decode_low=UNCALIBRATED_DECODE_BAND[0], decode_high=UNCALIBRATED_DECODE_BAND[1],
                    prefill_low=UNCALIBRATED_PREFILL_BAND[0], prefill_high=UNCALIBRATED_PREFILL_BAND[1],
                    basis=f"defaults of {rt.name} (uncalibrated)", level="none")
@@ -92,6 +97,7 @@ class Efficiency:
                    p.allreduce_latency_us if p.allreduce_latency_us is not None else rt.allreduce_latency_us,
                    math.nan if p.expert_compute_fraction is None else p.expert_compute_fraction,
                    p.seq_overhead_us if p.seq_overhead_us is not None else rt.seq_overhead_us,
+                   p.request_overhead_us if p.request_overhead_us is not None else rt.request_overhead_us,
                    decode_low=p.decode_low / decode_widen, decode_high=p.decode_high * decode_widen,
                    prefill_low=p.prefill_low / prefill_widen, prefill_high=p.prefill_high * prefill_widen,
                    basis=p.key, level=level)
@@ -118,7 +124,7 @@ class Efficiency:
 
 
 #: 100 % of both roofs and no fixed costs: the plain roofline most calculators print.
-IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, basis="ideal roofline", level="ideal")
+IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, basis="ideal roofline", level="ideal")
 
 
 #: A sibling runtime's profile (another backend or build of the same engine) has its band widened

@@ -154,6 +154,7 @@ class Result:
     ttft_s: Any = None
     ttft_low_s: Any = None
     ttft_high_s: Any = None
+    request_s: Any = None             # of the TTFT: the request's own setup, once (no prompt work)
 
     def names(self) -> list[str]:
         """The fields this result has values for (a memory-only result has no speeds)."""
@@ -222,6 +223,7 @@ class _Arrays:
         self.fixed = g.layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
         self.per_seq = _arr(e.seq_overhead_us, ft) * 1e-6
+        self.per_request = _arr(e.request_overhead_us, ft) * 1e-6
         self.kv = _Kv(g, self, _arr(x.kv_bits, ft))
         # the techniques' inputs: None where they are at their defaults, so that the plain path
         # runs exactly the arithmetic it always did
@@ -499,12 +501,14 @@ def evaluate(g: Geometry, x: Inputs, memory_only: bool = False, dtype=np.float64
     has_prompt = a.B * a.s > 0
     # The first token comes out of the prefill pass; with no prompt it takes one decode step.
     # Its band follows the pass that produced it.
-    ttft = _choose(has_prompt, lambda: pre["prefill_s"], lambda: first_step)
+    # The request's own setup comes first, once (it is in no prompt tok/s figure).
+    ttft = _choose(has_prompt, lambda: pre["prefill_s"], lambda: first_step) + a.per_request
     with np.errstate(divide="ignore", invalid="ignore"):
         ttft_low = _choose(has_prompt, lambda: ttft * pre["prefill_tok_s"] / pre["prefill_high_tok_s"],
                            lambda: ttft * dec["decode_tok_s"] / dec["decode_high_tok_s"])
         ttft_high = _choose(has_prompt, lambda: ttft / a.prefill_band[0], lambda: ttft / a.decode_band[0])
-    return replace(plan, **dec, **pre, ttft_s=ttft, ttft_low_s=ttft_low, ttft_high_s=ttft_high)
+    return replace(plan, **dec, **pre, ttft_s=ttft, ttft_low_s=ttft_low, ttft_high_s=ttft_high,
+                   request_s=a.per_request + 0.0 * ttft)
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ class StepCosts:
     kv_capacity: Any       # running sequences the KV budget holds at the average context
     max_seqs: Any
     chunk_tokens: Any
+    #: the request's own setup before its first pass (latency, not server time: it is host work
+    #: that overlaps other requests' steps)
+    request_s: Any = 0.0
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     cap = np.minimum(kv_cap, S)
     shape = np.broadcast(tau_p, K, S, kv_cap).shape
     step_table = _StepTable(costs.step_s, shape)
+    request_s = np.asarray(costs.request_s, float)
 
     def step(b, t_dec=None):
         return (step_table.at(b) if t_dec is None else t_dec) + b * P * tau_p / D
@@ -183,7 +187,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         budget = np.maximum(K - b, 1.0)
         chunks = np.maximum(np.ceil(P / budget), 1.0)
         # the steps that carry this prompt: each decodes the running batch and computes a chunk
-        service = chunks * t_dec + P * tau_p
+        service = chunks * t_dec + P * tau_p + request_s
         if not random_arrivals:
             return service, np.zeros_like(service)
         # the share of time the server spends on prompts (their chunks' steps), as the utilisation
@@ -276,9 +280,10 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens) -> StepCosts
     mean_len = np.where(np.asarray(paged, bool), (load.prompt_tokens + load.output_tokens / 2.0) / full, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         kv_capacity = np.where(budget > 0, budget / np.maximum(seq_bytes * mean_len, 1e-30), 0.0)
+    request_s = _first(r.request_s)
     return StepCosts(step_s=step_s, step_compute_s=r.decode_compute_s, step_memory_s=r.decode_memory_s,
                      prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
-                     chunk_tokens=chunk_tokens)
+                     chunk_tokens=chunk_tokens, request_s=request_s)
 
 
 def _first(a):

@@ -276,8 +276,9 @@ def _profile_table(cat: "Catalog", cfg: Config) -> Table:
         ("prefill compute fraction η_c", f"{float(eff.prefill_compute_fraction):.3f}"),
         ("attention compute fraction η_att", f"{float(eff.attention_compute_fraction):.3f}"),
         ("fixed costs", f"{num(float(eff.layer_overhead_us))} µs per layer + {num(float(eff.step_overhead_us))} µs "
-                        f"per step + {num(float(eff.seq_overhead_us))} µs per running sequence; all-reduce "
-                        f"{num(float(eff.allreduce_latency_us))} µs"),
+                        f"per step + {num(float(eff.seq_overhead_us))} µs per running sequence; "
+                        f"{num(float(eff.request_overhead_us))} µs per request before its first token; "
+                        f"all-reduce {num(float(eff.allreduce_latency_us))} µs"),
         ("decode band (measured error)", f"×{float(eff.decode_low):.2f} – ×{float(eff.decode_high):.2f} on tok/s"),
         ("prefill band (measured error)", f"×{float(eff.prefill_low):.2f} – ×{float(eff.prefill_high):.2f} on prompt "
                                           f"tok/s (TTFT ÷ these)"),

@@ -37,3 +37,26 @@ def test_the_fit_learns_it_where_the_batch_varies(cat):
 def test_a_runtime_without_batched_rows_keeps_its_default(cat):
     # no batched decode rows for TensorRT-LLM in the data: nothing written, the runtime's value (0) used
     assert all(p.seq_overhead_us is None for k, p in cat.profiles.items() if p.runtime == "tensorrt-llm")
+
+
+def _ttft(cat, request_us):
+    cfg = configure(cat, hardware="h100 sxm", model="llama 3.1 8b", runtime="tensorrt-llm", quant="fp8", prompt=512)
+    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware).replace(request_overhead_us=request_us)
+    x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 1, "pp", cfg.workload)
+    return evaluate(geometry(cfg.model), x)
+
+
+def test_a_request_cost_is_paid_once_in_the_ttft_not_in_prompt_or_decode_speed(cat):
+    base, slow = _ttft(cat, 0.0), _ttft(cat, 2000.0)
+    assert float(slow.ttft_s - base.ttft_s) == pytest.approx(2e-3, rel=1e-6)
+    assert float(slow.prefill_tok_s) == pytest.approx(float(base.prefill_tok_s))
+    assert float(slow.decode_tok_s) == pytest.approx(float(base.decode_tok_s))
+
+
+def test_ttft_rows_charge_what_they_do_not_explain_to_the_request_not_to_every_step(cat):
+    # TensorRT-LLM's batch-1 TTFT rows hold ~1-2 ms the FLOPs and bytes do not explain; a step
+    # cost is tens to hundreds of µs (its prior), so the fit puts it on the request
+    p = cat.profiles["tensorrt-llm+nvidia"]
+    assert p.request_overhead_us is not None and p.request_overhead_us > 500
+    assert p.step_overhead_us < 1000
+    assert "per-request µs" in p.notes
