@@ -68,12 +68,14 @@ from advisor.data.userdata import write_atomic
 #:   tau_seq     fixed cost per running sequence per decode step: tens of µs (Python bookkeeping,
 #:               sampling, detokenising); fitted only in a group whose decode rows vary the batch,
 #:               held at the parent's value elsewhere (with one batch size it is the step cost's twin)
-#:   tau_req     fixed cost once per request before its first token (setting the request up, its
-#:               first pass's launches): up to about a millisecond; fitted where TTFT rows exist.
-#:               A step cost is tens to hundreds of µs, so a TTFT the FLOPs and bytes do not explain
-#:               is charged to the request (once) rather than to every decode step
+#:   tau_req     fixed cost once per request before its first token: setting the request up and
+#:               its first pass's launches in an engine's own benchmark (~1 ms), plus HTTP,
+#:               tokenising and scheduling behind a serving API (tens of ms); fitted where TTFT
+#:               rows exist. A step cost is tens to hundreds of µs, so a TTFT the FLOPs and bytes
+#:               do not explain is charged to the request (once), not to every decode step, and a
+#:               tiny model's TTFT does not drag the prompt compute fraction down
 PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "inv_c": 1.5,
-            "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0, "tau_req_us": 1000.0}
+            "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0, "tau_req_us": 20000.0}
 #: Physical bounds (as lower bounds on the solved quantities): a decode bandwidth fraction cannot
 #: exceed ~0.95 (refresh, page and command overheads), compute fractions cannot exceed 1, costs ≥ 0.
 MAX_BW_FRACTION = 0.95

@@ -111,7 +111,8 @@ def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, w
     kept = done[int(warmup * len(done)):]
     s = np.array([x for x in log if x[0] >= kept[0][2]])
     span = t - s[0, 0]                                          # wall time, idle gaps included
-    return Sim(ttft_ms=1e3 * np.mean([f - a for a, f, _ in kept]),
+    # the request's own setup is a fixed latency before its first token (host work, not server time)
+    return Sim(ttft_ms=1e3 * (np.mean([f - a for a, f, _ in kept]) + float(np.asarray(costs.request_s))),
                itl_ms=1e3 * np.mean([(c - f) / D for _, f, c in kept]),
                throughput_tok_s=s[:, 3].sum() / span, running_batch=(s[:, 2] * s[:, 1]).sum() / span,
                completed=len(kept), queue=queue)
