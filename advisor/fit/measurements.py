@@ -209,7 +209,8 @@ def _value(text: str) -> tuple[float, str]:
     return float(t.lstrip("~≈")), ""
 
 
-_KV_RE = re.compile(r"(?:--kv-cache-dtype|kv[ _-]cache[ _-]dtype|-ctk)[ =]+(fp8|f16|fp16|bf16|q8_0|q4_0)\b", re.I)
+_KV_RE = re.compile(r"(?:--kv-cache-dtype|kv[ _-]cache[ _-]dtype|-ctk)[ =]+(fp8(?:_e4m3|_e5m2)?|f16|fp16|bf16|q8_0|q4_0)\b",
+                    re.I)
 
 
 def _kv_key(row: dict[str, str]) -> str:
@@ -218,7 +219,8 @@ def _kv_key(row: dict[str, str]) -> str:
     m = _KV_RE.search(f"{row.get('hardware_detail', '')} {row.get('note', '')}")
     if not m:
         return "f16"
-    return {"fp16": "f16", "bf16": "f16"}.get(m.group(1).lower(), m.group(1).lower())
+    name = m.group(1).lower()
+    return "fp8" if name.startswith("fp8") else {"fp16": "f16", "bf16": "f16"}.get(name, name)
 
 
 _UBATCH_RE = re.compile(r"(?:n_ubatch\s*=?\s*|-ub\s+)(\d{2,6})\b")
