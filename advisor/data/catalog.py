@@ -60,13 +60,18 @@ class EntryError(ValueError):
         self.field = field_name
 
 
+#: Fields holding a list of sub-entries: kind → (their spec, what the error calls them).
+_ENTRY_LISTS = {"support": (specs.Support, "rules (vendor, families, reason, source)"),
+                "builds": (specs.Build, "builds (build, date, source)")}
+
+
 def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
     """Check one field's value against its metadata; return the value in its stored form."""
     kind = meta["kind"]
     if value is None:
         if meta.get("required"):
             raise EntryError(name, "is required")
-        return None if kind not in ("strlist", "numlist", "map", "str", "bool", "support", "builds") else _empty(kind)
+        return _empty(kind) if kind in ("strlist", "numlist", "map", "str", "bool", *_ENTRY_LISTS) else None
     if kind in ("num", "int"):
         if isinstance(value, bool):
             raise EntryError(name, f"must be a number, got {value!r}")
@@ -124,14 +129,11 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
                 raise EntryError(name, f"{k}: {v!r} is not one of {', '.join(choices or ())}")
             pairs.append((str(k), v))
         return tuple(sorted(pairs))
-    if kind == "support":
+    if kind in _ENTRY_LISTS:
+        spec, what = _ENTRY_LISTS[kind]
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise EntryError(name, "must be a list of rules (vendor, families, reason, source)")
-        return tuple(_build(specs.Support, v, prefix=f"{name}[{i}].") for i, v in enumerate(value))
-    if kind == "builds":
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise EntryError(name, "must be a list of builds (build, date, source)")
-        return tuple(_build(specs.Build, v, prefix=f"{name}[{i}].") for i, v in enumerate(value))
+            raise EntryError(name, f"must be a list of {what}")
+        return tuple(_build(spec, v, prefix=f"{name}[{i}].") for i, v in enumerate(value))
     if kind == "price":
         if not isinstance(value, dict):
             raise EntryError(name, "must be a mapping")
@@ -140,7 +142,7 @@ def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
 
 
 def _empty(kind: str) -> Any:
-    return {"strlist": (), "numlist": (), "map": (), "str": "", "bool": False, "support": (), "builds": ()}[kind]
+    return {"str": "", "bool": False}.get(kind, ())
 
 
 #: Field names of earlier versions, still read from user files: old name → current name.

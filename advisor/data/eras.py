@@ -16,6 +16,7 @@ master, which come at a steady enough pace for a few days' error between neighbo
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from datetime import date
@@ -53,7 +54,7 @@ def build_date(builds, number: int) -> tuple[date, str]:
         return dates[0], "by"
     if number >= numbers[-1]:
         return dates[-1], "after"
-    i = max(k for k in range(len(numbers)) if numbers[k] <= number)
+    i = bisect.bisect_right(numbers, number) - 1  # the last numbered build at or before it
     w = (number - numbers[i]) / (numbers[i + 1] - numbers[i])
     return date.fromordinal(round(dates[i].toordinal() + w * (dates[i + 1] - dates[i]).days)), "~"
 

@@ -324,21 +324,18 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     eff = p.replace(prefill_compute_fraction=1 / float(x[0]), attention_compute_fraction=1 / float(x[1]),
                     expert_compute_fraction=1 / float(x[2]), step_overhead_us=float(x[3]),
                     request_overhead_us=float(x[4]))
-    sd = {"prefill_compute_fraction": float(post.sd[0]) / float(x[0]) ** 2,
-          "attention_compute_fraction": float(post.sd[1]) / float(x[1]) ** 2,
-          "expert_compute_fraction": float(post.sd[2]) / float(x[2]) ** 2}
-    # the attention and expert priors' widths given the compute fraction (which the data usually pins down)
-    names = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction")
-    out = _mark(sd, Posterior(post.x[:3], post.sd[:3], post.at_bound[:3], post.row_sd), names,
-                np.array([PRIOR_SD["inv_c"] / float(x[0]) ** 2, w_att / float(x[1]) ** 2, w_exp / float(x[2]) ** 2]))
-    if fit_step:
-        out |= _mark({"step_overhead_us": float(post.sd[3])},
-                     Posterior(post.x[3:4], post.sd[3:4], post.at_bound[3:4], post.row_sd), ("step_overhead_us",),
-                     np.array([PRIOR_SD["tau_step_us"]]))
-    if fit_request:
-        out |= _mark({"request_overhead_us": float(post.sd[4])},
-                     Posterior(post.x[4:], post.sd[4:], post.at_bound[4:], post.row_sd), ("request_overhead_us",),
-                     np.array([PRIOR_SD["tau_req_us"]]))
+    names = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction",
+             "step_overhead_us", "request_overhead_us")
+    # fractions' sds through 1/x; the attention and expert priors' widths are given the compute
+    # fraction (which the data usually pins down)
+    scale = np.array([float(x[0]) ** 2, float(x[1]) ** 2, float(x[2]) ** 2, 1.0, 1.0])
+    sd = dict(zip(names, (float(v) for v in post.sd / scale)))
+    prior_sd = np.array([PRIOR_SD["inv_c"], w_att, w_exp, PRIOR_SD["tau_step_us"], PRIOR_SD["tau_req_us"]]) / scale
+    out = _mark(sd, post, names, prior_sd)
+    if not fit_step:
+        out.pop("step_overhead_us")  # held, not fitted: nothing to report
+    if not fit_request:
+        out.pop("request_overhead_us")
     return eff, out
 
 
@@ -642,11 +639,14 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
                                  and abs(p.expert_compute_fraction / p.prefill_compute_fraction - 1) > 0.01 else None),
         # only where this runtime's data had several GPUs: otherwise the value is a prior, and a
         # build that borrows the profile must keep its own (the schema's "empty = the runtime's")
-        allreduce_latency_us=round(p.allreduce_latency_us, 1) if _multi_gpu(cases, g.runtime) else None,
+        allreduce_latency_us=(round(p.allreduce_latency_us, 1)
+                              if _runtime_has(cases, g.runtime, lambda c: c.gpus > 1) else None),
         # likewise only where this runtime's data decoded several sequences at once
-        seq_overhead_us=round(p.seq_overhead_us, 1) if _batched(cases, g.runtime) else None,
+        seq_overhead_us=(round(p.seq_overhead_us, 1) if _runtime_has(
+            cases, g.runtime, lambda c: c.workload.batch > 1 and c.metric in ("decode", "e2e")) else None),
         # and only where it had time-to-first-token rows
-        request_overhead_us=round(p.request_overhead_us, 1) if _has_ttft(cases, g.runtime) else None,
+        request_overhead_us=(round(p.request_overhead_us, 1)
+                             if _runtime_has(cases, g.runtime, lambda c: c.metric == "ttft") else None),
         decode_low=round(band_decode[0], 3), decode_high=round(band_decode[1], 3),
         prefill_low=round(band_prefill[0], 3), prefill_high=round(band_prefill[1], 3),
         decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
@@ -676,16 +676,10 @@ def uncertainty_text(uncertainty: dict) -> str:
     return "posterior sd: " + ", ".join(parts)
 
 
-def _multi_gpu(cases: Sequence[Case], runtime: str) -> bool:
-    return any(c.gpus > 1 for c in cases if c.runtime.key == runtime)
-
-
-def _has_ttft(cases: Sequence[Case], runtime: str) -> bool:
-    return any(c.metric == "ttft" for c in cases if c.runtime.key == runtime)
-
-
-def _batched(cases: Sequence[Case], runtime: str) -> bool:
-    return any(c.workload.batch > 1 and c.metric in ("decode", "e2e") for c in cases if c.runtime.key == runtime)
+def _runtime_has(cases: Sequence[Case], runtime: str, kind) -> bool:
+    """Whether any of ``runtime``'s cases is of the ``kind`` (a predicate): a parameter only such
+    rows identify is written to the profiles only then."""
+    return any(kind(c) for c in cases if c.runtime.key == runtime)
 
 
 def fit_profiles(cat: Catalog, cases: Sequence[Case]) -> dict[str, Profile]:

@@ -213,10 +213,15 @@ _KV_RE = re.compile(r"(?:--kv-cache-dtype|kv[ _-]cache[ _-]dtype|-ctk)[ =]+(fp8(
                     re.I)
 
 
+def _run_text(row: dict[str, str]) -> str:
+    """Where a row states how its run was set up: the hardware detail and the note."""
+    return f"{row.get('hardware_detail', '')} {row.get('note', '')}"
+
+
 def _kv_key(row: dict[str, str]) -> str:
     """The KV-cache dtype the run's command line states (vLLM --kv-cache-dtype, llama.cpp -ctk),
     else f16: the default of every runtime in the data."""
-    m = _KV_RE.search(f"{row.get('hardware_detail', '')} {row.get('note', '')}")
+    m = _KV_RE.search(_run_text(row))
     if not m:
         return "f16"
     name = m.group(1).lower()
@@ -229,7 +234,7 @@ _UBATCH_RE = re.compile(r"(?:n_ubatch\s*=?\s*|-ub\s+)(\d{2,6})\b")
 def _ubatch(row: dict[str, str]) -> int | None:
     """The micro-batch a row's run used, if its detail or note states exactly one (a note that
     names another run's -ub as well says nothing certain about this one)."""
-    found = {int(v) for v in _UBATCH_RE.findall(f"{row.get('hardware_detail', '')} {row.get('note', '')}")}
+    found = {int(v) for v in _UBATCH_RE.findall(_run_text(row))}
     return found.pop() if len(found) == 1 else None
 
 
