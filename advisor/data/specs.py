@@ -136,6 +136,9 @@ class Model:
     key: str = _f("str", True)
     name: str = _f("str", True)
     family: str = _f("str", True)
+    #: config.json's ``architectures[0]`` (LlamaForCausalLM, DeepseekV3ForCausalLM …): what a
+    #: runtime's model × format support list names (TensorRT-LLM's support matrix is per architecture)
+    architecture: str = _f("str")
     params_total_b: float = _f("num", True, min=0.01, max=20_000)
     params_active_b: float = _f("num", True, min=0.01, max=20_000)
     layers: int = _f("int", True, min=1, max=1000)
