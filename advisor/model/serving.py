@@ -11,7 +11,11 @@ prompt token (its linear and attention FLOPs at the attained compute rate):
     decode phase     a request decodes D = output − 1 tokens, one per step
     Little's law     b = X · D · τ           (X requests/s in steady state)
     prompt tokens    π = X · P′ · τ          (P′ = prompt not served from the prefix cache)
-    ⇒                τ(b) = τ_dec(b) + b · P′ · τ_p / D
+    ⇒                τ(b) = τ_dec(b) + min(b, C − 1) · P′ · τ_p / D
+
+A request's own prompt comes before its first token: while one client's prompt runs, at most the
+other C − 1 clients of a closed loop decode (one lone client decodes at the bare step); open loop and
+offline, every running sequence shares the steps that carry prompts.
 
 Closed loop (C clients, think time Z): C = X · (TTFT + D·τ + Z), solved for b by bisection;
 open loop (Poisson, R requests/s): b = R · D · τ(b); offline (all queued): b at capacity. When
@@ -175,8 +179,16 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     step_table = _StepTable(costs.step_s, shape)
     request_s = np.asarray(costs.request_s, float)
 
+    # A decoding request's steps carry the prompts of the *other* requests: its own prompt was
+    # computed before its first token. While one client's prompt runs, at most the other C − 1
+    # clients of a closed loop decode, so a prompt step slows min(b, C − 1) sequences: one lone
+    # client decodes at the bare step and its prompt is in its TTFT alone. (The server's time is
+    # still all spent: a prompt no one decodes beside is in its own client's cycle.) Poisson
+    # arrivals come from a population without end.
+    others = load.concurrency - 1.0 if load.kind == "closed" else math.inf
+
     def step(b, t_dec=None):
-        return (step_table.at(b) if t_dec is None else t_dec) + b * P * tau_p / D
+        return (step_table.at(b) if t_dec is None else t_dec) + np.minimum(b, others) * P * tau_p / D
 
     # Arrivals at random moments (Poisson, or clients that think for a while) find the server busy
     # with other prompts and land in the middle of a step; clients with no think time return at the
