@@ -10,7 +10,10 @@ from advisor.model.config import context_note
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
 from advisor.plan.recommend import by_hardware, distinct
-from advisor.text.verdicts import candidate_record, reason_text, why_first
+from advisor.text.verdicts import EVIDENCE_WORDS, candidate_record, reason_text, why_first
+
+#: The verdict in a table cell.
+SHORT_VERDICT = {"margin": "margin", "estimate": "if estimate", "miss": "misses"}
 
 EXIT_OK, EXIT_UNMET = 0, 1
 
@@ -115,7 +118,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                "tok_s_target": req.tok_s, "safe": req.safe, "cost_basis": rec.cost_basis,
                "cost_basis_why": rec.cost_basis_why, "context_is_default": req.context_is_default,
                "min_bits": req.min_bits, "native_quant": req.model.native_quant or "bf16",
-               "configurations": len(rec), "passing": rec.n_passing, "sweep_ms": round(rec.elapsed_ms, 1),
+               "configurations": len(rec), "passing": rec.n_passing, "passing_with_margin": rec.n_margin, "sweep_ms": round(rec.elapsed_ms, 1),
                "candidates": [candidate_record(c) for c in cands]}
         print(json_text(doc))
         return EXIT_OK if rec.n_passing else EXIT_UNMET
@@ -143,13 +146,16 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if req.safe:
         print("Safe mode: judged by the pessimistic edge of each prediction's band.")
     why = f" ({rec.cost_basis_why})" if rec.cost_basis_why and rec.cost_basis != "headroom" else ""
-    print(f"Swept {len(rec):,} configurations in {rec.elapsed_ms:.0f} ms: {rec.n_passing:,} meet every requirement; "
+    tiers = (f"{rec.n_margin:,} meet every requirement with margin, {rec.n_passing - rec.n_margin:,} only if the "
+             f"estimate holds" if rec.n_passing else "none meets every requirement")
+    print(f"Swept {len(rec):,} configurations in {rec.elapsed_ms:.0f} ms: {tiers}; "
           f"{BASIS_TEXT[rec.cost_basis]}{why}.\n")
     if not rec.n_passing:
-        print("No configuration meets every requirement. Closest misses:")
+        print("No configuration meets every requirement. Closest misses (those that fit first):")
         misses = distinct(rec.closest_misses(200), 8)
         print(table(["configuration", "runtime", "weights", "KV", "TTFT", "tok/s/user", "mem/GPU GB", "why not"],
-                    [[c.label, c.runtime.name, c.quant.name, c.kv_dtype.name, duration_ms(c.ttft_ms), num(c.tok_s),
+                    [[c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
+                      duration_ms(c.ttft_ms) if c.ttft_ms == c.ttft_ms else "—", num(c.tok_s) if c.tok_s == c.tok_s else "—",
                       f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}", "; ".join(reason_text(r) for r in c.failures[:2])]
                      for c in misses]))
         return EXIT_UNMET
@@ -160,15 +166,18 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         return [mark + ("*" if c.pareto else "") + ("†" if c.technique else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
                 f"{duration_ms(c.ttft_ms)} ({duration_ms(c.ttft_safe_ms)})", f"{num(c.tok_s)} ({num(c.tok_s_safe)})",
                 num(c.throughput_tok_s), f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}",
-                _cost_cell(c, rec.cost_basis), c.quality]
+                _cost_cell(c, rec.cost_basis), c.quality, SHORT_VERDICT[c.tier], EVIDENCE_WORDS[c.evidence]]
 
     rows = [row(str(i), g.best) for i, g in enumerate(groups, 1)]
     ttft_head = "TTFT (safe)" if req.burst else "TTFT p90 (safe)"
     print(f"Best configuration per hardware ({len(groups)} of {len({c.hardware.key for c in distinct(rec.passing, 10**9)})} "
           f"that pass):")
     print(table(["#", "configuration", "runtime", "weights", "KV", ttft_head, "tok/s/user (safe)", "total tok/s",
-                 "mem/GPU GB", "cost", "quality"], rows))
+                 "mem/GPU GB", "cost", "quality", "verdict", "data"], rows))
     print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band.")
+    print("verdict: margin = every target met at the pessimistic edge of the band; if estimate = met at the prediction "
+          "only (ranked after). data: measured = the runtime's calibration has rows of this hardware generation and "
+          "format class; extrapolated = it has not; no data = the runtime's defaults.")
     for i, g in enumerate(groups, 1):
         if g.best.technique:
             print(f"† #{i} {g.best.technique}.")

@@ -401,6 +401,10 @@ class Profile:
     prefill_high: float = _f("num", True, min=1.0, max=20.0)
     decode_rows: int = _f("int", default=0, min=0)
     prefill_rows: int = _f("int", default=0, min=0)
+    #: what the fitted rows measured: the hardware families and the weight formats (quant keys) seen;
+    #: a configuration outside them is extrapolated (`advisor.model.efficiency.evidence`)
+    measured_families: tuple[str, ...] = _f("strlist")
+    measured_formats: tuple[str, ...] = _f("strlist")
     source: str = _f("str", True)
     notes: str = _f("str")
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})

@@ -651,6 +651,8 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         prefill_low=round(band_prefill[0], 3), prefill_high=round(band_prefill[1], 3),
         decode_rows=sum(c.metric in ("decode", "e2e") for c in sub),
         prefill_rows=sum(c.metric in ("prefill", "ttft") for c in sub),
+        measured_families=tuple(sorted({c.hardware.family for c in sub})),
+        measured_formats=tuple(sorted({c.quant.key for c in sub})),
         source=f"fitted by advisor calibrate to {len(sub)} rows of catalog/measured/calibration.csv ({', '.join(sources)})",
         notes=(uncertainty_text(g.uncertainty) + "; " if g.uncertainty else "")
         + f"devices: {', '.join(devices[:12])}{' …' if len(devices) > 12 else ''}",
@@ -709,8 +711,10 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
                                          "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction",
                                          "expert_compute_fraction", "allreduce_latency_us", "seq_overhead_us", "request_overhead_us",
                                          "decode_low", "decode_high", "prefill_low",
-                                         "prefill_high", "decode_rows", "prefill_rows", "source", "notes")}
-        entries.append({k: v for k, v in d.items() if v not in ("", None)})
+                                         "prefill_high", "decode_rows", "prefill_rows", "measured_families",
+                                         "measured_formats", "source", "notes")}
+        d["measured_families"], d["measured_formats"] = list(p.measured_families), list(p.measured_formats)
+        entries.append({k: v for k, v in d.items() if v not in ("", None, [])})
     return header + yaml.safe_dump({"profiles": entries}, sort_keys=False, allow_unicode=True, width=120)
 
 

@@ -221,3 +221,40 @@ def _at_date(profiles, runtime: Runtime, hw: Hardware) -> Efficiency:
                    decode_high=max(a.decode_high, b.decode_high),
                    basis=f"decode {wa:.0%} {a.basis} + {wb:.0%} {b.basis}, prefill {near.basis} "
                          f"(builds of {runtime.at_date})")
+
+
+# ---- what the measurements behind a prediction cover ------------------------------------------------
+
+#: How much measured data stands behind a (runtime, hardware, weight format) prediction:
+#: "measured"      a profile of this runtime was fitted on rows of this hardware family and format class;
+#: "extrapolated"  a fitted profile applies, but its rows saw another family or another format class;
+#: "uncalibrated"  no profile: the runtime's documented defaults.
+EVIDENCE_LEVELS = ("measured", "extrapolated", "uncalibrated")
+
+
+def format_class(quant) -> str:
+    """Formats whose kernels are alike enough that measuring one speaks for the others: every GGUF
+    block type and mix (llama.cpp's dequantising kernels), every 16-bit float; else the format itself."""
+    if quant.kind == "gguf":
+        return "gguf"
+    if quant.kind == "float" and quant.bits_per_weight >= 16:
+        return "16-bit"
+    return quant.key
+
+
+def evidence(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware, quant, quants=None) -> str:
+    """One of `EVIDENCE_LEVELS` for ``runtime`` running ``quant`` weights on ``hw``. ``quants``: the
+    catalog's formats by key, to read a profile's measured formats by class (without it, by key)."""
+    if runtime.at_date:
+        runtime = replace(runtime, at_date="")
+    ranked = ranked_profiles(profiles, runtime, hw)
+    if not ranked:
+        return "uncalibrated"
+    want = format_class(quant)
+    for p, level in ranked:
+        if level.startswith("sibling") or hw.family not in p.measured_families:
+            continue
+        seen = {format_class(quants[k]) if quants and k in quants else k for k in p.measured_formats}
+        if want in seen or quant.key in p.measured_formats:
+            return "measured"
+    return "extrapolated"

@@ -17,7 +17,9 @@ import numpy as np
 from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.model import compat
 from advisor.model.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
-from advisor.model.efficiency import BAND_FIELDS, RATE_FIELDS, Efficiency, efficiency_for
+from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, RATE_FIELDS, Efficiency, efficiency_for,
+                                      evidence)
+from advisor.model.config import default_runtime
 from advisor.model.geometry import WeightBits, weight_bits
 from advisor.model.roofline import Inputs, Workload
 
@@ -110,6 +112,16 @@ class Tables:
         self.eff = Efficiency(*(np.array([[getattr(e, f) for e in row] for row in effs], dtype=float)
                                 .reshape(len(hw), len(rt)) for f in RATE_FIELDS + BAND_FIELDS), level="table")
         self.eff_level = np.array([[e.level for e in row] for row in effs])
+        # how much measured data backs each (hardware, runtime, format): an index into
+        # EVIDENCE_LEVELS, worked out once per hardware family (all a profile's coverage looks at)
+        first: dict[tuple[str, str], int] = {}
+        rows = [first.setdefault((h.vendor, h.family), i) for i, h in enumerate(hw)]
+        by_family = {i: [[EVIDENCE_LEVELS.index(evidence(cat.profiles, r, hw[i], x, cat.quants)) for x in q]
+                         for r in rt] for i in set(rows)}
+        self.evidence = np.array([by_family[i] for i in rows], dtype=np.int8).reshape(len(hw), len(rt), len(q))
+        # the runtime people usually run on each hardware (the recommender's tie-breaks prefer it)
+        usual = [default_runtime(cat, h).key for h in hw]
+        self.usual_runtime = np.array([[r.key == u for r in rt] for u in usual], dtype=bool).reshape(len(hw), len(rt))
 
         self.ok_hw_rt, self.ok_rt_q, self.ok_rt_kv = compat.grids(hw, rt, q, kv)
         # the support matrix: formats and KV dtypes a runtime runs only on some generations

@@ -8,19 +8,30 @@ import math
 from advisor.model.config import context_note
 
 
-def efficiency_note(eff, runtime, hw) -> str | None:
-    """Where the efficiencies come from when that should temper trust in the numbers."""
+def efficiency_note(eff, runtime, hw, evidence: str = "", quant=None) -> str | None:
+    """Where the efficiencies come from when that should temper trust in the numbers. ``evidence``
+    (`advisor.model.efficiency.evidence`) says whether rows of this hardware family and format back it."""
     if not eff.calibrated:
         return f"efficiencies are {eff.basis}: wide band"
     if eff.level.startswith("sibling"):
         return (f"no measurements of {runtime.name} on {hw.vendor} hardware: using '{eff.basis}', measured "
                 "with another build or backend of the same engine (band widened)")
-    if eff.level in ("vendor", "runtime"):
+    if evidence == "extrapolated" and quant is not None:
+        return (f"no measurements of {runtime.name} with {_format_words(quant)} on {hw.family}: profile "
+                f"'{eff.basis}' extrapolated")
+    if not evidence and eff.level in ("vendor", "runtime"):
         return f"no measurements for {hw.family} on {runtime.name}: profile '{eff.basis}' extrapolated"
     return None
 
 
-def prediction_notes(cfg, eff, *, fits: bool, weights_fit: bool, per_gpu_total_gb: float, per_gpu_usable_gb: float,
+def _format_words(quant) -> str:
+    from advisor.model.efficiency import format_class
+
+    cls = format_class(quant)
+    return {"gguf": "GGUF weights", "16-bit": "16-bit weights"}.get(cls, f"{quant.name} weights")
+
+
+def prediction_notes(cfg, eff, *, evidence: str = "", fits: bool, weights_fit: bool, per_gpu_total_gb: float, per_gpu_usable_gb: float,
                      shortfall_gb: float, kv_gpu_gb: float, kv_budget_gpu_gb: float, peak: float, used_dtype: str,
                      wanted_dtype: str, sram_gpu_gb: float | None = None, main_gpu_gb: float | None = None,
                      ddr_gpu_gb: float | None = None) -> list[str]:
@@ -38,7 +49,7 @@ def prediction_notes(cfg, eff, *, fits: bool, weights_fit: bool, per_gpu_total_g
                      "decode assumes the memory roof binds")
     elif used_dtype != wanted_dtype and hw.kind not in ("apple", "cpu"):
         notes.append(f"{hw.name} has no {wanted_dtype} matrix peak in the catalog: using {used_dtype}")
-    why = efficiency_note(eff, cfg.runtime, hw)
+    why = efficiency_note(eff, cfg.runtime, hw, evidence, cfg.quant)
     if why:
         notes.append(why)
     if hw.kind == "dataflow":

@@ -16,7 +16,7 @@ import numpy as np
 
 from advisor.data.errors import AdvisorError
 from advisor.model.config import Config
-from advisor.model.efficiency import Efficiency, efficiency_for
+from advisor.model.efficiency import Efficiency, efficiency_for, evidence
 from advisor.model.geometry import geometry, weight_bits
 from advisor.model.inputs import compute_peak, inputs_for
 from advisor.model.notes import prediction_notes
@@ -86,6 +86,8 @@ class Prediction:
     efficiency_basis: str
     calibrated: bool
     notes: tuple[str, ...] = field(default=())
+    #: how much measured data backs it: measured | extrapolated | uncalibrated (`efficiency.evidence`)
+    evidence: str = ""
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -115,9 +117,11 @@ def predict(cat: "Catalog | None", cfg: Config, check_context: bool = True, prof
     ``profiles``: efficiency profiles to use instead of the catalog's (``cat`` may then be None).
     """
     cfg.check(check_context)
-    eff = efficiency_for(cat.profiles if profiles is None and cat is not None else profiles, cfg.runtime, cfg.hardware)
+    profiles = cat.profiles if profiles is None and cat is not None else profiles
+    eff = efficiency_for(profiles, cfg.runtime, cfg.hardware)
     r = evaluate_config(cfg, eff)
-    return _to_prediction(r, cfg, eff)
+    backing = evidence(profiles, cfg.runtime, cfg.hardware, cfg.quant, cat.quants if cat is not None else None)
+    return _to_prediction(r, cfg, eff, backing)
 
 
 def predict_entries(hw, model, quant, runtime, workload, kv, gpus: int = 1, profiles=None, parallelism: str = "",
@@ -136,7 +140,7 @@ _PREDICTION_INPUTS = ("weights_bytes", "weights_gpu_bytes", "kv_gpu_bytes", "wor
                       "decode_memory_s", "knee_batch", "decode_bytes", "decode_flops")
 
 
-def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
+def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -> Prediction:
     v = _first_values(r, _PREDICTION_INPUTS)
     hw, w, gpus = cfg.hardware, cfg.workload, cfg.gpus
     peak, used_dtype, wanted_dtype = compute_peak(hw, cfg.runtime, cfg.quant)
@@ -150,7 +154,7 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
     over = v["overhead_gpu_bytes"] * gpus / GB
     pre = v["prefill_tok_s"]
     split = cfg.split
-    notes = prediction_notes(cfg, eff, fits=fits, weights_fit=v["kv_budget_gpu_bytes"] >= 0,
+    notes = prediction_notes(cfg, eff, evidence=backing, fits=fits, weights_fit=v["kv_budget_gpu_bytes"] >= 0,
                              per_gpu_total_gb=per_gpu_total, per_gpu_usable_gb=per_gpu_usable, shortfall_gb=shortfall,
                              kv_gpu_gb=v["kv_gpu_bytes"] / GB, kv_budget_gpu_gb=v["kv_budget_gpu_bytes"] / GB,
                              peak=peak, used_dtype=used_dtype, wanted_dtype=wanted_dtype,
@@ -174,7 +178,7 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency) -> Prediction:
         bound="compute" if v["decode_compute_s"] > v["decode_memory_s"] else "memory",
         knee_batch=v["knee_batch"], decode_bytes_per_step=v["decode_bytes"], decode_flops_per_step=v["decode_flops"],
         bandwidth_gb_s=hw.bandwidth_gb_s, peak_tflops=peak, compute_dtype=used_dtype,
-        efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes),
+        efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes), evidence=backing,
     )
 
 

@@ -359,7 +359,7 @@ class ServeReport:
 
 def serve(cat, cfg, load: Load) -> ServeReport:
     """The steady state of ``load`` on the configuration ``cfg`` (a `Config`)."""
-    from advisor.model.efficiency import efficiency_for
+    from advisor.model.efficiency import efficiency_for, evidence
     from advisor.model.config import context_note, context_refusal
     from advisor.model.notes import efficiency_note
     from advisor.model.predict import evaluate_config
@@ -406,7 +406,8 @@ def serve(cat, cfg, load: Load) -> ServeReport:
     if not cfg.runtime.scheduler_source and not (load.max_seqs and load.chunk_tokens):
         notes.append(f"the catalog does not state {cfg.runtime.name}'s scheduler defaults: assumed {seqs:,} running "
                      f"sequences and {chunk:,} tokens per step (set --max-seqs and --chunk-tokens)")
-    why = efficiency_note(eff, cfg.runtime, cfg.hardware)
+    why = efficiency_note(eff, cfg.runtime, cfg.hardware,
+                          evidence(cat.profiles, cfg.runtime, cfg.hardware, cfg.quant, cat.quants), cfg.quant)
     if why:
         notes.append(why)
     notes.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)

@@ -21,6 +21,7 @@ import numpy as np
 
 from advisor.data.catalog import Catalog
 from advisor.data.errors import AdvisorError
+from advisor.model.efficiency import EVIDENCE_LEVELS
 from advisor.model.roofline import MAX_BATCH, Workload
 from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
@@ -155,6 +156,13 @@ class Candidate:
     quality: str = ""             # "reference (native BF16)", "KLD 0.031 (Llama-3-8B)", "unmeasured"
     technique: str = ""           # what makes it pass with --allow-spec / --allow-offload, in words
     ok: bool = False
+    #: the verdict: "margin" (passes at the pessimistic edge of every band), "estimate" (passes at
+    #: the prediction only; `edge_misses` says what the edge misses) or "miss"
+    tier: str = "miss"
+    edge_misses: list[Reason] = field(default_factory=list)
+    #: how much measured data backs the speeds: measured | extrapolated | uncalibrated
+    evidence: str = ""
+    usual_runtime: bool = False   # the runtime people usually run on this hardware
     headroom: float = 0.0
     pareto: bool = False
     launch: str = ""
@@ -290,6 +298,7 @@ class Recommendation:
         self.cost_basis_why = basis_why  # why that basis: the flag, a budget, or the hardware's kind
         self.elapsed_ms = elapsed_ms
         self.n_passing = int(arrays["ok"].sum())
+        self.n_margin = int((arrays["ok"] & arrays["margin"]).sum())   # of them, passing at the bands' edge
         self.load_kind = "burst" if req.burst else ("open" if req.rps and not req.users else "closed")
         self._cache: dict[int, Candidate] = {}
 
@@ -401,6 +410,15 @@ def _build(rec: Recommendation, i: int) -> Candidate:
         fail.append(Reason("budget_usd_hour", req.budget_usd_hour, hour, "USD/h"))
     c.failures = fail
     c.ok = bool(a["ok"][i])
+    c.evidence = EVIDENCE_LEVELS[int(a["evidence"][i])]
+    c.usual_runtime = bool(t.usual_runtime[s.hw[i], s.rt[i]])
+    if c.ok:
+        c.tier = "margin" if a["margin"][i] else "estimate"
+    if c.tier == "estimate":
+        if req.ttft_ms and c.ttft_safe_ms > req.ttft_ms:
+            c.edge_misses.append(Reason("ttft", req.ttft_ms, c.ttft_safe_ms, "ms", {"edge": True}))
+        if req.tok_s and c.tok_s_safe < req.tok_s:
+            c.edge_misses.append(Reason("tok_s", req.tok_s, c.tok_s_safe, "tok/s per user", {"edge": True}))
     c.headroom = float(a["headroom"][i])
     c.pareto = bool(a["pareto"][i])
     tech = a["technique"].get(i)
@@ -661,7 +679,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         a["fits"] &= ~a["fixed_slots"] | (a["max_batch"] >= share)
         a["judge_ttft"] = np.array(a["ttft_safe"] if req.safe else a["ttft"], dtype=float)   # copies: a
         a["judge_tok"] = np.array(a["tok_safe"] if req.safe else a["tok"], dtype=float)      # technique edits both
-        ratios = [np.minimum(a["usable"] / np.maximum(a["needed"], 1e-9), 1.0)]
+        ratios = [a["usable"] / np.maximum(a["needed"], 1e-9)]
         a["ttft_ok"] = np.ones(n, bool)
         a["tok_ok"] = np.ones(n, bool)
         if req.ttft_ms:
@@ -689,7 +707,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         a.update(base)
         a["max_context"] = speed.values.first_row("max_context")
         a["fits"] = mv["fits"].astype(bool)
-        a["headroom"][~a["fits"]] = np.minimum(base["usable"] / np.maximum(base["needed"], 1e-9), 1.0)[~a["fits"]]
+        a["headroom"][~a["fits"]] = (base["usable"] / np.maximum(base["needed"], 1e-9))[~a["fits"]]
         a["replicas"][~a["fits"]] = 1
         a["users"][~a["fits"]] = math.ceil(users)
     if not req.burst and users > 1:
@@ -737,18 +755,51 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     if not np.isfinite(cost[ok_idx]).any():
         basis, why = "headroom", why
     quality = np.array([_quality_score(q, req.model) for q in t.quants])[cfg_q]
-    # rank: priced first (cheapest), then better quality, then more headroom, then faster per user,
-    # then fewer GPUs
-    order_keys = (total_gpus[ok_idx], -np.nan_to_num(a["tok"][ok_idx]), -a["headroom"][ok_idx], -quality[ok_idx],
-                  np.nan_to_num(cost[ok_idx], nan=0.0), ~np.isfinite(cost[ok_idx]))
-    ranked = ok_idx[np.lexsort(order_keys)]
+    # the verdict's tier: a pass at the pessimistic edge of every band ("with margin") or only at
+    # the prediction ("if the estimate holds"); --safe accepts the first only
+    a["margin"] = a["ok"] & _passes_at_edge(a, req)
+    if req.safe:
+        a["ok"] &= a["margin"]
+    a["evidence"] = t.evidence[cfg_hw, memory.rt, cfg_q]
+    ok_idx = np.flatnonzero(a["ok"])
+    ranked = ok_idx[np.lexsort(_rank_keys(a, req, t, memory, cost, total_gpus, ok_idx)[::-1])]
     fail_idx = np.flatnonzero(~a["ok"])
-    failing = fail_idx[np.argsort(-a["headroom"][fail_idx], kind="stable")]
+    # the closest misses: those that run (fit in memory) before those that do not, each nearest first
+    failing = fail_idx[np.lexsort((-a["headroom"][fail_idx], ~a["fits"][fail_idx]))]
     a["pareto"] = np.zeros(n, bool)
     a["pareto"][ok_idx] = _pareto(np.column_stack([np.where(np.isfinite(cost[ok_idx]), cost[ok_idx], np.inf),
                                                    -a["tok"][ok_idx], -quality[ok_idx]]))
     elapsed = (time.perf_counter() - t0) * 1e3
     return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed, why)
+
+
+def _passes_at_edge(a: dict, req: Requirements) -> np.ndarray:
+    """Each configuration's latency targets judged at the pessimistic edge of its bands."""
+    ok = np.ones(a["ok"].shape, bool)
+    if req.ttft_ms:
+        ok &= np.nan_to_num(a["ttft_safe"], nan=np.inf) <= req.ttft_ms
+    if req.tok_s:
+        ok &= np.nan_to_num(a["tok_safe"], nan=0.0) >= req.tok_s
+    return ok
+
+
+def _rank_keys(a: dict, req: Requirements, t, memory, cost: np.ndarray, total_gpus: np.ndarray,
+               idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Sort keys of the passing configurations ``idx``, most important first, each on what the
+    table prints: the verdict's tier (with margin first); priced before unpriced; the cost (unpriced
+    ones: the fewest GPUs, so an unpriced machine shows in its smallest passing size); the weights
+    (the release format first, then the wider bit class); the speed per user, where a runtime that
+    is not the hardware's usual one must beat the usual one outside the band (its pessimistic edge
+    against the other's estimate) to be preferred; then fewer GPUs."""
+    m = a["margin"][idx]
+    priced = np.isfinite(cost[idx])
+    c = np.where(priced, cost[idx], total_gpus[idx].astype(float))
+    quants = t.quants
+    native = np.array([is_reference(q, req.model) for q in quants])[memory.q[idx]]
+    bits = np.array([bits_class(q) for q in quants])[memory.q[idx]]
+    usual = t.usual_runtime[memory.hw[idx], memory.rt[idx]]
+    speed = np.where(usual, np.nan_to_num(a["tok"][idx]), np.nan_to_num(a["tok_safe"][idx]))
+    return (~m, ~priced, c, ~native, -bits, -speed, total_gpus[idx])
 
 
 def _judge_burst(speed) -> dict[str, np.ndarray]:

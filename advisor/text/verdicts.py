@@ -77,15 +77,40 @@ def _serving_why(d: dict) -> str:
     return f"prompt processing is {_limit(d['bound'])} with {num(d['running'])} sequences running"
 
 
-def verdict(ok: bool, reasons: list[Reason]) -> str:
+#: The three verdicts a configuration can have, as printed (CLI, app, report).
+VERDICTS = {"margin": "meets, with margin", "estimate": "meets if the estimate holds", "miss": "misses"}
+
+
+def verdict(ok: bool, reasons: list[Reason], tier: str = "", edge: list[Reason] | None = None) -> str:
+    """One line: with margin (every target met at the pessimistic edge of its band), if the estimate
+    holds (met at the prediction; what the edge misses follows), or the first unmet requirement."""
+    if ok and tier == "estimate":
+        what = "; ".join(_edge_text(r) for r in edge or [])
+        return f"{VERDICTS['estimate']}" + (f" (pessimistic edge: {what})" if what else "")
     if ok:
-        return "meets every requirement"
+        return f"{VERDICTS['margin']} (every target met at the pessimistic edge of its band)"
     return reason_text(reasons[0]) if reasons else "does not meet the requirements"
+
+
+def _edge_text(r: Reason) -> str:
+    if r.constraint == "ttft":
+        return f"TTFT {duration_ms(r.achieved)} > {duration_ms(r.required)}"
+    return f"{num(r.achieved)} < {num(r.required)} tok/s per user"
 
 
 def candidate_verdict(c) -> str:
     """The one-line verdict of an `advisor.plan.recommend.Candidate`."""
-    return verdict(c.ok, c.failures)
+    return verdict(c.ok, c.failures, c.tier, c.edge_misses)
+
+
+#: What the evidence levels mean, in a table cell and a sentence.
+EVIDENCE_WORDS = {"measured": "measured", "extrapolated": "extrapolated", "uncalibrated": "no data"}
+EVIDENCE_TEXT = {
+    "measured": "this runtime's calibration has rows of this hardware generation and format class",
+    "extrapolated": "no measurements of this runtime with this format class on this hardware generation: "
+                    "a fitted profile extrapolated",
+    "uncalibrated": "no measurements of this runtime on this vendor: its documented defaults, wide band",
+}
 
 
 def candidate_record(c) -> dict:
@@ -94,6 +119,7 @@ def candidate_record(c) -> dict:
         "hardware": c.hardware.name, "hardware_key": c.hardware.key, "gpus": c.gpus,
         "runtime": c.runtime.key, "quant": c.quant.name, "quant_key": c.quant.key,
         "kv_dtype": c.kv_dtype.key, "users": c.users, "ok": c.ok, "verdict": candidate_verdict(c),
+        "verdict_kind": c.tier, "evidence": c.evidence,
         "ttft_ms": c.ttft_ms, "ttft_safe_ms": c.ttft_safe_ms, "tok_s_per_user": c.tok_s,
         "tok_s_per_user_safe": c.tok_s_safe, "throughput_tok_s": c.throughput_tok_s,
         "memory_needed_gb_per_gpu": c.memory_needed_gb, "memory_usable_gb_per_gpu": c.memory_usable_gb,
@@ -108,25 +134,38 @@ def candidate_record(c) -> dict:
     }
 
 
+def _both(first, second) -> str:
+    if first.tier == second.tier == "margin":
+        return "both meet every requirement with margin"
+    if first.tier == second.tier:
+        return "both meet the requirements only if the estimate holds"
+    return f"#1 {VERDICTS[first.tier]}, #2 {VERDICTS[second.tier]}"
+
+
 def why_first(first, second, basis: str) -> str:
-    """One line on why ``first`` ranks above ``second`` (both pass): the cost on the ranking's
-    basis, else quality, else headroom, else fewer GPUs."""
+    """One line on why ``first`` ranks above ``second`` (both pass), in the ranking's order: the
+    verdict (with margin before if the estimate holds), the cost on the ranking's basis, the
+    weights, the speed per user, the GPU count."""
     def cost(c):
         return c.cost_usd_hour if basis == "hour" else c.cost_usd if basis == "purchase" else None
 
+    if first.tier != second.tier:
+        return (f"#1 {VERDICTS[first.tier]}; #2 ({second.label}) {VERDICTS[second.tier]}: a pass at the pessimistic "
+                f"edge ranks first.")
     a, b = cost(first), cost(second)
     unit = "/h" if basis == "hour" else ""
     if a is not None and (b is None or a < b - 1e-9):
         other = f"${b:,.2f}{unit}" if b is not None and basis == "hour" else (f"${b:,.0f}" if b is not None else "no price")
         mine = f"${a:,.2f}{unit}" if basis == "hour" else f"${a:,.0f}"
-        return f"#1 costs {mine} against {other} for #2 ({second.label}); both meet every requirement."
-    if first.quality != second.quality and first.quant.key != second.quant.key:
+        return f"#1 costs {mine} against {other} for #2 ({second.label}); {_both(first, second)}."
+    if first.quant.key != second.quant.key and first.quality != second.quality:
         return (f"#1 and #2 cost the same; #1's weights are closer to the original: {first.quant.name} "
                 f"{first.quality} against {second.quant.name} {second.quality}.")
-    if first.tok_s > second.tok_s * 1.001 and abs(first.headroom - second.headroom) < 1e-9:
+    if first.runtime.key != second.runtime.key and first.usual_runtime and first.tok_s < second.tok_s:
+        return (f"#1 and #2 cost the same; {first.runtime.name} is the usual runtime on {first.hardware.name}, and "
+                f"{second.runtime.name}'s {num(second.tok_s)} tok/s per user is within #1's band "
+                f"({num(first.tok_s_safe)}–{num(first.tok_s)} at the estimate).")
+    if first.tok_s > second.tok_s * 1.001:
         return (f"#1 and #2 cost the same at the same quality; #1 is faster per user "
                 f"({num(first.tok_s)} against {num(second.tok_s)} tok/s).")
-    if first.headroom > second.headroom + 1e-9:
-        return (f"#1 and #2 cost the same; #1 has more headroom over the tightest requirement "
-                f"(×{num(first.headroom, 2)} against ×{num(second.headroom, 2)}).")
-    return f"#1 and #2 tie on cost, quality and headroom; #1 uses {first.gpus * first.replicas} GPU(s)."
+    return f"#1 and #2 tie on cost, weights and speed; #1 uses {first.gpus * first.replicas} GPU(s)."
