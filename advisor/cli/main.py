@@ -83,12 +83,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"no {args.what} match {args.filter!r}")
         return EXIT_OK
     if section == "hardware":
+        from advisor.plan import pricing
+
+        def money(f, unit=""):
+            return f"${f.usd:,.2f}{unit} ({f.count_text})" if f and f.sampled else (f"${f.usd:,.0f} (list)" if f else None)
+
         rows = [[e.key, e.vendor, e.name, e.kind, e.memory_gib, round(usable_memory_gb(e), 1), e.bandwidth_gb_s,
                  e.fp16_dense_tflops or e.fp32_tflops, e.fp8_dense_tflops, str(e.year or "—"),
-                 e.price.msrp_usd if e.price else None, e.price.cloud_usd_hour if e.price else None]
+                 money(pricing.device_buy(cat, e)[0]), money(pricing.rent(cat, e))]
                 for e in sorted(entries, key=lambda e: (e.vendor, e.kind, e.name))]
         print(table(["key", "vendor", "name", "kind", "mem GiB", "usable GB", "BW GB/s", "FP16 TFLOPS",
-                     "FP8 TFLOPS", "year", "MSRP $", "cloud $/h"], rows))
+                     "FP8 TFLOPS", "year", "buy $ (each)", "rent $/GPU-h"], rows))
         print("FP16 = dense matrix rate (GeForce: FP32 accumulate; Apple and cards without matrix units: vector FP32)")
     elif section == "models":
         rows = []

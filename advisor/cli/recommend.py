@@ -9,6 +9,7 @@ from advisor.data.catalog import Catalog, user_catalog
 from advisor.model.config import context_note
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
+from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.recommend import by_hardware, distinct
 from advisor.text.verdicts import EVIDENCE_WORDS, candidate_record, reason_text, why_first
 
@@ -46,6 +47,7 @@ def sized_catalog(cat: Catalog, args: argparse.Namespace) -> Catalog:
 
 
 def requirements_from_args(cat: Catalog, args: argparse.Namespace):
+    from advisor.plan.pricing import DEFAULT_LIFE_YEARS
     from advisor.plan.recommend import DEFAULT_KV, DEFAULT_MIN_BITS, Requirements
 
     model = cat.model_named(args.model)
@@ -81,23 +83,39 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         min_bits=DEFAULT_MIN_BITS if getattr(args, "min_bits", None) is None else _number("min-bits", args.min_bits),
         cost_basis=(getattr(args, "cost_basis", None) or "").lower(),
         allow_spec=bool(getattr(args, "allow_spec", False)), allow_offload=bool(getattr(args, "allow_offload", False)),
+        life_years=_number("life-years", getattr(args, "life_years", None)) or DEFAULT_LIFE_YEARS,
+        hours_per_day=_number("hours-per-day", getattr(args, "hours_per_day", None)),
+        usd_per_kwh=_number("usd-per-kwh", getattr(args, "usd_per_kwh", None)),
+        own_host=bool(getattr(args, "own_host", False)),
     )
 
 
 def _cost_cell(c, basis):
     if basis == "hour":
         if not c.cost_usd_hour:
-            return "—"
+            return "no price"
         per_m = f" · ${c.usd_per_million_tokens:,.2f}/M tok" if c.usd_per_million_tokens else ""
-        return f"${c.cost_usd_hour:,.2f}/h{per_m}"
+        return f"${c.cost_usd_hour:,.2f}/h{per_m}" + (" · 1 quote" if c.price_thin_rent else "")
     if basis == "purchase":
-        return f"${c.cost_usd:,.0f}" if c.cost_usd else "—"
-    return "—"
+        if not c.cost_usd:
+            return "no price"
+        power = f" + ${c.power_usd_month:,.0f}/mo power" if c.power_usd_month else ""
+        return f"${c.cost_usd:,.0f}{power}" + (" · few quotes" if c.price_thin_buy else "")
+    return "no price"
 
 
-BASIS_TEXT = {"hour": "ranked by rent: on-demand $/GPU-hour × GPUs (and $/million output tokens at the predicted "
-                      "throughput)",
-              "purchase": "ranked by buy: purchase price (typical street price where sourced, else launch MSRP)",
+def _buy_vs_rent(c) -> str:
+    """Buying beside renting 24/7, and when buying breaks even."""
+    if not (c.cost_usd and c.rent_usd_month):
+        return "—"
+    even = f"even at {c.break_even_months:.0f} mo" if c.break_even_months else "never even"
+    return f"${c.cost_usd:,.0f} vs ${c.rent_usd_month:,.0f}/mo · {even}"
+
+
+BASIS_TEXT = {"hour": "ranked by rent: on-demand $/GPU-hour × GPUs, the median of ≥ 3 dated quotes where there are "
+                      "(and $/million output tokens at the predicted throughput)",
+              "purchase": "ranked by buy: the whole machine (street price, else launch price, with its host) plus its "
+                          "electricity over the stated life",
               "headroom": "no prices known for these: ranked by quality, then memory and speed headroom"}
 
 
@@ -166,14 +184,16 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         return [mark + ("*" if c.pareto else "") + ("†" if c.technique else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
                 f"{duration_ms(c.ttft_ms)} ({duration_ms(c.ttft_safe_ms)})", f"{num(c.tok_s)} ({num(c.tok_s_safe)})",
                 num(c.throughput_tok_s), f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}",
-                _cost_cell(c, rec.cost_basis), c.quality, SHORT_VERDICT[c.tier], EVIDENCE_WORDS[c.evidence]]
+                _cost_cell(c, rec.cost_basis), c.quality, SHORT_VERDICT[c.tier], EVIDENCE_WORDS[c.evidence]] + \
+            ([_buy_vs_rent(c)] if both else [])
 
+    both = any(g.best.cost_usd and g.best.rent_usd_month for g in groups)   # buy and rent beside each other
     rows = [row(str(i), g.best) for i, g in enumerate(groups, 1)]
     ttft_head = "TTFT (safe)" if req.burst else "TTFT p90 (safe)"
     print(f"Best configuration per hardware ({len(groups)} of {len({c.hardware.key for c in distinct(rec.passing, 10**9)})} "
           f"that pass):")
     print(table(["#", "configuration", "runtime", "weights", "KV", ttft_head, "tok/s/user (safe)", "total tok/s",
-                 "mem/GPU GB", "cost", "quality", "verdict", "data"], rows))
+                 "mem/GPU GB", "cost", "quality", "verdict", "data"] + (["buy vs rent 24/7"] if both else []), rows))
     print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band.")
     print("verdict: margin = every target met at the pessimistic edge of the band; if estimate = met at the prediction "
           "only (ranked after). data: measured = the runtime's calibration has rows of this hardware generation and "
@@ -193,6 +213,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     for i, c in enumerate(best[:3], 1):
         each = f" (on each of the {c.replicas} replicas, behind one load balancer)" if c.replicas > 1 else ""
         print(f"  #{i}{each}: {c.launch or f'none: {c.runtime.name} is a hosted service or vendor appliance'}")
+    if rec.cost_basis in ("hour", "purchase") and any(
+            (c.price_thin_rent if rec.cost_basis == "hour" else c.price_thin_buy) for c in best):
+        print(f"\nA price on fewer than 3 quotes is ranked at ×{thin_quote_factor(cat):.2f}: where devices have "
+              "3 or more current quotes, their median sits that far above their cheapest.")
     priced = [c for c in best if c.price_note]
     if priced:
         print("\nPrices used (dated; override with your own quote):")
@@ -267,6 +291,14 @@ def register(sub) -> None:
     p.add_argument("--cost-basis", dest="cost_basis", choices=("buy", "rent"),
                    help="rank by purchase price or by on-demand rent (default: rent for datacenter GPUs, "
                         "buy for consumer, workstation, Apple and SoC machines)")
+    p.add_argument("--life-years", dest="life_years",
+                   help="buy: the years over which a bought machine's electricity is counted (default 3)")
+    p.add_argument("--hours-per-day", dest="hours_per_day",
+                   help="buy: hours a day the machine runs at board power (default 24 for a server, 0 for one user)")
+    p.add_argument("--usd-per-kwh", dest="usd_per_kwh",
+                   help="buy: your electricity rate, USD per kWh (default: the newest sourced tariff)")
+    p.add_argument("--own-host", dest="own_host", action="store_true",
+                   help="buy: the cards go in a machine you already have (price the cards alone, not a host)")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="comma list of KV-cache dtypes allowed (default f16,fp8,q8_0)")
     p.add_argument("--safe", action="store_true", help="judge by the pessimistic edge of each band")
     p.add_argument("--allow-spec", dest="allow_spec", action="store_true",

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from advisor.data import specs
+from advisor.data.prices import Quote, load_quotes
 from advisor.data.eras import at_date
 from advisor.data.errors import AdvisorError
 from advisor.data.names import NameIndex
@@ -30,6 +31,8 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalog"
+#: the dated price quotes beside the YAML (a CSV: one row per quote)
+PRICES_FILE = "prices.csv"
 SECTIONS = tuple(specs.ENTRY_TYPES)
 _KEY_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
 # YAML 1.1 reads "3.35e12" (no sign in the exponent) as a string; accept such plain numerals.
@@ -263,6 +266,8 @@ class Catalog:
     checkpoints: Mapping[str, specs.Checkpoint] = field(default_factory=dict)
     #: keys whose shipped entry was replaced by a user entry, per section
     overridden: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: dated price quotes per hardware key (catalog/prices.csv; `advisor.plan.pricing` reads them)
+    quotes: Mapping[str, tuple[Quote, ...]] = field(default_factory=dict)
 
     def section(self, name: str) -> Mapping[str, Any]:
         if name not in SECTIONS:
@@ -476,10 +481,15 @@ def load_catalog(shipped: Path | None = CATALOG_DIR, user: Path | None = None,
         add(yaml_files(user), is_user=True)
     if extra_files:
         add(list(extra_files), is_user=True)
+    quotes: dict[str, tuple[Quote, ...]] = {}
+    if shipped is not None and (shipped / PRICES_FILE).exists():
+        quotes, found = load_quotes(shipped / PRICES_FILE, merged["hardware"])
+        issues.extend(LoadIssue(*x) for x in found)
     return Catalog(
         **{s: dict(sorted(merged[s].items())) for s in SECTIONS},
         issues=tuple(issues),
         overridden={s: tuple(v) for s, v in overridden.items() if v},
+        quotes=quotes,
     )
 
 

@@ -238,8 +238,19 @@ class NameIndex:
         # a size typed apart ("96 GB") is a memory size too, not a word the name must contain
         qwords = [w for i, w in enumerate(qwords) if w != "gb"
                   and not (w.isdigit() and i + 1 < len(qwords) and qwords[i + 1] == "gb")]
+        if size is not None:
+            # nor a token the entry's names must hold: the size is judged against what each entry
+            # ships in, so every bin that ships in it stays a candidate ("M3 Ultra 256GB" is the same
+            # default bin as "M3 Ultra", not the one whose largest size happens to be 256 GB)
+            q = [t for i, t in enumerate(q) if t != "gb" and not (t.isdigit() and i + 1 < len(q) and q[i + 1] == "gb")]
         for form in (" ".join(q), "".join(q)):
             hits = self._exact.get(form)
+            if hits and size is not None:
+                # the name without its size is exact, but the entry must ship in that size
+                # ("M4 Max 36GB": the 32-core bin, not the 40-core that "M4 Max" alone means)
+                hits = {k for k in hits if size in self._sizes.get(k, ()) or size <= self._open_sizes.get(k, 0)}
+                if hits:   # (matched once the size was read apart: "partial", so the size is kept)
+                    return self._one(query, hits), "partial", size
             if hits:
                 return self._one(query, hits), "exact", size
         for stage in (0, 1):

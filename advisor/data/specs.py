@@ -111,10 +111,15 @@ class Hardware:
     sram_bandwidth_gb_s: float | None = _f("num", min=1, max=100_000_000)
     ddr_gib: float | None = _f("num", min=0.5, max=100_000)
     ddr_bandwidth_gb_s: float | None = _f("num", min=1, max=100_000)
+    #: The user's own quote (their overlay's entries only): it replaces the catalog's dated quotes
+    #: (catalog/prices.csv, `advisor.plan.pricing`), which are kept apart from the spec sheet
     price: Price | None = _f("price")
     notes: str = _f("str")
     #: Where the entry came from (file path); set by the loader, not read from YAML.
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
+    #: The catalog key of the entry this one is a memory size of ("" for the entry itself): a
+    #: variant keyed apart (so two sizes of one chip are two rows) keeps its parent's profiles and quotes.
+    variant_of: str = field(default="", compare=False, metadata={"kind": "internal"})
     #: What resolving a typed name assumed that the name left open (a memory size, a GPU-core
     #: bin), in English; set by `Catalog.hardware_named`, shown among a prediction's notes.
     assumed: tuple[str, ...] = field(default=(), compare=False, metadata={"kind": "internal"})

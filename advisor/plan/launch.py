@@ -99,10 +99,26 @@ def shipped_checkpoints() -> Mapping[str, Checkpoint]:
     return {cp.key: cp for cp in parsed["checkpoints"]}
 
 
+_BY_MODEL: dict[int, tuple[Mapping[str, Checkpoint], dict[str, list[Checkpoint]]]] = {}
+
+
+def of_model(checkpoints: Mapping[str, Checkpoint], model_key: str) -> list[Checkpoint]:
+    """The checkpoints of one model (the table indexed once per table: launch lines are built by
+    the thousand)."""
+    hit = _BY_MODEL.get(id(checkpoints))
+    if hit is None or hit[0] is not checkpoints:
+        index: dict[str, list[Checkpoint]] = {}
+        for cp in checkpoints.values():
+            index.setdefault(cp.model, []).append(cp)
+        if len(_BY_MODEL) > 16:
+            _BY_MODEL.clear()
+        hit = _BY_MODEL[id(checkpoints)] = (checkpoints, index)
+    return hit[1].get(model_key, [])
+
+
 def checkpoints_of(checkpoints: Mapping[str, Checkpoint], model: Model, quant: Quant, gguf: bool) -> list[Checkpoint]:
     """Published checkpoints of ``model`` in ``quant``: GGUF repositories, or safetensors ones."""
-    return [cp for cp in checkpoints.values()
-            if cp.model == model.key and quant.key in cp.quants and is_gguf(cp) == gguf]
+    return [cp for cp in of_model(checkpoints, model.key) if quant.key in cp.quants and is_gguf(cp) == gguf]
 
 
 def gguf_file(cp: Checkpoint, q: Quant) -> str | None:
@@ -118,8 +134,8 @@ def gguf_file(cp: Checkpoint, q: Quant) -> str | None:
 def native_checkpoint(checkpoints: Mapping[str, Checkpoint], model: Model) -> tuple[Checkpoint | None, str]:
     """The model's own release (its repository is one of the model's catalog names) and the
     format it was published in (its first listed)."""
-    own = [cp for cp in checkpoints.values()
-           if cp.model == model.key and not is_gguf(cp) and cp.repo in model.aliases and cp.quants]
+    own = [cp for cp in of_model(checkpoints, model.key)
+           if not is_gguf(cp) and cp.repo in model.aliases and cp.quants]
     return (own[0], own[0].quants[0]) if own else (None, "")
 
 

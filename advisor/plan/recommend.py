@@ -27,7 +27,9 @@ from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
 from advisor.model.sweep import sweep
+from advisor.plan import pricing
 from advisor.plan.launch import FIXED_SLOTS, launch_line
+from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.reasons import Reason
 
 GPU_COUNTS = (1, 2, 4, 8)
@@ -74,6 +76,10 @@ class Requirements:
     allow_spec: bool = False                 # try speculative decoding on configurations too slow without it
     allow_offload: bool = False              # try partial offload to host RAM on configurations that do not fit
     burst: bool = False                      # judge all users' prompts arriving at once (a static batch)
+    life_years: float = pricing.DEFAULT_LIFE_YEARS      # buy: electricity counted over this life
+    hours_per_day: float | None = None       # buy: hours a day at board power (default: 24 for a server, 0 for one user)
+    usd_per_kwh: float | None = None         # buy: your electricity rate (else the catalog's tariff)
+    own_host: bool = False                   # buy: the cards go in a machine you have (cards only)
 
     @property
     def context(self) -> int:
@@ -84,6 +90,14 @@ class Requirements:
     @property
     def context_is_default(self) -> bool:
         return not self.context_tokens and self.context > self.prompt_tokens + self.output_tokens
+
+    @property
+    def duty_hours(self) -> float:
+        """Hours a day a bought machine is counted at board power: a server's 24 (an upper bound: it
+        idles between requests), none for one user's machine unless --hours-per-day says."""
+        if self.hours_per_day is not None:
+            return self.hours_per_day
+        return pricing.DEFAULT_HOURS_PER_DAY if (self.rps or (self.users or 1) > 1) else 0.0
 
     def concurrency(self) -> int:
         if self.users:
@@ -121,6 +135,11 @@ class Requirements:
             raise AdvisorError(f"max GPUs must be between 1 and 64, got {self.max_gpus}")
         if not 1 <= self.min_bits <= 32:
             raise AdvisorError(f"--min-bits must be between 1 and 32, got {self.min_bits:g}")
+        for name, v, lo, hi in (("life-years", self.life_years, 0.1, 30), ("hours-per-day", self.duty_hours, 0, 24)):
+            if not (lo <= v <= hi):
+                raise AdvisorError(f"--{name} must be between {lo:g} and {hi:g}, got {v:g}")
+        if self.usd_per_kwh is not None and not (0 <= self.usd_per_kwh < 10):
+            raise AdvisorError(f"--usd-per-kwh must be between 0 and 10, got {self.usd_per_kwh:g}")
         if self.cost_basis not in ("", "buy", "rent"):
             raise AdvisorError(f"--cost-basis must be buy or rent, got {self.cost_basis!r}")
 
@@ -153,6 +172,12 @@ class Candidate:
     price_note: str
     replicas: int = 1             # data-parallel copies of the gpus-GPU group, users split among them
     usd_per_million_tokens: float | None = None   # rent: cost_usd_hour over the output tokens it serves
+    buy_total_usd: float | None = None   # purchase plus the electricity over the stated life (what "buy" ranks by)
+    power_usd_month: float | None = None  # the GPUs' electricity per month, bought
+    rent_usd_month: float | None = None   # rent for a month at 24/7
+    break_even_months: float | None = None  # when buying costs less than renting 24/7 (None: never)
+    price_thin_rent: bool = False         # the rent rests on fewer than three quotes
+    price_thin_buy: bool = False          # the purchase does
     quality: str = ""             # "reference (native BF16)", "KLD 0.031 (Llama-3-8B)", "unmeasured"
     technique: str = ""           # what makes it pass with --allow-spec / --allow-offload, in words
     ok: bool = False
@@ -252,43 +277,13 @@ def _quality_reason(q: Quant, req: Requirements) -> Reason | None:
     return None
 
 
-def unit_prices(hw: Hardware) -> tuple[float | None, float | None, str]:
-    """Purchase USD and rent USD/hour for one GPU (or one system), with the note that says their
-    basis and date. A purchase price for another memory configuration than the entry's is not used."""
-    p = hw.price
-    if not p:
-        return None, None, ""
-    notes = []
-    usd = None
-    each = "per machine" if p.unit == "system" else "per card"
-    if p.memory_gib and abs(p.memory_gib - hw.memory_gib) > 0.5:
-        notes.append(f"no purchase price sourced for the {hw.memory_gib:g} GB configuration "
-                     f"(the catalog's is for {p.memory_gib:g} GB)")
-    elif p.street_usd:
-        usd = p.street_usd
-        used = "used " if p.street_source.lower().startswith("used") else ""
-        notes.append(f"buy ${usd:,.0f} {each}, typical {used}street price ({p.street_date or 'date n/a'})")
-    elif p.msrp_usd:
-        usd = p.msrp_usd
-        notes.append(f"buy ${usd:,.0f} {each}, launch MSRP ({p.msrp_date or 'date n/a'})")
-    hour = p.cloud_usd_hour or None
-    if hour:
-        basis = p.cloud_basis or "on-demand"
-        notes.append(f"rent ${hour:.2f}/GPU-hour, {basis} ({p.cloud_date or 'date n/a'})")
-    return usd, hour, "; ".join(notes)
-
-
-def _price(hw: Hardware, gpus: int) -> tuple[float | None, float | None, str]:
-    usd, hour, note = unit_prices(hw)
-    return (usd * gpus if usd else None), (hour * gpus if hour else None), note
-
-
 class Recommendation:
     """Every configuration considered, judged; candidates are built on demand (there can be 100k)."""
 
     def __init__(self, req: Requirements, users: int, configs, arrays: dict, order: np.ndarray,
-                 basis: str, elapsed_ms: float, basis_why: str = ""):
+                 basis: str, elapsed_ms: float, basis_why: str = "", catalog: Catalog | None = None):
         self.requirements = req
+        self.catalog = catalog
         self.users = users
         # ``configs``: a sweep with one entry per configuration (its index arrays name them);
         # ``arrays``: everything judged about them, in the same order
@@ -301,6 +296,7 @@ class Recommendation:
         self.n_margin = int((arrays["ok"] & arrays["margin"]).sum())   # of them, passing at the bands' edge
         self.load_kind = "burst" if req.burst else ("open" if req.rps and not req.users else "closed")
         self._cache: dict[int, Candidate] = {}
+        self._prices: dict[tuple, tuple] = {}   # per (hardware, size, GPUs, replicas): its prices
 
     def __len__(self) -> int:
         return int(self._order.size)
@@ -365,13 +361,47 @@ def by_hardware(cands, n: int, alternatives: int = 2) -> list[HardwareGroup]:
     return list(groups.values())
 
 
+def _candidate_prices(rec: Recommendation, hw: Hardware, gpus: int, replicas: int):
+    """Purchase and rent of ``replicas`` machines of ``gpus`` × ``hw``, the note that states their
+    bases, quotes and dates, and the figures a buyer compares (rent per month, break-even)."""
+    key = (hw.key, hw.memory_gib, hw.price, gpus, replicas)
+    if key not in rec._prices:
+        rec._prices[key] = _prices_of(rec, hw, gpus, replicas)
+    usd, hour, note, extra = rec._prices[key]
+    return usd, hour, note, dict(extra)
+
+
+def _prices_of(rec: Recommendation, hw: Hardware, gpus: int, replicas: int):
+    req, cat = rec.requirements, rec.catalog
+    rent = pricing.rent(cat, hw)
+    purchase = pricing.buy(cat, hw, gpus, hours_per_day=req.duty_hours, usd_per_kwh=req.usd_per_kwh,
+                             own_host=req.own_host)
+    hour = rent.usd * gpus * replicas if rent else None
+    notes, extra = [], {"price_thin_rent": bool(rent and rent.thin), "price_thin_buy": bool(purchase and purchase.thin)}
+    each = f" per machine, × {replicas} machines" if replicas > 1 else ""
+    if purchase is not None:
+        notes.append(f"buy {purchase.parts}{each}; {purchase.power_note}")
+        extra.update(buy_total_usd=purchase.total_usd(req.life_years) * replicas,
+                     power_usd_month=purchase.power_usd_month * replicas)
+    if rent is not None:
+        notes.append(f"rent {rent.text('/GPU-hour')}")
+        extra["rent_usd_month"] = pricing.monthly_rent(hour)
+    if purchase is not None and hour:
+        months = pricing.break_even_months(purchase, hour / replicas)
+        extra["break_even_months"] = months
+        notes.append(f"buying breaks even after {months:.1f} months of 24/7 rent" if months
+                     else "renting 24/7 costs less than the electricity of owning: buying never breaks even")
+    usd = purchase.capex_usd * replicas if purchase else None
+    return usd, hour, "; ".join(notes), extra
+
+
 def _build(rec: Recommendation, i: int) -> Candidate:
     s, a, req = rec._configs, rec._a, rec.requirements
     t = s.tables
     hw, rt, q, kv = t.hardware[s.hw[i]], t.runtimes[s.rt[i]], t.quants[s.q[i]], t.kv_dtypes[s.kv[i]]
     g = int(s.gpus[i])
     r = int(a["replicas"][i])
-    usd, hour, note = _price(hw, g * r)
+    usd, hour, note, extra = _candidate_prices(rec, hw, g, r)
     per_replica_users = int(a["users"][i])
     # users: all of them (the launch line splits them over the replicas)
     c = Candidate(hw, rt, q, kv, g, rec.users, float(a["ttft"][i]), float(a["ttft_safe"][i]),
@@ -379,6 +409,8 @@ def _build(rec: Recommendation, i: int) -> Candidate:
                   float(a["usable"][i]), int(a["max_batch"][i]), int(a["max_context"][i]),
                   float(a["compute_share"][i]), str(a["bound"][i]), float(a["running"][i]), float(a["queue"][i]),
                   usd, hour, note, replicas=r, quality=quality_text(q, req.model))
+    for k, v in extra.items():
+        setattr(c, k, v)
     if hour and c.throughput_tok_s > 0:
         c.usd_per_million_tokens = hour / (c.throughput_tok_s * 3600) * 1e6
     fail: list[Reason] = []
@@ -730,10 +762,9 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     total_gpus = cfg_gpus * a["replicas"]
     q_ok = np.array([_quality_reason(q, req) is None for q in t.quants])
     a["quality_ok"] = q_ok[cfg_q]
-    # unit prices per hardware (nan = unknown), times the GPUs of each configuration and its replicas
-    unit = np.array([[p or np.nan for p in unit_prices(h)[:2]] for h in t.hardware], dtype=float)
-    usd = unit[cfg_hw, 0] * total_gpus
-    hour = unit[cfg_hw, 1] * total_gpus
+    # prices (nan = unknown): rent per GPU-hour × every GPU; buying, each replica's machine with its
+    # GPUs and host, plus the electricity over the stated life (what "buy" ranks by)
+    usd, hour, buy_total, thin_rent, thin_buy = _price_arrays(cat, req, t, cfg_hw, cfg_gpus, a["replicas"])
     a["budget_ok"] = np.ones(n, bool) if req.budget_usd is None else (usd <= req.budget_usd)
     a["budget_hour_ok"] = np.ones(n, bool) if req.budget_usd_hour is None else (hour <= req.budget_usd_hour)
     a["ok"] = a["serves"] & a["quality_ok"] & a["budget_ok"] & a["budget_hour_ok"]
@@ -751,9 +782,13 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     elif basis == "purchase" and not np.isfinite(usd[ok_idx]).any() and np.isfinite(hour[ok_idx]).any() \
             and not req.cost_basis:
         basis, why = "hour", "no purchase price for any configuration that passes"
-    cost = hour if basis == "hour" else usd
+    cost = hour if basis == "hour" else buy_total
     if not np.isfinite(cost[ok_idx]).any():
         basis, why = "headroom", why
+    # a price that rests on fewer than three quotes is ranked at the spread well-quoted devices show
+    # above their median: one cheap quote must not decide the answer
+    thin = thin_rent if basis == "hour" else thin_buy
+    rank_cost = np.where(thin, cost * thin_quote_factor(cat), cost)
     quality = np.array([_quality_score(q, req.model) for q in t.quants])[cfg_q]
     # the verdict's tier: a pass at the pessimistic edge of every band ("with margin") or only at
     # the prediction ("if the estimate holds"); --safe accepts the first only
@@ -762,7 +797,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         a["ok"] &= a["margin"]
     a["evidence"] = t.evidence[cfg_hw, memory.rt, cfg_q]
     ok_idx = np.flatnonzero(a["ok"])
-    ranked = ok_idx[np.lexsort(_rank_keys(a, req, t, memory, cost, total_gpus, ok_idx)[::-1])]
+    ranked = ok_idx[np.lexsort(_rank_keys(a, req, t, memory, rank_cost, total_gpus, ok_idx)[::-1])]
     fail_idx = np.flatnonzero(~a["ok"])
     # the closest misses: those that run (fit in memory) before those that do not, each nearest first
     failing = fail_idx[np.lexsort((-a["headroom"][fail_idx], ~a["fits"][fail_idx]))]
@@ -770,7 +805,29 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     a["pareto"][ok_idx] = _pareto(np.column_stack([np.where(np.isfinite(cost[ok_idx]), cost[ok_idx], np.inf),
                                                    -a["tok"][ok_idx], -quality[ok_idx]]))
     elapsed = (time.perf_counter() - t0) * 1e3
-    return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed, why)
+    return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed, why, cat)
+
+
+def _price_arrays(cat: Catalog, req: Requirements, t, cfg_hw, cfg_gpus, replicas):
+    """Per configuration: purchase (every replica's machine), rent per hour (every GPU), purchase plus
+    electricity over the life, and whether the rent or the purchase rests on fewer than three quotes."""
+    n = cfg_hw.size
+    rents = [pricing.rent(cat, h) for h in t.hardware]
+    hour_unit = np.array([f.usd if f else np.nan for f in rents])
+    thin_rent = np.array([bool(f and f.thin) for f in rents])[cfg_hw]
+    hour = hour_unit[cfg_hw] * cfg_gpus * replicas
+    capex, total, thin_buy = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, bool)
+    pairs, inverse = np.unique(np.stack([cfg_hw, cfg_gpus]), axis=1, return_inverse=True)
+    for j, (h, g) in enumerate(pairs.T):
+        b = pricing.buy(cat, t.hardware[h], int(g), hours_per_day=req.duty_hours, usd_per_kwh=req.usd_per_kwh,
+                             own_host=req.own_host)
+        if b is None:
+            continue
+        sel = inverse.reshape(-1) == j
+        capex[sel] = b.capex_usd * replicas[sel]
+        total[sel] = b.total_usd(req.life_years) * replicas[sel]
+        thin_buy[sel] = b.thin
+    return capex, hour, total, thin_rent, thin_buy
 
 
 def _passes_at_edge(a: dict, req: Requirements) -> np.ndarray:

@@ -26,6 +26,7 @@ from advisor.data.errors import AdvisorError
 from advisor.model.config import Config
 from advisor.model.efficiency import efficiency_for, select_profile
 from advisor.model.predict import Curve, Prediction, Roofline, curve, predict, roofline
+from advisor.plan import pricing
 from advisor.model.roofline import Workload
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
 from advisor.text.explain import Explanation, explain
@@ -198,6 +199,10 @@ def catalog_data_date(cat: "Catalog") -> tuple[str, str]:
                 see(price.cloud_date, f"cloud price of {name}")
                 see(price.msrp_source, f"purchase-price source of {name}")
                 see(price.cloud_source, f"cloud-price source of {name}")
+    for key, quotes in cat.quotes.items():
+        for quote in quotes:
+            hw = cat.hardware.get(key)
+            see(quote.date, f"{quote.basis} quote of {hw.name if hw else key} ({quote.provider})")
     if not best[0]:
         return "unknown", "the catalog carries no dated price or source"
     return best[0], f"the newest date among the catalog's dated prices and sources ({best[1]})"
@@ -228,13 +233,14 @@ def _sources(cat: "Catalog", configs) -> tuple[SourceEntry, ...]:
             f"{num(hw.fp8_dense_tflops) if hw.fp8_dense_tflops else '—'} dense TFLOP/s"
             + (f"; {hw.interconnect} {num(hw.interconnect_gb_s)} GB/s" if hw.interconnect_gb_s else ""),
             hw.source)
-        p = hw.price
-        if p and p.cloud_usd_hour:
-            add("price", hw.key + ":cloud", hw.name, f"${p.cloud_usd_hour:.2f} per GPU-hour, dated {p.cloud_date or 'n/a'}",
-                p.cloud_source)
-        if p and p.msrp_usd:
-            add("price", hw.key + ":msrp", hw.name, f"${p.msrp_usd:,.0f} each, dated {p.msrp_date or 'n/a'}",
-                p.msrp_source)
+        rent = pricing.rent(cat, hw)
+        if rent is not None:
+            add("price", hw.key + ":rent", hw.name, f"rent {rent.text(' per GPU-hour')}",
+                "; ".join(rent.sources) or "your quote")
+        device, _ = pricing.device_buy(cat, hw)
+        if device is not None:
+            add("price", hw.key + ":buy", hw.name, f"buy ${device.usd:,.0f} each ({device.label}, {device.newest})",
+                "; ".join(device.sources) or "your quote")
     for hw, model, quant, kv, rt in configs:
         add("weight format", quant.key, quant.name,
             f"{num(quant.bits_per_weight)} bits per weight; quality {_quality(quant)}", quant.source)

@@ -126,7 +126,10 @@ def candidate_record(c) -> dict:
         "max_users_at_context": c.max_batch, "max_context_at_one_user": c.max_context,
         "cost_usd": c.cost_usd, "cost_usd_hour": c.cost_usd_hour, "price_note": c.price_note,
         "replicas": c.replicas, "total_gpus": c.gpus * c.replicas, "label": c.label,
-        "usd_per_million_output_tokens": c.usd_per_million_tokens,
+        "usd_per_million_output_tokens": c.usd_per_million_tokens, "buy_total_usd": c.buy_total_usd,
+        "power_usd_month": c.power_usd_month, "rent_usd_month": c.rent_usd_month,
+        "break_even_months": c.break_even_months, "rent_quotes_thin": c.price_thin_rent,
+        "buy_quotes_thin": c.price_thin_buy,
         "quality": c.quality, "kld": c.quant.kld,
         "quality_rank": c.quant.quality_rank, "ppl_delta": c.quant.ppl_delta,
         "headroom": c.headroom, "pareto": c.pareto, "launch": c.launch or None, "technique": c.technique or None,
@@ -147,7 +150,7 @@ def why_first(first, second, basis: str) -> str:
     verdict (with margin before if the estimate holds), the cost on the ranking's basis, the
     weights, the speed per user, the GPU count."""
     def cost(c):
-        return c.cost_usd_hour if basis == "hour" else c.cost_usd if basis == "purchase" else None
+        return c.cost_usd_hour if basis == "hour" else c.buy_total_usd if basis == "purchase" else None
 
     if first.tier != second.tier:
         return (f"#1 {VERDICTS[first.tier]}; #2 ({second.label}) {VERDICTS[second.tier]}: a pass at the pessimistic "
@@ -157,7 +160,10 @@ def why_first(first, second, basis: str) -> str:
     if a is not None and (b is None or a < b - 1e-9):
         other = f"${b:,.2f}{unit}" if b is not None and basis == "hour" else (f"${b:,.0f}" if b is not None else "no price")
         mine = f"${a:,.2f}{unit}" if basis == "hour" else f"${a:,.0f}"
-        return f"#1 costs {mine} against {other} for #2 ({second.label}); {_both(first, second)}."
+        power = " with its electricity" if basis == "purchase" and (first.power_usd_month or second.power_usd_month) else ""
+        thin = (" (a price on fewer than 3 quotes ranks at its spread)" if
+                (first.price_thin_rent if basis == "hour" else first.price_thin_buy) else "")
+        return f"#1 costs {mine}{power} against {other} for #2 ({second.label}){thin}; {_both(first, second)}."
     if first.quant.key != second.quant.key and first.quality != second.quality:
         return (f"#1 and #2 cost the same; #1's weights are closer to the original: {first.quant.name} "
                 f"{first.quality} against {second.quant.name} {second.quality}.")

@@ -36,21 +36,6 @@ def test_a_size_changes_memory_and_the_wired_limit_not_bandwidth(cat):
     assert with_memory(big, 128) is big
 
 
-def test_a_price_counts_only_for_the_size_it_was_quoted_for(cat):
-    from advisor.plan.recommend import unit_prices
-
-    priced = [h for h in cat.hardware.values() if h.memory_options_gib and h.price and h.price.msrp_usd]
-    assert priced
-    for hw in priced:
-        quoted = hw.price.memory_gib or hw.memory_gib
-        for size in memory_options(hw):
-            usd, _, note = unit_prices(with_memory(hw, size))
-            if size == quoted:
-                assert usd is not None, (hw.key, size)
-            else:
-                assert usd is None and f"no purchase price sourced for the {size:g} GB" in note, (hw.key, size)
-
-
 @pytest.mark.parametrize("memory_gib,measured_gib", [(16, 10.67), (24, 16.0), (32, 21.33), (64, 48.0), (128, 96.0)])
 def test_the_default_rule_reproduces_each_measured_wired_limit(cat, memory_gib, measured_gib):
     """apple.yaml's header lists recommendedMaxWorkingSetSize measured per RAM size (macOS <= 15); a

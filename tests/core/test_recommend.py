@@ -180,14 +180,13 @@ def test_cost_basis_follows_the_hardware_and_the_flag(cat):
 
 
 def test_a_base_configuration_price_does_not_price_the_largest_memory(cat):
-    from advisor.plan.recommend import unit_prices
+    from advisor.plan import pricing
 
-    usd, _, note = unit_prices(cat.hardware["apple-m2-ultra-60c"])   # 192 GB entry, $3,999 is the 64 GB Mac
-    assert usd is None and "no purchase price sourced for the 192 GB configuration" in note
-    usd, _, note = unit_prices(cat.hardware["dgx-spark-gb10"])
-    assert usd == 3999 and "per machine" in note and "launch MSRP" in note
-    _, hour, note = unit_prices(cat.hardware["mi300x"])
-    assert hour == pytest.approx(2.59) and "median of 5" in note   # not TensorWave's $1.50 listing
+    assert pricing.buy(cat, cat.hardware["apple-m2-ultra-60c"], 1) is None   # 192 GB; $3,999 is the 64 GB Mac
+    spark = pricing.buy(cat, cat.hardware["dgx-spark-gb10"], 1)
+    assert spark.capex_usd == 4699 and "list price" in spark.parts   # the February 2026 list price, not $3,999
+    rent = pricing.rent(cat, cat.hardware["mi300x"])
+    assert rent.quotes >= 3 and "median of" in rent.text("/h")         # not TensorWave's $1.50 listing alone
 
 
 def test_pareto_front_matches_brute_force():

@@ -46,9 +46,13 @@ def test_sources_cover_every_entry_used(rec_report, cat):
     assert ("weight format", cfg.quant.name) in names and ("KV cache", cfg.kv_dtype.name) in names
     assert ("runtime", cfg.runtime.name) in names
     assert any(s.section == "efficiency profile" for s in r.sources)
-    if cfg.hardware.price and cfg.hardware.price.cloud_usd_hour:
-        price = [s for s in r.sources if s.section == "price" and s.name == cfg.hardware.name]
-        assert price and cfg.hardware.price.cloud_date in price[0].figures
+    from advisor.plan import pricing
+
+    rent = pricing.rent(cat, cfg.hardware)
+    if rent is not None:   # the rent's figure, its newest quote's date and every quote's source
+        price = [s for s in r.sources if s.section == "price" and s.name == cfg.hardware.name and "rent" in s.figures]
+        assert price and rent.newest in price[0].figures
+        assert all(src.split(": ", 1)[1] in price[0].source for src in rent.sources)
     # every configuration in the tables has its hardware, format and runtime listed
     labels = [row[1] for row in r.recommendations.rows] + [row[0] for row in r.rejected.rows]
     for label in labels:

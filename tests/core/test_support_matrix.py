@@ -24,10 +24,12 @@ def test_tensorrt_llm_fp8_on_ampere_and_nvfp4_on_hopper_are_refused_with_a_reaso
     # the same formats run a generation later
     assert format_refusal(cat.hardware["h100-sxm5-80gb"], trt, cat.quants["fp8"]) is None
     assert format_refusal(cat.hardware["b200-hgx"], trt, cat.quants["nvfp4"]) is None
-    # vLLM runs FP8 on Ampere (weight-only, FP8 Marlin) but not on Turing; NVFP4 only on Blackwell
+    # current vLLM runs FP8 on Turing and Ampere (weight-only, FP8 Marlin; docs v0.32.0) but not on
+    # Volta; NVFP4 only on Blackwell
     vllm = cat.runtimes["vllm"]
     assert format_refusal(cat.hardware["a100-sxm4-80gb"], vllm, cat.quants["fp8"]) is None
-    assert "Marlin" in format_refusal(cat.hardware["t4-16gb"], vllm, cat.quants["fp8"])
+    assert format_refusal(cat.hardware["t4-16gb"], vllm, cat.quants["fp8"]) is None
+    assert "Marlin" in format_refusal(cat.hardware["v100-sxm2-16gb"], vllm, cat.quants["fp8"])
     assert "Blackwell" in format_refusal(cat.hardware["h100-sxm5-80gb"], vllm, cat.quants["nvfp4"])
 
 
