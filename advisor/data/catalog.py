@@ -65,6 +65,7 @@ class EntryError(ValueError):
 
 #: Fields holding a list of sub-entries: kind → (their spec, what the error calls them).
 _ENTRY_LISTS = {"support": (specs.Support, "rules (vendor, families, reason, source)"),
+                "model_support": (specs.ModelSupport, "rules (quants, architectures, reason, source)"),
                 "builds": (specs.Build, "builds (build, date, source)")}
 
 

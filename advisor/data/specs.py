@@ -265,6 +265,25 @@ class Support:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelSupport:
+    """One rule of the model × format axis (`advisor.model.compat.model_refusal`): the runtime runs
+    these weight formats (``quants``; empty = any) only for the model ``architectures`` listed
+    (config.json's architectures[0]; empty = any), never for those in ``excluded``, and with
+    ``dense_only`` not for MoE models; on ``vendor``'s hardware ``families`` only, where they are
+    given (empty = on every hardware). A model whose architecture the catalog does not state is
+    judged by ``dense_only`` alone (nothing confirms or refuses it)."""
+
+    quants: tuple[str, ...] = _f("strlist")
+    architectures: tuple[str, ...] = _f("strlist")
+    excluded: tuple[str, ...] = _f("strlist")
+    dense_only: bool = _f("bool")
+    vendor: str = _f("str", choices=("",) + VENDORS)
+    families: tuple[str, ...] = _f("strlist")
+    reason: str = _f("str", True)
+    source: str = _f("str", True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Build:
     """A numbered build of a runtime and a date by which it had been released (`name@b4000`)."""
 
@@ -348,6 +367,8 @@ class Runtime:
     builds: tuple[Build, ...] = field(default=(), metadata={"kind": "builds"})
     #: Where it runs what, by hardware family: rules of the support matrix (`Support`)
     support: tuple[Support, ...] = field(default=(), metadata={"kind": "support"})
+    #: What it runs per model architecture: rules of the model × format axis (`ModelSupport`)
+    model_support: tuple[ModelSupport, ...] = field(default=(), metadata={"kind": "model_support"})
     notes: str = _f("str")
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
     #: Set by `name@DATE`: the build date asked for, and the runtimes of the family's eras

@@ -65,6 +65,26 @@ def hardware_refusal(hw: Hardware, runtime: Runtime, quant: Quant | None = None,
     return None
 
 
+def model_refusal(hw: Hardware | None, runtime: Runtime, quant: Quant, model: Model | None) -> str | None:
+    """The model × format axis: why ``runtime`` cannot run ``model`` in ``quant`` weights (on ``hw``'s
+    generation, for rules scoped to one), or None. TensorRT-LLM's support matrix lists formats per
+    architecture (no AWQ for DeepSeek-V3/R1); SGLang's NVFP4 on CDNA3 has dense kernels only."""
+    if model is None:
+        return None
+    arch = model.architecture
+    for rule in runtime.model_support:
+        if rule.quants and quant.key not in rule.quants:
+            continue
+        if rule.vendor and (hw is None or hw.vendor != rule.vendor or (rule.families and hw.family not in rule.families)):
+            continue
+        what = f"{quant.name} weights of {model.name}" if rule.quants else model.name
+        if rule.dense_only and model.is_moe:
+            return f"{runtime.name} cannot run {what} (a mixture of experts): {rule.reason}"
+        if arch and ((rule.architectures and arch not in rule.architectures) or arch in rule.excluded):
+            return f"{runtime.name} cannot run {what} ({arch}): {rule.reason}"
+    return None
+
+
 def refuses_format_key(hw: Hardware, runtime: Runtime, quant_key: str) -> bool:
     """True where a support rule keeps ``runtime`` from running format ``quant_key`` on ``hw``
     (the launch lines ask for FP16 where BF16 is refused: --dtype half)."""
@@ -81,7 +101,8 @@ def runtime_refusal(hw: Hardware, runtime: Runtime) -> str | None:
 
 def format_refusal(hw: Hardware, runtime: Runtime, quant: Quant, model: Model | None = None) -> str | None:
     """Why ``runtime`` cannot load ``quant`` weights (of ``model``) on ``hw``; None if it can."""
-    return quant_refusal(runtime, quant, model) or hardware_refusal(hw, runtime, quant=quant)
+    return (quant_refusal(runtime, quant, model) or hardware_refusal(hw, runtime, quant=quant)
+            or model_refusal(hw, runtime, quant, model))
 
 
 def cache_refusal(hw: Hardware, runtime: Runtime, kv: KvDtype) -> str | None:
@@ -116,7 +137,7 @@ def refusal(hw: Hardware, model: Model | None, quant: Quant, kv: KvDtype, runtim
     """The first reason this combination cannot run at all, or None."""
     if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:
         return quant_refusal(runtime, quant, model)
-    return (runtime_refusal(hw, runtime) or format_refusal(hw, runtime, quant) or cache_refusal(hw, runtime, kv)
+    return (runtime_refusal(hw, runtime) or format_refusal(hw, runtime, quant, model) or cache_refusal(hw, runtime, kv)
             or gpus_refusal(hw, gpus))
 
 
@@ -172,6 +193,18 @@ def generation_grids(hardware, runtimes, quants, kv_dtypes) -> tuple[np.ndarray,
     ok_q = np.array([q_ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(quants))
     ok_kv = np.array([kv_ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(kv_dtypes))
     return ok_q, ok_kv
+
+
+def model_grid(hardware, runtimes, quants, model: Model) -> np.ndarray | None:
+    """The model × format axis for one model as a (hardware × runtime × quant) boolean table, True
+    where it runs; None where no runtime has a model rule (the common case costs nothing)."""
+    if not any(r.model_support for r in runtimes):
+        return None
+    groups: dict[tuple[str, str], int] = {}
+    first = [groups.setdefault((h.vendor, h.family), i) for i, h in enumerate(hardware)]
+    ok = {i: [[not r.model_support or model_refusal(hardware[i], r, x, model) is None for x in quants]
+              for r in runtimes] for i in set(first)}
+    return np.array([ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(quants))
 
 
 def expert_only(quants) -> np.ndarray:

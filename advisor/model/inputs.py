@@ -127,6 +127,16 @@ class Tables:
         # the support matrix: formats and KV dtypes a runtime runs only on some generations
         self.ok_hw_rt_q, self.ok_hw_rt_kv = compat.generation_grids(hw, rt, q, kv)
         self.expert_only = compat.expert_only(q)
+        self._model_grids: dict[tuple, np.ndarray | None] = {}
+
+    def model_grid(self, model) -> np.ndarray | None:
+        """`compat.model_grid` for ``model``, kept per model (sweeps of one model repeat)."""
+        key = (model.key, model.architecture, model.is_moe)
+        if key not in self._model_grids:
+            if len(self._model_grids) > 64:
+                self._model_grids.clear()
+            self._model_grids[key] = compat.model_grid(self.hardware, self.runtimes, self.quants, model)
+        return self._model_grids[key]
 
     def gather(self, h, r, q, k, g, *, batch, prompt, output, depth, eff: Efficiency | None = None,
                tensor_parallel=None) -> Inputs:

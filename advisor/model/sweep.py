@@ -122,6 +122,9 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
           & t.ok_hw_rt_q[np.ix_(hi, ri, qi)][:, :, :, None] & t.ok_hw_rt_kv[np.ix_(hi, ri, ki)][:, :, None, :])
     if not model.is_moe:  # formats that quantize only the routed experts do not apply to dense models
         ok &= ~t.expert_only[qi][None, None, :, None]
+    by_model = t.model_grid(model)   # the model × format axis (TensorRT-LLM's matrix per architecture)
+    if by_model is not None:
+        ok &= by_model[np.ix_(hi, ri, qi)][:, :, :, None]
     a, b_, c, d = np.nonzero(ok)
     h, r, q, k = hi[a], ri[b_], qi[c], ki[d]
     # every combination at every GPU count the hardware is used with

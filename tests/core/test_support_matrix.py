@@ -97,3 +97,41 @@ def test_cli_predict_refuses_with_the_reason(capsys):
 def test_a_natively_quantized_model_starts_from_its_own_format(cat, hardware, model, runtime, quant):
     cfg = configure(cat, hardware=hardware, model=model, runtime=runtime, gpus=8 if "DeepSeek" in model else 1)
     assert cfg.quant.key == quant
+
+
+def test_the_model_axis_refuses_formats_a_runtime_does_not_list_for_an_architecture(cat):
+    """Issue 26: configurations that did not start. TensorRT-LLM's support matrix lists no AWQ for
+    DeepSeek-V3/R1; SGLang's NVFP4 on CDNA3 has dense kernels only; MXFP4 needs CDNA4 under SGLang.
+    The sweep never offers them, and a dense model in the same format is not refused."""
+    from advisor.model.compat import model_refusal, refusal
+    from advisor.model.roofline import Workload
+    from advisor.model.sweep import sweep
+
+    r1, llama = cat.models["deepseek-r1"], cat.models["llama-3.3-70b"]
+    trt, sglang = cat.runtimes["tensorrt-llm"], cat.runtimes["sglang"]
+    h200, mi325 = cat.hardware["h200-sxm-141gb"], cat.hardware["mi325x"]
+    assert "DeepseekV3ForCausalLM" in model_refusal(h200, trt, cat.quants["awq-int4"], r1)
+    assert model_refusal(h200, trt, cat.quants["fp8"], r1) is None
+    assert "mixture of experts" in refusal(mi325, r1, cat.quants["nvfp4"], cat.kv_dtypes["fp8"], sglang, 8)
+    assert model_refusal(mi325, sglang, cat.quants["nvfp4"], llama) is None      # dense: Petit runs it
+    assert model_refusal(cat.hardware["mi355x"], sglang, cat.quants["nvfp4"], r1) is None  # the rule is CDNA3's
+    assert "gfx95" in refusal(mi325, r1, cat.quants["mxfp4"], cat.kv_dtypes["fp8"], sglang, 8)
+    assert "Falcon" in model_refusal(h200, trt, cat.quants["bf16"], cat.models["falcon-40b"])
+    s = sweep(cat, r1, Workload(batch=1, prompt_tokens=1000, output_tokens=100), hardware=["h200-sxm-141gb", "mi325x"],
+              runtimes=["tensorrt-llm", "sglang"], quants=None, kv_dtypes=("fp8",), gpus=(8,), memory_only=True)
+    combos = {(s.tables.hardware[h].key, s.tables.runtimes[r].key, s.tables.quants[q].key)
+              for h, r, q in zip(s.hw, s.rt, s.q)}
+    assert ("h200-sxm-141gb", "tensorrt-llm", "awq-int4") not in combos
+    assert ("mi325x", "sglang", "nvfp4") not in combos and ("mi325x", "sglang", "mxfp4") not in combos
+    assert ("h200-sxm-141gb", "tensorrt-llm", "fp8") in combos and ("mi325x", "sglang", "fp8") in combos
+
+
+def test_the_other_configurations_of_issue_26_that_did_not_start_are_refused(cat):
+    """llama.cpp's Vulkan build on an Instinct MI300X and SGLang on Strix Halo have no source that
+    they run (docs/support-research.md); the refusal says why."""
+    from advisor.model.compat import runtime_refusal
+
+    assert "CDNA Instinct" in runtime_refusal(cat.hardware["mi300x"], cat.runtimes["llama.cpp-vulkan"])
+    assert "gfx1151" in runtime_refusal(cat.hardware["ryzen-ai-max-plus-395"], cat.runtimes["sglang"])
+    assert runtime_refusal(cat.hardware["mi300x"], cat.runtimes["sglang"]) is None
+    assert runtime_refusal(cat.hardware["rx-7900-xtx"], cat.runtimes["llama.cpp-vulkan"]) is None
