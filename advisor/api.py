@@ -45,7 +45,7 @@ __all__ = [
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
     "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "HardwareGroup", "by_hardware",
     "why_first", "candidate_record", "candidate_verdict", "reason_text",
-    "WillItRun", "FitRow", "will_it_run", "Explanation", "explain",
+    "WillItRun", "FitRow", "will_it_run", "WILL_IT_RUN_MODES", "Explanation", "explain",
     "Load", "ServeReport", "serve", "concurrency_sweep",
     "ReportContent", "ReportTable", "SourceEntry", "report_from_config", "report_from_requirements",
     "catalog_data_date",
@@ -67,7 +67,7 @@ from advisor.model.geometry import geometry as _geometry, weight_bits as _weight
 from advisor.model.roofline import Workload
 from advisor.plan.recommend import (DEFAULT_MIN_BITS, Candidate, HardwareGroup, Recommendation, Requirements,
                                    by_hardware, recommend)
-from advisor.plan.will_it_run import FitRow, WillItRun, will_it_run
+from advisor.plan.will_it_run import MODES as WILL_IT_RUN_MODES, FitRow, WillItRun, will_it_run
 from advisor.text.explain import Explanation, explain
 from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text, why_first
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve

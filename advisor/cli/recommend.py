@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from advisor.cli.options import add_memory
 from advisor.data.catalog import Catalog, user_catalog
@@ -226,36 +227,80 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_will_it_run(args: argparse.Namespace) -> int:
-    from advisor.plan.will_it_run import will_it_run
+    from advisor.plan.machine import THIS_MACHINE_KEY
+    from advisor.plan.will_it_run import DEFAULT_MIN_BITS, DEFAULT_MIN_TOK_S, HOST_RAM_SHARE, MODES, will_it_run
 
     cat = sized_catalog(user_catalog(), args)
     hw = cat.hardware_named(args.hardware)
     rt = cat.runtime_named(args.runtime) if args.runtime else None
     gpus = _number("gpus", args.gpus, int) or 1
     ctx = _number("context", args.context, int) or 4096
-    answer = will_it_run(cat, hw, rt, gpus, ctx, cat.model_named(args.model) if args.model else None)
+    host_ram = _number("host-ram-gb", args.host_ram_gb)
+    ram_note = "--host-ram-gb"
+    if host_ram is None and hw.key == THIS_MACHINE_KEY:
+        from probes.cpu import describe
+
+        host_ram, ram_note = describe().ram_gb, "this machine's RAM"
+    min_bits = _number("min-bits", args.min_bits) or DEFAULT_MIN_BITS
+    min_tok = _number("min-tok-s", args.min_tok_s) or DEFAULT_MIN_TOK_S
+    answer = will_it_run(cat, hw, rt, gpus, ctx, cat.model_named(args.model) if args.model else None,
+                         min_bits=min_bits, min_tok_s=min_tok, host_ram_gb=host_ram)
     rt = answer.runtime
-    if args.model:
-        rows = [{"model": x.model.name, "quant": x.quant.name, "fits": x.fits, "weights_gb": x.weights_gb,
-                 "decode_tok_s": x.decode_tok_s, "max_context": x.max_context} for x in answer.rows]
-    else:
-        rows = [{"model": x.model.name, "best_quant": x.quant.name, "weights_gb": x.weights_gb,
-                 "decode_tok_s": x.decode_tok_s, "max_context": x.max_context} if x.quant else
-                {"model": x.model.name, "best_quant": None, "smallest_needs_gb": x.needs_gb} for x in answer.rows]
+
+    def record(x):
+        return {"model": x.model.name, "quant": x.quant.name if x.quant else None, "runs": x.fits,
+                "mode": x.mode or None, "how": x.how or None, "grade": x.grade,
+                "decode_tok_s": x.decode_tok_s if math.isfinite(x.decode_tok_s) else None,
+                "weights_gb": x.weights_gb, "gpu_gb": x.needs_gb, "host_ram_gb": x.host_ram_gb,
+                "max_context": x.max_context}
+
     if args.json:
-        print(json_text({"hardware": hw.name, "gpus": gpus, "runtime": rt.name, "context_tokens": ctx, "rows": rows}))
+        print(json_text({"hardware": hw.name, "gpus": gpus, "runtime": rt.name, "context_tokens": ctx,
+                         "min_tok_s": min_tok, "fast_tok_s": answer.fast_tok_s, "min_bits": min_bits,
+                         "host_ram_gb": host_ram, "rows": [record(x) for x in answer.rows]}))
         return EXIT_OK
     where = f"{gpus} × {hw.name}" if gpus > 1 else hw.name
-    print(f"Will it run on {where} with {rt.name}? (1 user, context {ctx:,} tokens, F16 KV cache)\n")
-    if args.model:
-        print(table(["quantization", "fits", "weights GB", "decode tok/s", "max context"],
-                    [[x["quant"], "yes" if x["fits"] else "no", num(x["weights_gb"]), num(x["decode_tok_s"]),
-                      f"{x['max_context']:,}"] for x in rows]))
+    from advisor.model.devices import usable_memory_gb
+
+    if hw.unified_memory or hw.kind in ("apple", "soc"):
+        ram = f"one memory for CPU and GPU, of which the GPU may use {num(usable_memory_gb(hw))} GB"
+    elif host_ram is not None:
+        ram = f"{num(host_ram)} GB of system RAM ({ram_note})"
     else:
-        print(table(["model", "best quantization that fits", "weights GB", "decode tok/s", "max context"],
-                    [[x["model"], x["best_quant"], num(x["weights_gb"]), num(x["decode_tok_s"]), f"{x['max_context']:,}"]
-                     if x["best_quant"] else [x["model"], "does not fit", f"{num(x['smallest_needs_gb'])} needed", "—", "—"]
-                     for x in rows]))
+        ram = "system RAM not given (--host-ram-gb): offload rows say how much they need"
+    print(f"Will it run on {where} with {rt.name}? One user, context {ctx:,} tokens, F16 KV cache; weights at least "
+          f"{min_bits:g}-bit class (--min-bits; a model's own release format always passes); {ram}.")
+    print(f"Speed: fast ≥ {num(answer.fast_tok_s)} tok/s, usable ≥ {num(min_tok)} (--min-tok-s), else too slow.\n")
+
+    def ram_cell(x):
+        return f"{num(x.host_ram_gb)} GB" if x.mode in ("experts", "offload") else "—"
+
+    def speed(x):
+        return num(x.decode_tok_s) if math.isfinite(x.decode_tok_s) else "—"
+
+    if args.model:
+        print(table(["weights", "runs as", "decode tok/s", "grade", "GPU GB", "system RAM", "max context"],
+                    [[x.quant.name, MODES.get(x.mode, "does not fit") + (f": {x.how}" if x.how else ""), speed(x),
+                      x.grade, num(x.needs_gb), ram_cell(x), f"{x.max_context:,}" if x.max_context else "—"]
+                     for x in answer.rows]))
+        return EXIT_OK
+    usable = [x for x in answer.rows if x.runs_usably]
+    slow = [x for x in answer.rows if x.fits and not x.runs_usably]
+    none_ = [x for x in answer.rows if not x.fits]
+    print(f"{len(usable)} of {len(answer.rows)} models run usably, most capable first; {len(slow)} run too slowly or "
+          f"need more RAM; {len(none_)} do not fit at all.")
+    if usable or slow:
+        print(table(["model", "weights", "runs as", "decode tok/s", "grade", "GPU GB", "system RAM", "max context"],
+                    [[x.model.name, x.quant.name, MODES.get(x.mode, "") + (f": {x.how}" if x.how else ""), speed(x),
+                      x.grade, num(x.needs_gb), ram_cell(x), f"{x.max_context:,}"] for x in usable + slow]))
+    if none_:
+        offload = "with offload" if gpus == 1 else "on the GPUs (offload to system RAM is modelled for one GPU)"
+        print(f"\nDo not fit, even {offload} (smallest allowed weights, GPU GB needed): "
+              + "; ".join(f"{x.model.name} {num(x.needs_gb)}" for x in none_[:12])
+              + (f" … and {len(none_) - 12} more" if len(none_) > 12 else ""))
+    if any(x.mode in ("experts", "offload") for x in usable + slow):
+        print(f"\nOffload rows keep part of the model in system RAM (at most {HOST_RAM_SHARE:.0%} of it counted as free); "
+              "the CPU reads it at the host memory's speed.")
     return EXIT_OK
 
 
@@ -319,5 +364,10 @@ def register(sub) -> None:
     p.add_argument("--gpus", help="number of GPUs (default 1)")
     p.add_argument("--runtime", help="runtime (default by hardware)")
     p.add_argument("--context", help="context to fit at, tokens (default 4096)")
+    p.add_argument("--min-bits", dest="min_bits",
+                   help="weakest bit class of the weights (default 4; a model's release format always passes)")
+    p.add_argument("--min-tok-s", dest="min_tok_s", help="the decode speed that counts as usable (default 10 tok/s)")
+    p.add_argument("--host-ram-gb", dest="host_ram_gb",
+                   help="system RAM, GB: offloading experts or layers must fit in it (\"this machine\": probed)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_will_it_run)

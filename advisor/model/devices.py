@@ -13,6 +13,13 @@ from advisor.data.specs import Hardware
 APPLE_WIRED_SMALL_RAM_GB = 32
 APPLE_WIRED_FRACTION_SMALL = 2 / 3
 APPLE_WIRED_FRACTION_LARGE = 3 / 4
+# Strix Halo (Ryzen AI Max): the GPU's share of the unified memory. AMD's Variable Graphics Memory
+# gives the GPU 96 GB of the 128 GB Ryzen AI Max+ 395 ("AMD Ryzen AI Max+ 395 (128GB) processor with
+# 96GB of Variable Graphics Memory", AMD blog "FAQs: AMD Variable Graphics Memory, VRAM, AI Model
+# Sizes…", 2025-07-29); on Linux the GTT limit defaults to ~50 % of RAM and AMD recommends raising it
+# (amd-ttm; ROCm docs "AMD Strix Halo system optimization", 2026-02-20). 96/128 is applied to the
+# other sizes of the family too (an assumption: AMD states the 128 GB figure).
+AMD_VGM_FRACTION = 96 / 128
 
 # PCIe per-lane bandwidth per direction after line encoding, GB/s (PCI-SIG: Gen 3/4/5 run 8/16/32
 # GT/s with 128b/130b encoding; Gen 6 runs 64 GT/s in FLIT mode, 242 of 256 bytes payload).
@@ -43,6 +50,8 @@ def usable_memory_gb(hw: Hardware) -> float:
     if hw.kind == "apple":
         frac = APPLE_WIRED_FRACTION_SMALL if hw.memory_gib <= APPLE_WIRED_SMALL_RAM_GB else APPLE_WIRED_FRACTION_LARGE
         return total * frac
+    if hw.vendor == "AMD" and hw.unified_memory and hw.key.startswith("ryzen-ai-max"):
+        return total * AMD_VGM_FRACTION
     return total
 
 

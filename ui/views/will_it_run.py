@@ -10,17 +10,21 @@ from advisor import api
 from advisor.text.format import num
 from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text
 
+GRADE_COLOURS = {"fast": "#2e9d3a", "usable": "#2e9d3a", "too slow": "#c98a1a", "needs more RAM": "#c98a1a",
+                 "does not fit": "#d23c3c"}
 COLUMNS = [
     Column("Model", lambda r: r.model.name),
-    Column("Family", lambda r: r.model.family),
     Column("Params B", lambda r: float(r.model.params_total_b), "Total parameters (billions)"),
-    Column("Runs", lambda r: "yes" if r.fits else "no", "Fits in memory at this context",
-           colour=lambda r: "#2e9d3a" if r.fits else "#d23c3c"),
-    Column("Best format", lambda r: r.quant.name if r.quant is not None else "—",
-           "Highest-quality weight format that fits"),
-    Column("Weights GB", lambda r: float(r.weights_gb)),
-    Column("Needs GB", lambda r: float(r.needs_gb), "Memory needed at this context, all GPUs"),
+    Column("Grade", lambda r: r.grade, "fast (≥ 3 × the usable speed), usable (≥ the usable speed), too slow, "
+           "needs more RAM than the machine has, or does not fit", colour=lambda r: GRADE_COLOURS.get(r.grade)),
+    Column("Weights", lambda r: r.quant.name if r.quant is not None else "—",
+           "The best weights that run usably (at least the 4-bit class; a model's own release format always counts)"),
+    Column("Runs as", lambda r: api.WILL_IT_RUN_MODES.get(r.mode, "—") + (f": {r.how}" if r.how else ""),
+           "All on the GPU, the MoE experts in system RAM (llama.cpp --n-cpu-moe), or partial offload (-ngl)"),
     Column("Decode tok/s", lambda r: float(r.decode_tok_s), "Single-user decode speed"),
+    Column("GPU GB", lambda r: float(r.needs_gb), "Memory the GPU holds in this mode, per GPU"),
+    Column("System RAM GB", lambda r: float(r.host_ram_gb) if r.mode in ("experts", "offload") else float("nan"),
+           "System RAM the offloaded weights take"),
     Column("Longest context", lambda r: int(r.max_context), "Longest context that fits (one user)"),
 ]
 
@@ -45,7 +49,7 @@ class WillItRunView(QWidget):
         self.model = RowsModel(COLUMNS, self)
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("will_it_run_table")
-        for i, w in enumerate((230, 90, 70, 50, 100, 90, 80, 90)):
+        for i, w in enumerate((230, 70, 90, 120, 260, 90, 70, 100, 100)):
             self.table.setColumnWidth(i, w)
         lay.addWidget(self.table, 1)
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
@@ -88,12 +92,12 @@ class WillItRunView(QWidget):
 
     def _on_done(self, w) -> None:
         self.result = w
-        rows = sorted(w.rows, key=lambda r: (not r.fits, -r.model.params_total_b))
+        rows = list(w.rows)   # the core's order: what runs usably, most capable first
         self.model.set_rows(rows)
-        n = sum(r.fits for r in rows)
+        n = sum(r.runs_usably for r in rows)
         g = f"{w.gpus}× " if w.gpus > 1 else ""
-        self.heading.setText(f"<b>{n} of {len(rows)}</b> models run on {g}{w.hardware.name if hasattr(w.hardware, 'name') else w.hardware} "
-                             f"at {num(w.context_tokens)} tokens of context")
+        self.heading.setText(f"<b>{n} of {len(rows)}</b> models run usably (≥ {num(w.min_tok_s)} tok/s) on "
+                             f"{g}{w.hardware.name} at {num(w.context_tokens)} tokens of context")
 
     def _on_error(self, exc, tb) -> None:
         msg = str(exc) if isinstance(exc, api.AdvisorError) else f"{type(exc).__name__}: {exc}"
