@@ -77,6 +77,7 @@ class Tables:
         self.hardware = list(cat.hardware.values())
         self.runtimes = list(cat.runtimes.values())
         self.quants = list(cat.quants.values())
+        self.quants_by_key = dict(cat.quants)
         self.kv_dtypes = list(cat.kv_dtypes.values())
         hw, rt, q, kv = self.hardware, self.runtimes, self.quants, self.kv_dtypes
         self.hw_index = {h.key: i for i, h in enumerate(hw)}

@@ -133,9 +133,12 @@ def gguf_file(cp: Checkpoint, q: Quant) -> str | None:
 
 def native_checkpoint(checkpoints: Mapping[str, Checkpoint], model: Model) -> tuple[Checkpoint | None, str]:
     """The model's own release (its repository is one of the model's catalog names) and the
-    format it was published in (its first listed)."""
+    format it was published in (its first listed). A publisher may release it twice (Z.ai's GLM in
+    BF16 and FP8): the release in the model's own format (``native_quant``, else 16-bit) is the one."""
     own = [cp for cp in of_model(checkpoints, model.key)
            if not is_gguf(cp) and cp.repo in model.aliases and cp.quants]
+    release = model.native_quant or "bf16"
+    own.sort(key=lambda cp: cp.quants[0] != release and not (release == "bf16" and cp.quants[0] == "f16"))
     return (own[0], own[0].quants[0]) if own else (None, "")
 
 
@@ -218,6 +221,24 @@ def gguf_weights(model: Model, q: Quant, checkpoints: Mapping[str, Checkpoint]) 
                                      f"make it from {source} with {how}")
 
 
+def draft_gguf(model: Model, quant: Quant, checkpoints: Mapping[str, Checkpoint],
+               quants: Mapping[str, Quant]) -> tuple[Checkpoint, Quant] | None:
+    """A published GGUF of a draft ``model`` and the format it is fetched in: ``quant`` where the
+    draft is published in it, else the widest format its repositories list (a small draft's Q8_0
+    costs little and drafts better than a 4-bit one)."""
+    for cp in checkpoints_of(checkpoints, model, quant, gguf=True):
+        return cp, quant
+    best = None
+    for cp in of_model(checkpoints, model.key):
+        if not is_gguf(cp):
+            continue
+        for key in cp.quants:
+            q = quants.get(key)
+            if q is not None and (best is None or q.bits_per_weight > best[1].bits_per_weight):
+                best = (cp, q)
+    return best
+
+
 def weights_for(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> Weights:
     if c.runtime.format_family in HF_ENGINES:
         return hf_weights(c, model, checkpoints)
@@ -253,6 +274,9 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
         "model": w.model, "context": context, "parallel": slots, "kv": kv, "tp": c.gpus,
         "memory_fraction": rt.memory_fraction, "format_flags": w.flags, "kv_flags": kv_flags, "split": split,
         "output": req.output_tokens,
+        # a server's default reply limit (mlx_lm.server --max-tokens): what the context leaves after
+        # the prompt, never the typical answer's length (which would cut every longer reply)
+        "max_tokens": max(req.output_tokens, req.context - getattr(req, "prompt_tokens", 0)),
     }
     line = rt.launch
     for k, v in values.items():

@@ -459,7 +459,7 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     if c.ok:
         c.launch = launch_line(c, req)
         if tech and c.launch:
-            c.launch = _with_technique(c.launch, c, tech)
+            c.launch = _with_technique(c.launch, c, tech, t.quants_by_key)
     return c
 
 
@@ -612,13 +612,13 @@ def _try_offload(cat: Catalog, req: Requirements, memory, a: dict, users: int) -
         a["technique"][i] = tech
 
 
-def _with_technique(line: str, c: Candidate, tech: dict) -> str:
+def _with_technique(line: str, c: Candidate, tech: dict, quants) -> str:
     """The launch line with the technique's flags (llama-server -ngl / -hfd / -md and --draft-max;
     vLLM --cpu-offload-gb and --speculative-config)."""
     import json
     import re
 
-    from advisor.plan.launch import gguf_tag, gguf_weights, native_checkpoint, shipped_checkpoints
+    from advisor.plan.launch import draft_gguf, gguf_tag, gguf_weights, native_checkpoint, shipped_checkpoints
 
     family = c.runtime.format_family
     note = ""
@@ -633,13 +633,18 @@ def _with_technique(line: str, c: Candidate, tech: dict) -> str:
     elif tech["kind"] == "offload":
         line = f"{line} --cpu-offload-gb {math.ceil(tech['offload_gb'])}"
     elif tech["kind"] == "spec" and family == "llama.cpp":
-        w = gguf_weights(tech["draft"], c.quant, shipped_checkpoints())
-        if w.model.startswith("-m "):
-            src = "-md " + w.model[3:]
+        # the draft's own published GGUF: in the target's format if there is one, else its widest
+        # (llama-server fetches it with --spec-draft-hf repo:TAG; current builds name the draft
+        # length --spec-draft-n-max, the old --draft-max is gone)
+        found = draft_gguf(tech["draft"], c.quant, shipped_checkpoints(), quants)
+        if found is not None:
+            cp, q = found
+            src = f"--spec-draft-hf {cp.repo}:{gguf_tag(q)}"
         else:
-            repo = w.model.split()[1].split(":")[0]
-            src = f"-hfd {repo}:{gguf_tag(c.quant)}"
-        line = f"{line} {src} --draft-max {tech['k']}"
+            w = gguf_weights(tech["draft"], c.quant, shipped_checkpoints())
+            src = "-md " + w.model[3:]
+            note += w.note.replace("  # ", "  # draft: ", 1)
+        line = f"{line} {src} --spec-draft-n-max {tech['k']}"
     elif tech["kind"] == "spec":
         own, _ = native_checkpoint(shipped_checkpoints(), tech["draft"])
         repos = [own.repo] if own is not None else [x for x in tech["draft"].aliases if "/" in x]

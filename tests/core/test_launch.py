@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from advisor.plan.launch import HF_ENGINES, gguf_file, is_gguf, launch_line
+from advisor.plan.launch import HF_ENGINES, gguf_file, is_gguf, launch_line, native_checkpoint
 from advisor.plan.recommend import Requirements, recommend
 
 FLAGS = yaml.safe_load((Path(__file__).parents[1] / "data" / "runtime_flags.yaml").read_text())
@@ -196,10 +196,13 @@ def test_checkpoint_table_is_sourced_and_consistent(cat):
             assert all(cat.quants[q].kind != "gguf" for q in cp.quants), cp.key
         assert "base" not in cp.repo.lower(), f"{cp.repo}: a base model, not an instruct/chat one"
     # every model in the table has its own release there (a repository the catalog lists among its names)
+    # in the format it was released in (a publisher's second, FP8 release may sit beside it)
     for m in models_with:
+        release = cat.models[m].native_quant or "bf16"
         own = [cp for cp in cat.checkpoints.values()
                if cp.model == m and cp.repo in cat.models[m].aliases and not is_gguf(cp)]
-        assert len(own) == 1, m
+        assert len([cp for cp in own if cp.quants[0] in (release, "f16" if release == "bf16" else release)]) == 1, m
+        assert native_checkpoint(cat.checkpoints, cat.models[m])[1] in (release, "f16"), m
 
 
 def test_gguf_by_exact_file_or_by_tag_and_replicas_split_the_users(cat):
