@@ -75,7 +75,8 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         context_tokens=_number("context", args.context, int), users=_number("users", args.users, int),
         rps=_number("rps", args.rps), ttft_ms=_number("ttft-ms", args.ttft_ms), tok_s=_number("tok-s", args.tok_s),
         hardware_kinds=kinds, vendors=tuple(vendors), hardware=hardware,
-        max_gpus=_number("max-gpus", args.max_gpus, int) or 8,
+        max_gpus=_number("max-gpus", args.max_gpus, int),
+        prefix_hit=_number("prefix-hit", getattr(args, "prefix_hit", None)) or 0.0,
         budget_usd=_number("budget-usd", args.budget_usd), budget_usd_hour=_number("budget-usd-hour", args.budget_usd_hour),
         runtimes=runtimes, min_quality_rank=floor.quality_rank if floor else 0, quality_floor=floor.name if floor else "",
         max_ppl_delta=_number("max-ppl", args.max_ppl), kv_dtypes=kv, safe=bool(args.safe),
@@ -323,7 +324,12 @@ def register(sub) -> None:
     p.add_argument("--vendor", help="comma list of NVIDIA, AMD, Intel, Apple")
     p.add_argument("--hardware", help="comma list of hardware names to choose from")
     add_memory(p)
-    p.add_argument("--max-gpus", dest="max_gpus", help="GPUs per node at most (default 8)")
+    p.add_argument("--max-gpus", dest="max_gpus",
+                   help="GPUs in all at most, replicas included (default: as many as the load needs); one "
+                        "replica is a group of up to 8 GPUs in one node")
+    p.add_argument("--prefix-hit", dest="prefix_hit",
+                   help="share of each prompt already in the prefix cache (a shared system prompt or RAG "
+                        "context: 0.8 = 80 %% is computed once and reused; default 0)")
     p.add_argument("--budget-usd", dest="budget_usd", help="purchase budget, USD")
     p.add_argument("--budget-usd-hour", dest="budget_usd_hour", help="cloud budget, USD per hour")
     p.add_argument("--runtime", help="comma list of runtimes allowed")

@@ -110,7 +110,8 @@ def register(sub) -> None:
     p.add_argument("--hardware-kind", dest="hardware_kind",
                    help="comma list of datacenter, workstation, consumer, laptop, apple, soc")
     p.add_argument("--vendor", help="comma list of NVIDIA, AMD, Intel, Apple")
-    p.add_argument("--max-gpus", dest="max_gpus", help="GPUs per node at most (default 8)")
+    p.add_argument("--max-gpus", dest="max_gpus",
+                   help="GPUs in all at most, replicas included (default: as many as the load needs)")
     p.add_argument("--budget-usd", dest="budget_usd", help="purchase budget, USD")
     p.add_argument("--budget-usd-hour", dest="budget_usd_hour", help="cloud budget, USD per hour")
     p.add_argument("--min-quant", dest="min_quant", help="worst acceptable weight format (e.g. q4_k_m)")

@@ -33,8 +33,11 @@ from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.reasons import Reason
 
 GPU_COUNTS = (1, 2, 4, 8)
-#: Data-parallel replicas tried when one tensor-parallel group cannot serve every user.
-REPLICAS = (1, 2, 4)
+#: Data-parallel replicas tried, in this order, when one group (within one node: up to 8 GPUs)
+#: cannot serve the load; each replica serves its share of the users or of the request rate. The
+#: search stops at the first count that serves, at the load itself (one replica per user), or at
+#: --max-gpus in all.
+REPLICAS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 #: The default floor: 4-bit class formats (Q4_K_M, AWQ INT4, NVFP4, MXFP4 …); --min-bits lowers it.
 DEFAULT_MIN_BITS = 4
 #: Chat sessions grow past one prompt + answer: without --context every user may reach this many tokens
@@ -62,7 +65,7 @@ class Requirements:
     hardware_kinds: tuple[str, ...] = ()
     vendors: tuple[str, ...] = ()
     hardware: tuple[str, ...] = ()           # keys of a named list
-    max_gpus: int = 8
+    max_gpus: int | None = None              # GPUs in all, replicas included (None: what the load needs)
     budget_usd: float | None = None
     budget_usd_hour: float | None = None
     runtimes: tuple[str, ...] = ()
@@ -76,6 +79,7 @@ class Requirements:
     allow_spec: bool = False                 # try speculative decoding on configurations too slow without it
     allow_offload: bool = False              # try partial offload to host RAM on configurations that do not fit
     burst: bool = False                      # judge all users' prompts arriving at once (a static batch)
+    prefix_hit: float = 0.0                  # share of each prompt the prefix cache holds (a shared RAG/system prefix)
     life_years: float = pricing.DEFAULT_LIFE_YEARS      # buy: electricity counted over this life
     hours_per_day: float | None = None       # buy: hours a day at board power (default: 24 for a server, 0 for one user)
     usd_per_kwh: float | None = None         # buy: your electricity rate (else the catalog's tariff)
@@ -131,8 +135,8 @@ class Requirements:
                         ("budget-usd-hour", self.budget_usd_hour)):
             if v is not None and not (v > 0 and math.isfinite(v)):
                 raise AdvisorError(f"--{name} must be a positive number, got {v}")
-        if not 1 <= self.max_gpus <= 64:
-            raise AdvisorError(f"max GPUs must be between 1 and 64, got {self.max_gpus}")
+        if self.max_gpus is not None and not 1 <= self.max_gpus <= 100_000:
+            raise AdvisorError(f"--max-gpus must be between 1 and 100,000, got {self.max_gpus}")
         if not 1 <= self.min_bits <= 32:
             raise AdvisorError(f"--min-bits must be between 1 and 32, got {self.min_bits:g}")
         for name, v, lo, hi in (("life-years", self.life_years, 0.1, 30), ("hours-per-day", self.duty_hours, 0, 24)):
@@ -140,6 +144,8 @@ class Requirements:
                 raise AdvisorError(f"--{name} must be between {lo:g} and {hi:g}, got {v:g}")
         if self.usd_per_kwh is not None and not (0 <= self.usd_per_kwh < 10):
             raise AdvisorError(f"--usd-per-kwh must be between 0 and 10, got {self.usd_per_kwh:g}")
+        if not (0 <= self.prefix_hit < 1):
+            raise AdvisorError(f"--prefix-hit must be a fraction in [0, 1), got {self.prefix_hit:g}")
         if self.cost_basis not in ("", "buy", "rent"):
             raise AdvisorError(f"--cost-basis must be buy or rent, got {self.cost_basis!r}")
 
@@ -676,7 +682,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     kv_keys = [k for k in req.kv_dtypes if k in cat.kv_dtypes]
     if not kv_keys:
         raise AdvisorError("no KV-cache dtype matches --kv-dtype")
-    gpus = [g for g in GPU_COUNTS if g <= req.max_gpus] or [1]
+    gpus = [g for g in GPU_COUNTS if g <= (req.max_gpus or GPU_COUNTS[-1])] or [1]
     keys = dict(hardware=hw_keys, runtimes=rt_keys, quants=None, kv_dtypes=kv_keys, gpus=gpus)
     extra = req.context - req.prompt_tokens - req.output_tokens
     if req.burst:
@@ -688,8 +694,11 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     else:
         # a server under load: the decode step at every batch size, then the steady state; memory
         # must hold one user at the longest context (more users queue, which TTFT shows)
-        speed = sweep(cat, req.model, Workload(batch=1, prompt_tokens=req.prompt_tokens,
-                                               output_tokens=max(req.output_tokens, 2)), batch=STEP_GRID, **keys)
+        # (a prefix the cache holds is depth, not prompt: only the rest is computed per request)
+        cached = int(req.prompt_tokens * req.prefix_hit)
+        speed = sweep(cat, req.model, Workload(batch=1, prompt_tokens=max(req.prompt_tokens - cached, 1),
+                                               output_tokens=max(req.output_tokens, 2), depth_tokens=cached),
+                      batch=STEP_GRID, **keys)
         memory = sweep(cat, req.model, Workload(batch=1, prompt_tokens=req.prompt_tokens + extra,
                                                 output_tokens=req.output_tokens), memory_only=True, **keys)
     t = speed.tables
@@ -702,11 +711,12 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         "max_batch": mv["max_batch"],               # sequences at the longest context
     }
 
-    def judge(replicas: int, cols: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def judge(replicas: int, cols: np.ndarray | None = None, share: int | None = None) -> dict[str, np.ndarray]:
         """Every configuration (or those in ``cols``) as ``replicas`` copies behind one endpoint, each
-        serving its share of users."""
-        share = math.ceil(users / replicas)
-        a = _judge_burst(speed) if req.burst else _judge_serving(speed, req, share, cols)
+        serving its share of the users (or of the request rate)."""
+        share = share or math.ceil(users / replicas)
+        rate = req.rps / replicas if req.rps else None
+        a = _judge_burst(speed) if req.burst else _judge_serving(speed, req, share, cols, rate)
         sub = (lambda x: x) if cols is None else (lambda x: x[cols])
         n = mv["fits"].size if cols is None else cols.size
         a.update({k: sub(v) for k, v in base.items()})
@@ -748,11 +758,18 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         a["replicas"][~a["fits"]] = 1
         a["users"][~a["fits"]] = math.ceil(users)
     if not req.burst and users > 1:
-        # one group cannot serve everyone: try 2 or 4 data-parallel copies (users split among them)
-        # on the configurations that hold one user but do not serve; a configuration keeps the
-        # fewest replicas that serve, or one if none does
+        # one group cannot serve everyone: data-parallel copies (the users or the rate split among
+        # them) on the configurations that hold one user but do not serve; a configuration keeps the
+        # fewest replicas that serve, or one if none does. One that misses the targets with a single
+        # user on it cannot be saved by more copies, and is not tried.
+        cols = np.flatnonzero(~a["serves"] & a["predicted"] & mv["fits"].astype(bool))
+        if cols.size:
+            alone = judge(users, cols, share=1)
+            cols = cols[alone["ttft_ok"] & alone["tok_ok"] & alone["fits"]]
         for r in REPLICAS[1:]:
-            cols = np.flatnonzero(~a["serves"] & a["predicted"] & mv["fits"].astype(bool))
+            cols = cols[~a["serves"][cols]]
+            if req.max_gpus:
+                cols = cols[memory.gpus[cols] * r <= req.max_gpus]
             if r > users or cols.size == 0:
                 break
             more = judge(r, cols)
@@ -912,15 +929,17 @@ def _spread(part: dict, cols: np.ndarray, n: int) -> dict:
     return out
 
 
-def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None = None,
+                   rate_rps: float | None = None) -> dict[str, np.ndarray]:
     """The steady state of the load on every configuration (or those in ``cols``), from the decode
-    step at STEP_GRID batches."""
+    step at STEP_GRID batches: ``users`` clients, or (open loop) ``rate_rps`` requests per second
+    (one replica's share)."""
     t, v = grid.tables, grid.values
     sub = (lambda x: x) if cols is None else (lambda x: x[..., cols])
     hw, rt, q = (sub(x) for x in grid.configurations[:3])
     load = Load(kind="open" if req.rps and not req.users else "closed", concurrency=float(users),
-                rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
-                output_tokens=max(req.output_tokens, 2))
+                rate_rps=rate_rps or req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
+                output_tokens=max(req.output_tokens, 2), prefix_hit=req.prefix_hit)
 
     class _Grid:  # the fields the serving model reads: per batch (G, n) or per configuration (n,)
         decode_tok_s = sub(v.table("decode_tok_s"))

@@ -118,11 +118,12 @@ class RecommendView(QWidget):
         for k, label in SHOW:
             self.combo_show.addItem(label, k)
         self.spin_max_gpus = QSpinBox()
-        self.spin_max_gpus.setRange(1, 64)
-        self.spin_max_gpus.setValue(8)
+        self.spin_max_gpus.setRange(1, 4096)
+        self.spin_max_gpus.setValue(64)
         self.spin_max_gpus.setPrefix("≤ ")
         self.spin_max_gpus.setSuffix(" GPUs")
-        self.spin_max_gpus.setToolTip("Largest number of GPUs a candidate may use")
+        self.spin_max_gpus.setToolTip("Most GPUs a candidate may use in all, replicas included (one replica is a "
+                                      "group of up to 8 GPUs in one node)")
         self.check_pareto = QCheckBox("Pareto only")
         self.check_pareto.setToolTip("Show only rows that nothing else beats on both cost and speed (★)")
         self.check_group = QCheckBox("Group by hardware")
