@@ -43,8 +43,19 @@ def sized_catalog(cat: Catalog, args: argparse.Namespace) -> Catalog:
     names = _csv_list(args.hardware)
     if memory_gb is not None and not names:
         raise AdvisorError("--memory-gb needs --hardware: the device whose memory size it sets")
-    sized = [hw for hw in (cat.hardware_named(n, memory_gb) for n in names) if hw != cat.hardware[hw.key]]
+    sized = [hw for hw in (_sized(cat, n, memory_gb) for n in names) if hw.variant_of]
     return cat.with_hardware(*sized) if sized else cat
+
+
+def _sized(cat: Catalog, name: str, memory_gb=None):
+    """The hardware ``name`` designates; another memory size than the entry's own is an entry of its
+    own ("apple-m4-max-40c@64gb"), so that two sizes of one chip are two rows of the answer."""
+    import dataclasses
+
+    hw = cat.hardware_named(name, memory_gb)
+    if hw == cat.hardware.get(hw.key):
+        return hw
+    return dataclasses.replace(hw, key=f"{hw.key}@{hw.memory_gib:g}gb", variant_of=hw.key, aliases=())
 
 
 def requirements_from_args(cat: Catalog, args: argparse.Namespace):
@@ -64,7 +75,10 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         if not match:
             raise AdvisorError(f"unknown vendor {v!r}; choose from NVIDIA, AMD, Intel, Apple")
         vendors.append(match[0])
-    hardware = tuple(cat.hardware_named(h).key for h in _csv_list(args.hardware))
+    memory_gb = getattr(args, "memory_gb", None)
+    from advisor.model.config import memory_size
+
+    hardware = tuple(_sized(cat, h, memory_size(memory_gb)).key for h in _csv_list(args.hardware))
     runtimes = tuple(cat.runtime_named(r).key for r in _csv_list(args.runtime))
     kv = tuple(cat.kv_dtype_named(k).key for k in _csv_list(args.kv_dtype)) or DEFAULT_KV
     floor = cat.quant_named(args.min_quant) if args.min_quant else None

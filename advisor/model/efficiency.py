@@ -139,7 +139,7 @@ SIBLING_BAND_WIDENING = {"decode": 1.45, "prefill": 1.45}
 def _level(p: Profile, hw: Hardware) -> str | None:
     """How specifically profile ``p`` matches ``hw``; None if it does not apply."""
     if p.hardware:
-        return "hardware" if p.hardware == hw.key else None
+        return "hardware" if p.hardware in (hw.key, hw.variant_of) else None
     if p.family:
         if p.family != hw.family or (p.tier and p.tier != tier(hw)):
             return None
