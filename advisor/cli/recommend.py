@@ -245,8 +245,10 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
     from advisor.plan.machine import THIS_MACHINE_KEY
     from advisor.plan.will_it_run import DEFAULT_MIN_BITS, DEFAULT_MIN_TOK_S, HOST_RAM_SHARE, MODES, will_it_run
 
-    cat = sized_catalog(user_catalog(), args)
-    hw = cat.hardware_named(args.hardware)
+    from advisor.model.config import memory_size
+
+    cat = user_catalog()
+    hw = cat.hardware_named(args.hardware, memory_size(getattr(args, "memory_gb", None)))
     rt = cat.runtime_named(args.runtime) if args.runtime else None
     gpus = _number("gpus", args.gpus, int) or 1
     ctx = _number("context", args.context, int) or 4096

@@ -184,6 +184,7 @@ class Candidate:
     break_even_months: float | None = None  # when buying costs less than renting 24/7 (None: never)
     price_thin_rent: bool = False         # the rent rests on fewer than three quotes
     price_thin_buy: bool = False          # the purchase does
+    rank_cost: float | None = None        # the cost the ranking compares (a thin price × its spread)
     quality: str = ""             # "reference (native BF16)", "KLD 0.031 (Llama-3-8B)", "unmeasured"
     technique: str = ""           # what makes it pass with --allow-spec / --allow-offload, in words
     ok: bool = False
@@ -450,6 +451,7 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     c.ok = bool(a["ok"][i])
     c.evidence = EVIDENCE_LEVELS[int(a["evidence"][i])]
     c.usual_runtime = bool(t.usual_runtime[s.hw[i], s.rt[i]])
+    c.rank_cost = float(a["rank_cost"][i]) if "rank_cost" in a and np.isfinite(a["rank_cost"][i]) else None
     if c.ok:
         c.tier = "margin" if a["margin"][i] else "estimate"
     if c.tier == "estimate":
@@ -737,7 +739,8 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
             ratios.append(a["judge_tok"] / req.tok_s)
         a["headroom"] = np.nan_to_num(np.minimum.reduce(ratios), nan=0.0)
         # a prediction the catalog cannot make (a missing peak) is no pass
-        a["predicted"] = np.isfinite(a["tok"]) & np.isfinite(a["ttft"])
+        # (an open loop past capacity has an endless TTFT: predicted, and a miss that replicas may fix)
+        a["predicted"] = np.isfinite(a["tok"]) & ~np.isnan(a["ttft"])
         a["serves"] = a["fits"] & a["load_ok"] & a["ttft_ok"] & a["tok_ok"] & a["predicted"]
         a["replicas"] = np.full(n, replicas)
         a["users"] = np.full(n, share)
@@ -811,6 +814,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     # above their median: one cheap quote must not decide the answer
     thin = thin_rent if basis == "hour" else thin_buy
     rank_cost = np.where(thin, cost * thin_quote_factor(cat), cost)
+    a["rank_cost"] = rank_cost
     quality = np.array([_quality_score(q, req.model) for q in t.quants])[cfg_q]
     # the verdict's tier: a pass at the pessimistic edge of every band ("with margin") or only at
     # the prediction ("if the estimate holds"); --safe accepts the first only

@@ -157,6 +157,14 @@ def why_first(first, second, basis: str) -> str:
                 f"edge ranks first.")
     a, b = cost(first), cost(second)
     unit = "/h" if basis == "hour" else ""
+    ra, rb = first.rank_cost, second.rank_cost
+    if a is not None and b is not None and ra is not None and rb is not None and ra < rb - 1e-9 and a >= b - 1e-9:
+        # the dearer-looking #2 is cheaper only on a price with fewer than three quotes
+        mine = f"${a:,.2f}{unit}" if basis == "hour" else f"${a:,.0f}"
+        other = f"${b:,.2f}{unit}" if basis == "hour" else f"${b:,.0f}"
+        return (f"#2 ({second.label}) lists {other} against #1's {mine}, but on fewer than three quotes: ranked at "
+                f"its spread ({(f'${rb:,.2f}' if basis == 'hour' else f'${rb:,.0f}')}{unit}), #1 is the cheaper sure price; "
+                f"{_both(first, second)}.")
     if a is not None and (b is None or a < b - 1e-9):
         other = f"${b:,.2f}{unit}" if b is not None and basis == "hour" else (f"${b:,.0f}" if b is not None else "no price")
         mine = f"${a:,.2f}{unit}" if basis == "hour" else f"${a:,.0f}"
