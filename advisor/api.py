@@ -44,7 +44,7 @@ __all__ = [
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
     "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "HardwareGroup", "by_hardware",
-    "why_first", "candidate_record", "candidate_verdict", "reason_text",
+    "why_first", "candidate_record", "candidate_verdict", "reason_text", "VERDICTS", "EVIDENCE_WORDS", "EVIDENCE_TEXT",
     "WillItRun", "FitRow", "will_it_run", "WILL_IT_RUN_MODES", "Explanation", "explain",
     "Load", "ServeReport", "serve", "concurrency_sweep",
     "ReportContent", "ReportTable", "SourceEntry", "report_from_config", "report_from_requirements",
@@ -69,7 +69,8 @@ from advisor.plan.recommend import (DEFAULT_MIN_BITS, Candidate, HardwareGroup, 
                                    by_hardware, recommend)
 from advisor.plan.will_it_run import MODES as WILL_IT_RUN_MODES, FitRow, WillItRun, will_it_run
 from advisor.text.explain import Explanation, explain
-from advisor.text.verdicts import candidate_record, candidate_verdict, reason_text, why_first
+from advisor.text.verdicts import (EVIDENCE_TEXT, EVIDENCE_WORDS, VERDICTS, candidate_record, candidate_verdict,
+                                   reason_text, why_first)
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
 from advisor.model.techniques import (Effect as TechniqueEffect, Figures as TechniqueFigures, OffloadCurve,
                                       SpeculativeCurve, Techniques, attention_variant, expected_tokens, offload_curve,

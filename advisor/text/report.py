@@ -31,7 +31,7 @@ from advisor.model.roofline import Workload
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
 from advisor.text.explain import Explanation, explain
 from advisor.text.format import duration_ms, num
-from advisor.text.verdicts import candidate_verdict, reason_text
+from advisor.text.verdicts import EVIDENCE_WORDS, candidate_verdict, reason_text
 
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
@@ -157,15 +157,27 @@ def _tok_band(tok: float, eff) -> tuple[float, float]:
 
 
 def _cost(c, basis: str) -> str:
+    """The cost on the ranking's basis, marked where it rests on fewer than three quotes."""
+    thin_rent = " (1 quote)" if getattr(c, "price_thin_rent", False) else ""
+    thin_buy = " (few quotes)" if getattr(c, "price_thin_buy", False) else ""
     if basis == "hour" and c.cost_usd_hour:
-        return f"${c.cost_usd_hour:,.2f}/h"
+        return f"${c.cost_usd_hour:,.2f}/h{thin_rent}"
     if basis == "purchase" and c.cost_usd:
-        return f"${c.cost_usd:,.0f}"
+        power = f" + ${c.power_usd_month:,.0f}/mo power" if getattr(c, "power_usd_month", None) else ""
+        return f"${c.cost_usd:,.0f}{power}{thin_buy}"
     if c.cost_usd_hour:
-        return f"${c.cost_usd_hour:,.2f}/h"
+        return f"${c.cost_usd_hour:,.2f}/h{thin_rent}"
     if c.cost_usd:
-        return f"${c.cost_usd:,.0f}"
-    return "—"
+        return f"${c.cost_usd:,.0f}{thin_buy}"
+    return "no price"
+
+
+def _buy_vs_rent(c) -> str:
+    if not (c.cost_usd and getattr(c, "rent_usd_month", None)):
+        return ""
+    even = (f"buying breaks even after {c.break_even_months:.0f} months" if c.break_even_months
+            else "buying never breaks even")
+    return f"buy ${c.cost_usd:,.0f} against rent ${c.rent_usd_month:,.0f} a month at 24/7: {even}"
 
 
 def _quality(q) -> str:
@@ -468,18 +480,26 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
                          f"{duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)})",
                          f"{num(c.tok_s)} ({num(kl)}–{num(kh)})", num(c.throughput_tok_s),
                          f"{num(c.memory_needed_gb)} / {num(c.memory_usable_gb)}", f"{c.max_batch:,}",
-                         f"×{c.headroom:.2f}", _cost(c, rec.cost_basis), c.quality or _quality(c.quant), candidate_verdict(c)))
-        basis = {"hour": "ranked by rent (on-demand $/GPU-hour)", "purchase": "ranked by purchase price",
+                         f"×{c.headroom:.2f}", _cost(c, rec.cost_basis), c.quality or _quality(c.quant),
+                         candidate_verdict(c), EVIDENCE_WORDS.get(c.evidence, c.evidence)))
+        basis = {"hour": "ranked by rent (on-demand $/GPU-hour, the median of three or more dated quotes where "
+                         "there are)",
+                 "purchase": "ranked by buying the machine, with its electricity over the stated life",
                  "headroom": "no prices known: ranked by quality, then headroom"}[rec.cost_basis]
         rec_table = Table(
-            f"Top {len(best)} of {rec.n_passing:,} configurations that meet every requirement ({basis})",
+            f"Top {len(best)} of {rec.n_passing:,} configurations that pass: {rec.n_margin:,} with margin, "
+            f"{rec.n_passing - rec.n_margin:,} only if the estimate holds ({basis})",
             ("#", "configuration · runtime · weights · KV", f"{ttft_head} (band)", "tok/s per user (band)",
              "total tok/s", "GB per GPU needed / usable", "room for users", "headroom", "cost", "quality",
-             "verdict"),
+             "verdict", "data"),
             tuple(rows),
             f"* on the Pareto front of cost, per-user speed and quality. Swept {len(rec):,} configurations in "
-            f"{rec.elapsed_ms:.0f} ms. Headroom: the smallest ratio of achieved to required over memory and the "
-            f"targets. Bands: 5th–95th percentile of the profile's error on sources left out of the fit.")
+            f"{rec.elapsed_ms:.0f} ms. Verdict: with margin = every target met at the pessimistic edge of its band; "
+            f"if the estimate holds = met at the prediction only, ranked after. Data: measured = the runtime's "
+            f"calibration has rows of this hardware generation and format class; extrapolated = it has not. A "
+            f"price on fewer than three quotes is marked and ranked at its spread. Headroom: the smallest ratio of "
+            f"achieved to required over memory and the targets. Bands: 5th–95th percentile of the profile's error "
+            f"on sources left out of the fit.")
     rej_table = None
     if misses:
         rows = []
@@ -513,7 +533,11 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     numbers = (f"TTFT {duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)}), {num(c.tok_s)} tok/s per user "
                f"({num(kl)}–{num(kh)}), room for {c.max_batch:,} users at {req.context:,} tokens")
     if best:
-        answer = f"{what}: {numbers}" + (f", {cost}" if cost != "—" else "") + "."
+        verdict = ("It meets every target at the pessimistic edge of its bands." if c.tier == "margin" else
+                   f"It {candidate_verdict(c)}.")
+        money = _buy_vs_rent(c)
+        answer = (f"{what}: {numbers}" + (f", {cost}" if cost != "no price" else "") + ". " + verdict
+                  + (f" {money[0].upper() + money[1:]}." if money else ""))
     else:
         answer = (f"No configuration meets every requirement; the closest is {what}: {numbers}. "
                   f"It misses because {reason_text(c.failures[0]) if c.failures else 'it does not meet them'}.")

@@ -92,3 +92,19 @@ def test_one_configuration(cat):
     assert r.batch_curve.x.size > 10 and r.prompt_curve.x.size > 10
     assert {p_.name for p_ in r.roofline.points} >= {"prefill", "decode", "all-reduce"}
     assert r.notes == tuple(dict.fromkeys(p.notes + r.serving.notes))
+
+
+def test_the_report_prints_verdicts_that_agree_with_the_bands(rec_report):
+    """Issue 26: every verdict in the report is one of the three and matches the row's band; the data
+    column says where measurements back the row; the answer says buy against rent."""
+    req, rec, r = rec_report
+    head = list(r.recommendations.header)
+    iv, idata = head.index("verdict"), head.index("data")
+    for row in r.recommendations.rows:
+        assert row[iv].startswith(("meets, with margin", "meets if the estimate holds"))
+        assert row[idata] in ("measured", "extrapolated", "no data")
+    assert "with margin" in r.recommendations.title and "only if the estimate holds" in r.recommendations.title
+    first = rec.passing[0]
+    assert "pessimistic edge" in r.answer
+    if first.cost_usd and first.rent_usd_month:
+        assert "breaks even" in r.answer

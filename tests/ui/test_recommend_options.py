@@ -107,3 +107,18 @@ def test_rows_grouped_by_hardware_with_why_first_and_copyable_launch(window, rec
     assert view.act_copy_launch in view.table.actions()
     view.act_copy_launch.trigger()
     assert QGuiApplication.clipboard().text() == rows[0].launch != ""
+
+
+def test_verdict_and_data_columns_agree_with_the_core(window, rec_view, qtbot):
+    """Issue 26: the app prints one of the three verdicts, the one the row's own band gives, and says
+    where no measurement backs the runtime × hardware × format."""
+    view = rec_view
+    _recompute(view, qtbot, lambda: window.session.set_inputs(tok_s_target=30))
+    rows = [view.model.rows[r] for r in range(view.model.rowCount())]
+    verdicts, data = _column(view, "Verdict"), _column(view, "Data")
+    assert rows and set(verdicts) <= {"meets, with margin", "if the estimate holds", "misses"}
+    for c, v, d in zip(rows, verdicts, data):
+        assert v == {"margin": "meets, with margin", "estimate": "if the estimate holds", "miss": "misses"}[c.tier]
+        assert (c.tier == "margin") == (c.ok and c.tok_s_safe >= 30)
+        assert d == api.EVIDENCE_WORDS[c.evidence]
+    assert "with margin" in view.status.text() and "only if the estimate holds" in view.status.text()

@@ -55,10 +55,16 @@ def reason_text(r) -> str:
 
 
 def reasons(c, sep: str = "; ") -> str:
+    """The core's verdict (with margin / if the estimate holds / the first miss), with headroom on a pass."""
     if c.ok:
-        extra = f" (headroom ×{c.headroom:.2f})" if c.headroom and math.isfinite(c.headroom) else ""
-        return f"meets every requirement{extra}"
+        extra = f" · headroom ×{c.headroom:.2f}" if c.headroom and math.isfinite(c.headroom) else ""
+        return api.candidate_verdict(c) + extra
     return sep.join(reason_text(r) for r in c.failures) or "misses a requirement"
+
+
+#: The verdict in a cell, and its colour (a pass at the band's edge, a pass only at the estimate, a miss).
+VERDICT_CELL = {"margin": ("meets, with margin", "#2e9d3a"), "estimate": ("if the estimate holds", "#c98a1a"),
+                "miss": ("misses", "#d23c3c")}
 
 
 def _money(v):
@@ -79,6 +85,13 @@ COLUMNS = [
            row_tip=lambda c: c.label),
     Column("Quality", lambda c: c.quality, "The release format is the reference; else llama.cpp's KL divergence "
                                            "on Llama-3-8B, or unmeasured"),
+    Column("Verdict", lambda c: VERDICT_CELL[c.tier][0], "Meets with margin: every target met at the pessimistic "
+           "edge of its band. If the estimate holds: met at the prediction only (ranked after). Misses: see Reason",
+           colour=lambda c: VERDICT_CELL[c.tier][1], row_tip=lambda c: reasons(c, "\n")),
+    Column("Data", lambda c: api.EVIDENCE_WORDS.get(c.evidence, c.evidence),
+           "measured: the runtime's calibration has rows of this hardware generation and format class; "
+           "extrapolated: it has not; no data: the runtime's defaults (wide band)",
+           row_tip=lambda c: api.EVIDENCE_TEXT.get(c.evidence, "")),
     Column("Runtime", lambda c: c.runtime.name),
     Column("Weights", lambda c: c.quant.name),
     Column("KV", lambda c: c.kv_dtype.name),
@@ -278,7 +291,10 @@ class RecommendView(QWidget):
         cfg, t = s.cfg, s.targets
         wl = cfg.workload
         return api.Requirements(model=cfg.model, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
-                                context_tokens=wl.prompt_tokens + wl.output_tokens + wl.depth_tokens,
+                                # the CLI's default context for chat (8k, or the model's own) unless a depth
+                                # says how long conversations grow
+                                context_tokens=(wl.prompt_tokens + wl.output_tokens + wl.depth_tokens)
+                                if wl.depth_tokens else None,
                                 users=wl.batch, ttft_ms=t.ttft_ms or None, tok_s=t.tok_s or None, **self.options())
 
     def _on_inputs_changed(self) -> None:
@@ -359,7 +375,8 @@ class RecommendView(QWidget):
             basis += f" ({rec.cost_basis_why})"
         what = "closest misses" if mode == "misses" else "rows"
         shown = f"showing {len(rows):,} {what}" + (" (the first)" if len(rows) >= MAX_ROWS else "")
-        self.status.setText(f"{rec.n_passing:,} of {len(rec):,} configurations meet the requirements · ranked by "
+        self.status.setText(f"{rec.n_margin:,} of {len(rec):,} configurations meet the requirements with margin, "
+                            f"{rec.n_passing - rec.n_margin:,} more only if the estimate holds · ranked by "
                             f"{basis} · {shown} · {rec.elapsed_ms:,.0f} ms")
         if rec.n_passing == 0 and mode == "passing":
             self.status.setText(self.status.text() + " — nothing passes: see Closest misses")
