@@ -119,12 +119,14 @@ def _disaggregated(cat: Catalog, cfg, load: Load, args: argparse.Namespace) -> i
     split = disaggregate(cat, cfg, load,
                          prefill_instances=_count("prefill-instances", args.prefill_instances),
                          decode_instances=_count("decode-instances", args.decode_instances),
-                         ttft_ms=_optional_number("ttft-ms", args.ttft_ms), tok_s=_optional_number("tok-s", args.tok_s))
+                         ttft_ms=_optional_number("ttft-ms", args.ttft_ms), tok_s=_optional_number("tok-s", args.tok_s),
+                         prefill_gpus=_count("prefill-gpus", getattr(args, "prefill_gpus", None)))
     if args.json:
         print(json_text(split.to_dict()))
         return EXIT_OK if split.meets else EXIT_UNMET
     inst = f"{split.gpus_per_instance} × {split.hardware}" if split.gpus_per_instance > 1 else split.hardware
-    print(f"{split.model} · {split.runtime}; each instance {inst}")
+    pinst = f"{split.prefill_gpus} × {split.hardware}" if split.prefill_gpus > 1 else split.hardware
+    print(f"{split.model} · {split.runtime}; each prefill instance {pinst}, each decode instance {inst}")
     print(f"load: {_load_text(load)}; prompt {load.prompt_tokens:,}, output {load.output_tokens:,} tokens\n")
     print(f"Disaggregated: {split.prefill_instances} prefill + {split.decode_instances} decode instance(s) = "
           f"{split.gpus} GPUs")
@@ -135,7 +137,7 @@ def _disaggregated(cat: Catalog, cfg, load: Load, args: argparse.Namespace) -> i
              num(1e3 / split.itl_ms), num(split.throughput_tok_s), split.bound]]
     c = split.colocated
     if c is not None and c.fits:
-        replicas = split.prefill_instances + split.decode_instances
+        replicas = max(1, round(split.gpus / split.gpus_per_instance))
         rows.append([f"colocated ({replicas} replicas)", duration_ms(c.ttft_ms), duration_ms(c.ttft_p90_ms),
                      duration_ms(c.itl_ms), num(c.tok_s_per_user),
                      num(c.throughput_tok_s * replicas), c.bound])
@@ -164,7 +166,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      chunk_tokens=args.chunk_tokens)
-    if args.disaggregate or args.prefill_instances or args.decode_instances:
+    if args.disaggregate or args.prefill_instances or args.decode_instances or getattr(args, "prefill_gpus", None):
         return _disaggregated(cat, cfg, load, args)
     if args.sweep:
         reports = concurrency_sweep(cat, cfg, load)
@@ -220,6 +222,9 @@ def register(sub) -> None:
                    help="prompts and decoding on separate instances: how many of each, and the KV hand-over")
     p.add_argument("--prefill-instances", dest="prefill_instances", help="with --disaggregate: fix the prefill pool")
     p.add_argument("--decode-instances", dest="decode_instances", help="with --disaggregate: fix the decode pool")
+    p.add_argument("--prefill-gpus", dest="prefill_gpus",
+                   help="with --disaggregate: GPUs per prefill instance (default: the size, 1-8, that needs the "
+                        "fewest GPUs in all; decode instances use --gpus)")
     p.add_argument("--ttft-ms", dest="ttft_ms", help="with --disaggregate: TTFT p90 target for choosing the split")
     p.add_argument("--tok-s", dest="tok_s", help="with --disaggregate: per-user tok/s target for choosing the split")
     p.add_argument("--json", action="store_true", help="print JSON")

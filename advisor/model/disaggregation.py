@@ -147,9 +147,9 @@ def solve_pools(costs: PoolCosts, load: Load, prefill_instances, decode_instance
                  running_batch=b, prefill_utilisation=X * t_p / p, saturated=saturated, bound=bound)
 
 
-def pool_costs(cat, cfg, load: Load) -> PoolCosts:
-    """Kernel figures for one configuration under ``load``: the prompt alone, the KV hand-over, and
-    decode-only steps at every grid batch."""
+def pool_costs(cat, cfg, load: Load, prefill_cfg=None) -> PoolCosts:
+    """Kernel figures under ``load``: the prompt alone on a prefill instance (``prefill_cfg``, else
+    ``cfg``), the KV hand-over, and decode-only steps of ``cfg`` at every grid batch."""
     from advisor.model.efficiency import efficiency_for
     from advisor.model.predict import evaluate_config
 
@@ -158,10 +158,18 @@ def pool_costs(cat, cfg, load: Load) -> PoolCosts:
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     costs = costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk)
-    # the prompt's share of one sequence's KV (linear in tokens; sliding windows make it conservative)
+    prefill_s = float(_first(r.ttft_s))
+    pg = cfg.gpus
+    if prefill_cfg is not None and prefill_cfg != cfg:
+        pe = efficiency_for(cat.profiles, prefill_cfg.runtime, prefill_cfg.hardware)
+        rp = evaluate_config(prefill_cfg, pe, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
+        prefill_s, pg = float(_first(rp.ttft_s)), prefill_cfg.gpus
+    # the prompt's share of one sequence's KV (linear in tokens; sliding windows make it conservative),
+    # moved GPU to GPU in parallel by the smaller of the two groups, over the slower link
     full = load.prompt_tokens + load.output_tokens
-    prompt_kv_bytes = float(_first(r.kv_seq_bytes)) * load.prompt_tokens / full
-    return PoolCosts(prefill_s=float(_first(r.ttft_s)), transfer_s=prompt_kv_bytes / (link_gb_s(cfg.hardware) * 1e9),
+    prompt_kv_bytes = float(_first(r.kv_seq_bytes)) * cfg.gpus / min(pg, cfg.gpus) * load.prompt_tokens / full
+    link = min(link_gb_s(cfg.hardware), link_gb_s(prefill_cfg.hardware) if prefill_cfg is not None else math.inf)
+    return PoolCosts(prefill_s=prefill_s, transfer_s=prompt_kv_bytes / (link * 1e9),
                      step_s=np.asarray(costs.step_s, float).reshape(-1), kv_capacity=float(costs.kv_capacity),
                      max_seqs=int(costs.max_seqs))
 
@@ -173,7 +181,7 @@ class Split:
     hardware: str
     model: str
     runtime: str
-    gpus_per_instance: int
+    gpus_per_instance: int           # a decode instance's GPUs
     load: Load
     prefill_instances: int
     decode_instances: int
@@ -193,22 +201,65 @@ class Split:
     colocated: ServeReport | None    # the same GPUs as prefill + decode replicas of the configuration
     colocated_replicas: int | None = None   # colocated replicas the targets need (None: no targets, or > 32)
     notes: tuple[str, ...] = ()
+    prefill_gpus_per_instance: int = 0     # a prefill instance's GPUs (0: as a decode instance's)
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_gpus_per_instance or self.gpus_per_instance
 
     @property
     def gpus(self) -> int:
-        return (self.prefill_instances + self.decode_instances) * self.gpus_per_instance
+        return self.prefill_instances * self.prefill_gpus + self.decode_instances * self.gpus_per_instance
 
     def to_dict(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if k != "colocated"}
         out["load"] = asdict(self.load)
         out["gpus"] = self.gpus
+        out["prefill_gpus_per_instance"] = self.prefill_gpus
         out["notes"] = list(self.notes)
         out["colocated"] = self.colocated.to_dict() if self.colocated else None
         return out
 
 
+#: Prefill instance sizes tried when the prefill pool's shape is chosen for you.
+PREFILL_GPU_COUNTS = (1, 2, 4, 8)
+
+
 def disaggregate(cat, cfg, load: Load, prefill_instances: int | None = None, decode_instances: int | None = None,
-                 ttft_ms: float | None = None, tok_s: float | None = None) -> Split:
+                 ttft_ms: float | None = None, tok_s: float | None = None, prefill_gpus: int | None = None) -> Split:
+    """As `disaggregate_shaped`, with the prefill instances' GPU count ``prefill_gpus``, or (None) the
+    size of 1, 2, 4 or 8 GPUs that holds the model and meets the targets with the fewest GPUs in
+    all: the two pools are sized independently (a prompt is compute, a decode step is memory; the
+    best group for one is rarely the best for the other)."""
+    from advisor.model.compat import gpus_refusal
+
+    if prefill_gpus is not None:
+        if gpus_refusal(cfg.hardware, prefill_gpus):
+            raise AdvisorError(gpus_refusal(cfg.hardware, prefill_gpus))
+        return disaggregate_shaped(cat, cfg, load, prefill_instances, decode_instances, ttft_ms, tok_s,
+                                   cfg.replace(gpus=prefill_gpus))
+    best = None
+    for g in PREFILL_GPU_COUNTS:
+        if gpus_refusal(cfg.hardware, g):
+            continue
+        try:
+            split = disaggregate_shaped(cat, cfg, load, prefill_instances, decode_instances, ttft_ms, tok_s,
+                                        cfg.replace(gpus=g))
+        except AdvisorError:
+            continue
+        if split.prefill_s <= 0 or not math.isfinite(split.prefill_s):
+            continue   # the model does not fit a prefill instance this small
+        key = (not split.meets, split.gpus, -split.throughput_tok_s)
+        if best is None or key < best[0]:
+            best = (key, split)
+    if best is None:
+        return disaggregate_shaped(cat, cfg, load, prefill_instances, decode_instances, ttft_ms, tok_s)
+    return best[1]
+
+
+def disaggregate_shaped(cat, cfg, load: Load, prefill_instances: int | None = None,
+                        decode_instances: int | None = None, ttft_ms: float | None = None,
+                        tok_s: float | None = None, prefill_cfg=None) -> Split:
     """Size (or, with both counts given, evaluate) a disaggregated deployment of ``cfg`` for ``load``.
 
     Chosen for you: the fewest instances (prefill + decode; ties go to higher throughput) whose TTFT
@@ -222,7 +273,11 @@ def disaggregate(cat, cfg, load: Load, prefill_instances: int | None = None, dec
     for name, v in (("prefill instances", prefill_instances), ("decode instances", decode_instances)):
         if v is not None and not (1 <= v <= 1024):
             raise AdvisorError(f"{name} must be between 1 and 1024, got {v}")
-    costs = pool_costs(cat, cfg, load)
+    prefill_cfg = prefill_cfg or cfg
+    if prefill_cfg is not cfg:
+        prefill_cfg.check(check_context=False)
+        _prefill_fits(cat, prefill_cfg, load)
+    costs = pool_costs(cat, cfg, load, prefill_cfg)
     if costs.kv_capacity < 1:
         raise AdvisorError(f"{cfg.model.name} on {cfg.gpus} × {cfg.hardware.name} leaves no room for one "
                            f"sequence's KV cache of {load.prompt_tokens + load.output_tokens:,} tokens")
@@ -240,8 +295,9 @@ def disaggregate(cat, cfg, load: Load, prefill_instances: int | None = None, dec
         # balance the pools: within 5 % of the best throughput per instance, the fewest instances
         per_instance = grid.throughput_tok_s / total
         ok &= per_instance >= OFFLINE_BALANCE * per_instance[ok].max(initial=0.0)
-    # fewest instances first, then the most throughput
-    score = np.where(ok, total * 1e12 - grid.throughput_tok_s, np.inf)
+    # the fewest GPUs in all (the pools may differ in instance size), then the most throughput
+    gpus_all = grid.prefill_instances * prefill_cfg.gpus + grid.decode_instances * cfg.gpus
+    score = np.where(ok, gpus_all * 1e12 - grid.throughput_tok_s, np.inf)
     meets = bool(np.isfinite(score).any())
     if meets:
         i, j = np.unravel_index(np.argmin(score), score.shape)
@@ -254,9 +310,13 @@ def disaggregate(cat, cfg, load: Load, prefill_instances: int | None = None, dec
     if not meets:
         notes.append(f"no split of up to {ps.max()} prefill and {ds.max()} decode instances meets the targets; "
                      f"showing {p} + {d}")
+    if prefill_cfg.gpus != cfg.gpus:
+        notes.append(f"prefill instances of {prefill_cfg.gpus} GPU(s), decode instances of {cfg.gpus}")
     notes.append(f"KV hand-over: {costs.transfer_s * 1e3:.3g} ms per request over "
-                 f"{link_gb_s(cfg.hardware):.0f} GB/s per GPU, counted in TTFT, not overlapped with the prefill")
-    replicas = p + d
+                 f"{min(link_gb_s(cfg.hardware), link_gb_s(prefill_cfg.hardware)):.0f} GB/s per GPU, counted in "
+                 "TTFT, not overlapped with the prefill")
+    # colocated on (about) the same GPUs: replicas of the decode configuration
+    replicas = max(1, round((p * prefill_cfg.gpus + d * cfg.gpus) / cfg.gpus))
     colocated_load = replace(load, concurrency=max(load.concurrency / replicas, 1.0)) if load.kind == "closed" \
         else replace(load, rate_rps=load.rate_rps / replicas) if load.kind == "open" else load
     colocated = serve(cat, cfg, colocated_load)
@@ -270,7 +330,18 @@ def disaggregate(cat, cfg, load: Load, prefill_instances: int | None = None, dec
                  throughput_tok_s=float(pick["throughput_tok_s"]), running_batch=float(pick["running_batch"]),
                  prefill_utilisation=float(pick["prefill_utilisation"]), bound=str(pick["bound"]),
                  saturated=bool(pick["saturated"]), meets=meets, colocated=colocated, colocated_replicas=needed,
-                 notes=tuple(notes))
+                 notes=tuple(notes), prefill_gpus_per_instance=prefill_cfg.gpus)
+
+
+def _prefill_fits(cat, cfg, load: Load) -> None:
+    """A prefill instance must hold the weights and one prompt's KV cache."""
+    from advisor.model.efficiency import efficiency_for
+    from advisor.model.predict import evaluate_config
+
+    r = evaluate_config(cfg, efficiency_for(cat.profiles, cfg.runtime, cfg.hardware), prompt=load.prompt_tokens,
+                        output=1)
+    if not bool(np.ravel(r.fits)[0]):
+        raise AdvisorError(f"{cfg.model.name} does not fit a prefill instance of {cfg.gpus} × {cfg.hardware.name}")
 
 
 def _within(ttft_p90_ms, itl_ms, ttft_ms, tok_s):

@@ -99,7 +99,7 @@ def test_disaggregated_decode_is_not_slowed_by_prompts(cat):
     # decode-only steps carry no prompt chunks: a user's tokens come at least as fast as colocated
     cfg = configure(cat, hardware="H100 SXM", model="Llama 3.1 70B", quant="fp8", kv_dtype="fp8", gpus=2)
     load = Load(kind="closed", concurrency=50, prompt_tokens=5000, output_tokens=500)
-    s = disaggregate(cat, cfg, load)
+    s = disaggregate(cat, cfg, load, prefill_gpus=2)   # the same instance in both pools, as colocated
     assert s.meets and not s.saturated
     assert s.prefill_utilisation <= 0.8
     assert s.colocated is not None and s.itl_ms < s.colocated.itl_ms
@@ -115,7 +115,8 @@ def test_targets_choose_the_split(cat):
     # one instance fewer in either pool misses a target
     for p, d in ((s.prefill_instances - 1, s.decode_instances), (s.prefill_instances, s.decode_instances - 1)):
         if p and d:
-            other = disaggregate(cat, cfg, load, prefill_instances=p, decode_instances=d, ttft_ms=800, tok_s=40)
+            other = disaggregate(cat, cfg, load, prefill_instances=p, decode_instances=d, ttft_ms=800, tok_s=40,
+                                 prefill_gpus=s.prefill_gpus)
             assert not other.meets
     impossible = disaggregate(cat, cfg, load, tok_s=10_000)
     assert not impossible.meets and "no split" in impossible.notes[0]
@@ -141,3 +142,21 @@ def test_cli_disaggregate():
     assert j["prefill_instances"] >= 1 and j["decode_instances"] >= 1 and j["colocated"]["itl_ms"] > 0
     bad = _cli(*args, "--prefill-instances", "0")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_pools_are_sized_independently(cat):
+    """Issue 26: prefill and decode instances need not share a shape. Chosen for you, the prefill
+    instance size (1-8 GPUs) is the one that meets the same targets with the fewest GPUs in all; a
+    size the model does not fit is never chosen, and one can be asked for."""
+    cfg = configure(cat, hardware="H100 SXM", model="Llama 3.1 70B", quant="fp8", kv_dtype="fp8", gpus=2)
+    load = Load(kind="open", rate_rps=4, prompt_tokens=8000, output_tokens=300)
+    free = disaggregate(cat, cfg, load, ttft_ms=1500, tok_s=20)
+    same = disaggregate(cat, cfg, load, ttft_ms=1500, tok_s=20, prefill_gpus=2)
+    assert free.meets and same.meets and free.gpus <= same.gpus
+    assert free.gpus == free.prefill_instances * free.prefill_gpus + free.decode_instances * free.gpus_per_instance
+    eight = disaggregate(cat, cfg, load, ttft_ms=1500, tok_s=20, prefill_gpus=8)
+    assert eight.prefill_gpus == 8 and eight.prefill_s < same.prefill_s     # a wider group computes a prompt faster
+    assert "prefill instances of 8 GPU(s)" in " ".join(eight.notes)
+    big = configure(cat, hardware="H100 SXM", model="Llama 3.1 405B", quant="fp8", gpus=8)
+    with pytest.raises(AdvisorError, match="does not fit a prefill instance"):
+        disaggregate(cat, big, Load(kind="open", rate_rps=1, prompt_tokens=4000, output_tokens=200), prefill_gpus=1)
