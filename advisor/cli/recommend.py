@@ -12,7 +12,7 @@ from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
 from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.recommend import by_hardware, distinct
-from advisor.text.verdicts import EVIDENCE_WORDS, candidate_record, reason_text, why_first
+from advisor.text.verdicts import EVIDENCE_WORDS, VERDICTS, candidate_record, reason_text, why_first
 
 #: The verdict in a table cell.
 SHORT_VERDICT = {"margin": "margin", "estimate": "if estimate", "miss": "misses"}
@@ -224,7 +224,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print("\nAlternatives on the same hardware:")
         for i, c in alts:
             print(f"  #{i}: {c.label} · {c.runtime.name} · {c.quant.name} · {c.kv_dtype.name} KV · "
-                  f"{num(c.tok_s)} tok/s/user · {_cost_cell(c, rec.cost_basis)}")
+                  f"{num(c.tok_s)} tok/s/user · {_cost_cell(c, rec.cost_basis)} · {VERDICTS[c.tier]}")
     print("\nLaunch:")
     for i, c in enumerate(best[:3], 1):
         each = f" (on each of the {c.replicas} replicas, behind one load balancer)" if c.replicas > 1 else ""

@@ -204,9 +204,10 @@ class Candidate:
     def label(self) -> str:
         gpus = f"{self.gpus} × " if self.gpus > 1 else ""
         group = f"{gpus}{self.hardware.name}"
+        if self.replicas > 1 and self.gpus > 1:
+            return f"{self.replicas} × ({group}, TP {self.gpus})"
         if self.replicas > 1:
-            tp = f", TP {self.gpus}" if self.gpus > 1 else ""
-            return f"{self.replicas} × ({group}{tp})"
+            return f"{self.replicas} × {group} (a replica each)"
         return group
 
     @property
@@ -825,8 +826,10 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     ok_idx = np.flatnonzero(a["ok"])
     ranked = ok_idx[np.lexsort(_rank_keys(a, req, t, memory, rank_cost, total_gpus, ok_idx)[::-1])]
     fail_idx = np.flatnonzero(~a["ok"])
-    # the closest misses: those that run (fit in memory) before those that do not, each nearest first
-    failing = fail_idx[np.lexsort((-a["headroom"][fail_idx], ~a["fits"][fail_idx]))]
+    # the closest misses: those that run (fit in memory) before those that do not, and among them those
+    # in acceptable weights (a format below the quality floor is a choice, not a near miss), each
+    # nearest first
+    failing = fail_idx[np.lexsort((-a["headroom"][fail_idx], ~a["quality_ok"][fail_idx], ~a["fits"][fail_idx]))]
     a["pareto"] = np.zeros(n, bool)
     a["pareto"][ok_idx] = _pareto(np.column_stack([np.where(np.isfinite(cost[ok_idx]), cost[ok_idx], np.inf),
                                                    -a["tok"][ok_idx], -quality[ok_idx]]))

@@ -31,7 +31,7 @@ from advisor.model.roofline import Workload
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
 from advisor.text.explain import Explanation, explain
 from advisor.text.format import duration_ms, num
-from advisor.text.verdicts import EVIDENCE_WORDS, candidate_verdict, reason_text
+from advisor.text.verdicts import EVIDENCE_WORDS, VERDICTS, candidate_verdict, reason_text
 
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
@@ -438,7 +438,7 @@ def _constraints(req) -> str:
         parts.append(", ".join(req.vendors))
     if req.hardware:
         parts.append("hardware " + ", ".join(req.hardware))
-    parts.append(f"up to {req.max_gpus} GPUs per node")
+    parts.append(f"up to {req.max_gpus:,} GPUs in all" if req.max_gpus else "replicas of up to 8 GPUs per node, as many as the load needs")
     if req.runtimes:
         parts.append("runtimes " + ", ".join(req.runtimes))
     if req.quality_floor:
@@ -481,7 +481,7 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
                          f"{num(c.tok_s)} ({num(kl)}–{num(kh)})", num(c.throughput_tok_s),
                          f"{num(c.memory_needed_gb)} / {num(c.memory_usable_gb)}", f"{c.max_batch:,}",
                          f"×{c.headroom:.2f}", _cost(c, rec.cost_basis), c.quality or _quality(c.quant),
-                         candidate_verdict(c), EVIDENCE_WORDS.get(c.evidence, c.evidence)))
+                         VERDICTS[c.tier], EVIDENCE_WORDS.get(c.evidence, c.evidence)))
         basis = {"hour": "ranked by rent (on-demand $/GPU-hour, the median of three or more dated quotes where "
                          "there are)",
                  "purchase": "ranked by buying the machine, with its electricity over the stated life",

@@ -114,7 +114,8 @@ def test_replicas_are_priced_and_printed_as_groups(cat, capsys):
     replicated = [c for c in rec.passing if c.replicas > 1]
     assert replicated
     c = replicated[0]
-    assert c.label.startswith(f"{c.replicas} × (") and (f"TP {c.gpus}" in c.label or c.gpus == 1)
+    assert (c.label.startswith(f"{c.replicas} × (") and f"TP {c.gpus}" in c.label) or \
+        (c.gpus == 1 and c.label.endswith("(a replica each)"))
     from advisor.plan import pricing
 
     assert c.cost_usd_hour == pytest.approx(pricing.rent(cat, c.hardware).usd * c.gpus * c.replicas)
