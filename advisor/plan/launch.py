@@ -41,6 +41,11 @@ KV_FLAG = {
     "sglang": {"f16": "auto", "bf16": "auto", "fp8": "fp8_e5m2"},
     "llama.cpp": {},
 }
+#: NVIDIA generations before Ada (compute capability < 8.9), where vLLM's "fp8" KV cache (E4M3) falls
+#: back to the Triton attention backend, which has no E4M3 below sm89 (vllm-project/vllm issue #26431);
+#: the launch line asks for E5M2 there (vllm/config/cache.py CacheDType: auto, bfloat16, fp8, fp8_e4m3,
+#: fp8_e5m2, …).
+E4M3_KV_MISSING = frozenset({"nvidia-volta", "nvidia-turing", "nvidia-ampere"})
 #: Families whose launch line gives each user a slot of its own with the whole context reserved up
 #: front (llama-server with an explicit -np: -c is the total over the slots, c / np each).
 FIXED_SLOTS = frozenset({"llama.cpp"})
@@ -258,6 +263,8 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
         return ""  # a configuration the support matrix refuses gets no command line
     w = weights_for(c, model, shipped_checkpoints() if checkpoints is None else checkpoints)
     kv = KV_FLAG.get(family, {}).get(c.kv_dtype.key, c.kv_dtype.key)
+    if family == "vllm" and kv == "fp8" and hw is not None and hw.family in E4M3_KV_MISSING:
+        kv = "fp8_e5m2"   # "fp8" means E4M3, which vLLM's attention kernels lack before Ada
     prefix = kv_flags = ""
     if family == "tensorrt-llm" and c.kv_dtype.key == "fp8":
         # trtllm-serve has no KV-dtype flag: --extra_llm_api_options reads a YAML of LLM API fields

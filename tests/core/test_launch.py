@@ -218,3 +218,12 @@ def test_gguf_by_exact_file_or_by_tag_and_replicas_split_the_users(cat):
     c.replicas = 2
     line = launch_line(c, req, cat.checkpoints)
     assert "-c 81920 -np 10 " in line and "one of 2 replicas" in line and "10 users each" in line
+
+
+def test_vllm_asks_for_an_e5m2_kv_cache_before_ada(cat):
+    """vLLM's "fp8" KV cache is E4M3, which its attention kernels lack on Ampere and older (issue #26431):
+    the line asks for fp8_e5m2 there, and plain fp8 on Ada and newer."""
+    req = SimpleNamespace(model=cat.models["llama-3.1-8b"], context=8192, output_tokens=256)
+    a100 = launch_line(_candidate(cat, "a100-sxm4-80gb", "vllm", "bf16", kv="fp8"), req, cat.checkpoints)
+    h100 = launch_line(_candidate(cat, "h100-sxm5-80gb", "vllm", "bf16", kv="fp8"), req, cat.checkpoints)
+    assert "--kv-cache-dtype fp8_e5m2" in a100 and "--kv-cache-dtype fp8 " in h100 + " "
