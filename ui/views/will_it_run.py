@@ -4,7 +4,7 @@ fitting weight format, decode speed and longest context. Computed in a worker; d
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from advisor import api
 from advisor.text.format import num
@@ -42,7 +42,15 @@ class WillItRunView(QWidget):
         self.filter.setClearButtonEnabled(True)
         self.btn_load = QPushButton("&Use this model")
         self.btn_load.setToolTip("Make the selected model (and its format) the current inputs (or double-click)")
+        self.spin_ram = QSpinBox()
+        self.spin_ram.setRange(0, 16384)
+        self.spin_ram.setSuffix(" GB RAM")
+        self.spin_ram.setSpecialValueText("RAM unknown")
+        self.spin_ram.setValue(self._this_machine_ram())
+        self.spin_ram.setToolTip("System RAM of the machine the GPU sits in: MoE experts or layers kept off the GPU "
+                                 "must fit in it (this machine's RAM by default; 0 = unknown, rows say what they need)")
         bar.addWidget(self.heading, 3)
+        bar.addWidget(self.spin_ram)
         bar.addWidget(self.filter, 2)
         bar.addWidget(self.btn_load)
         lay.addLayout(bar)
@@ -63,11 +71,23 @@ class WillItRunView(QWidget):
         self._timer.setInterval(60)
         self._timer.timeout.connect(self.compute)
         session.sig_inputs_changed.connect(self._on_inputs_changed)
+        self.spin_ram.valueChanged.connect(self._on_inputs_changed)
+
+    @staticmethod
+    def _this_machine_ram() -> int:
+        try:
+            from probes.cpu import describe
+
+            return int(round(describe().ram_gb or 0))
+        except Exception:  # noqa: BLE001 - no RAM figure on this platform: unknown
+            return 0
 
     def _request(self):
         cfg = self.session.cfg
         wl = cfg.workload
-        return (cfg.hardware, cfg.runtime, cfg.gpus, wl.prompt_tokens + wl.output_tokens + wl.depth_tokens)
+        # at least the CLI's 4,096 tokens: a chat's context, not one prompt and answer
+        ctx = max(wl.prompt_tokens + wl.output_tokens + wl.depth_tokens, 4096)
+        return (cfg.hardware, cfg.runtime, cfg.gpus, ctx, self.spin_ram.value())
 
     def _on_inputs_changed(self) -> None:
         if self._request() == self._key:
@@ -84,10 +104,11 @@ class WillItRunView(QWidget):
             self._timer.start()
 
     def compute(self) -> None:
-        hw, rt, gpus, ctx = self._key = self._request()
+        hw, rt, gpus, ctx, ram = self._key = self._request()
         cat = self.session.cat
         self.heading.setText(f"Checking every model on {gpus}× {hw.name} ({rt.name}) at {ctx:,} tokens…")
-        self.workers.run("will_it_run", lambda: api.will_it_run(cat, hw, runtime=rt, gpus=gpus, context=ctx),
+        self.workers.run("will_it_run", lambda: api.will_it_run(cat, hw, runtime=rt, gpus=gpus, context=ctx,
+                                                                host_ram_gb=ram or None),
                          self._on_done, self._on_error)
 
     def _on_done(self, w) -> None:
