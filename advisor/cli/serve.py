@@ -19,7 +19,8 @@ from advisor.text.format import duration_ms, json_text, num, table
 EXIT_OK, EXIT_UNMET = 0, 1
 SERVE_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "parallel", "prompt", "output", "concurrency",
                     "rate"]
-SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_p90_ms", "itl_ms", "itl_p90_ms", "e2e_ms", "throughput_tok_s",
+SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_low_ms", "ttft_high_ms", "ttft_p90_ms", "itl_ms", "itl_low_ms", "itl_high_ms",
+                     "itl_p90_ms", "e2e_ms", "throughput_tok_s", "throughput_low_tok_s", "throughput_high_tok_s",
                      "request_rate_rps", "running_batch", "bound", "error"]
 DEFAULT_PROMPT, DEFAULT_OUTPUT = 1024, 256
 
@@ -80,18 +81,23 @@ def _print_report(rep) -> None:
     if not rep.fits:
         print("Does not fit.")
     else:
-        print(f"TTFT: {duration_ms(rep.ttft_ms)} mean · p50 {duration_ms(rep.ttft_p50_ms)} · "
-              f"p90 {duration_ms(rep.ttft_p90_ms)}")
-        print(f"Inter-token latency: {duration_ms(rep.itl_ms)} mean · p90 {duration_ms(rep.itl_p90_ms)} "
-              f"({num(rep.tok_s_per_user)} tok/s per user)")
+        print(f"TTFT: {duration_ms(rep.ttft_ms)} mean ({_band(rep.ttft_low_ms, rep.ttft_high_ms, duration_ms)}) · "
+              f"p50 {duration_ms(rep.ttft_p50_ms)} · p90 {duration_ms(rep.ttft_p90_ms)}")
+        print(f"Inter-token latency: {duration_ms(rep.itl_ms)} mean ({_band(rep.itl_low_ms, rep.itl_high_ms, duration_ms)})"
+              f" · p90 {duration_ms(rep.itl_p90_ms)} ({num(rep.tok_s_per_user)} tok/s per user)")
         if math.isfinite(rep.e2e_ms):
             print(f"End to end: {duration_ms(rep.e2e_ms)} per request")
-        print(f"Throughput: {num(rep.throughput_tok_s)} output tok/s · {num(rep.request_rate_rps)} requests/s")
+        print(f"Throughput: {num(rep.throughput_tok_s)} output tok/s "
+              f"({_band(rep.throughput_low_tok_s, rep.throughput_high_tok_s, num)}) · {num(rep.request_rate_rps)} requests/s")
         queue = "" if not rep.queue or not math.isfinite(rep.queue) else f" · {num(rep.queue)} waiting"
         print(f"Running batch: {num(rep.running_batch)} of {num(rep.capacity)}{queue} · limited by {rep.bound}")
     print(f"Efficiency: {rep.efficiency_basis}")
     for n in rep.notes:
         print(f"note: {n}")
+
+
+def _band(lo: float, hi: float, fmt) -> str:
+    return f"{fmt(lo)}–{fmt(hi)}" if math.isfinite(lo) and math.isfinite(hi) else "band n/a"
 
 
 def _print_sweep(reports) -> None:

@@ -341,6 +341,15 @@ class ServeReport:
     saturated: bool
     efficiency_basis: str
     notes: tuple[str, ...] = ()
+    #: the band of each figure: the same load solved with the decode and prompt speeds at the low and
+    #: high edges of the profile's bands (the pessimistic edge gives the high latencies and the low
+    #: throughput)
+    ttft_low_ms: float = math.nan
+    ttft_high_ms: float = math.nan
+    itl_low_ms: float = math.nan
+    itl_high_ms: float = math.nan
+    throughput_low_tok_s: float = math.nan
+    throughput_high_tok_s: float = math.nan
 
     @property
     def tok_s_per_user(self) -> float:
@@ -386,6 +395,7 @@ def serve(cat, cfg, load: Load) -> ServeReport:
             "ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "itl_ms", "itl_p90_ms", "e2e_ms", "throughput_tok_s",
             "request_rate_rps", "running_batch", "queue", "capacity")}
         bound, saturated = str(np.asarray(s.bound).reshape(-1)[0]), bool(np.asarray(s.saturated).reshape(-1)[0])
+        v.update(band_of(costs, load, eff))
     else:
         v = dict.fromkeys(("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "itl_ms", "itl_p90_ms", "e2e_ms",
                            "throughput_tok_s", "request_rate_rps", "running_batch", "queue"), math.nan)
@@ -419,6 +429,31 @@ def serve(cat, cfg, load: Load) -> ServeReport:
         runtime=cfg.runtime.name, gpus=cfg.gpus, load=load, max_seqs=int(seqs), chunk_tokens=int(chunk),
         kv_capacity=float(costs.kv_capacity), fits=fits, bound=bound, saturated=saturated,
         efficiency_basis=eff.basis, notes=tuple(notes), **v)
+
+
+def scaled(costs: StepCosts, decode: float, prefill: float) -> StepCosts:
+    """``costs`` with decode speed × ``decode`` and prompt (and request set-up) speed × ``prefill``:
+    a band edge of the profile applied to the server's steps."""
+    from dataclasses import replace as _replace
+
+    f = lambda a, k: np.asarray(a, float) / k  # noqa: E731 - speed × k is time ÷ k
+    return _replace(costs, step_s=f(costs.step_s, decode), step_compute_s=f(costs.step_compute_s, decode),
+                    step_memory_s=f(costs.step_memory_s, decode), prompt_token_s=f(costs.prompt_token_s, prefill),
+                    request_s=f(costs.request_s, prefill))
+
+
+def band_of(costs: StepCosts, load: Load, eff) -> dict[str, float]:
+    """The band of TTFT, ITL and throughput: the load solved at the profile's pessimistic and optimistic
+    edges (decode_low/prefill_low, decode_high/prefill_high)."""
+    out = {}
+    for edge, dk, pk in (("slow", eff.decode_low, eff.prefill_low), ("fast", eff.decode_high, eff.prefill_high)):
+        e = solve(scaled(costs, float(dk), float(pk)), load)
+        ttft, itl, thr = (float(np.asarray(x).reshape(-1)[0]) for x in (e.ttft_ms, e.itl_ms, e.throughput_tok_s))
+        if edge == "slow":
+            out.update(ttft_high_ms=ttft, itl_high_ms=itl, throughput_low_tok_s=thr)
+        else:
+            out.update(ttft_low_ms=ttft, itl_low_ms=itl, throughput_high_tok_s=thr)
+    return out
 
 
 def concurrency_sweep(cat, cfg, load: Load, limit: int = 4096) -> list[ServeReport]:

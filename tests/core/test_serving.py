@@ -334,3 +334,26 @@ def test_long_prompts_fill_the_step_budget_before_the_kv_cache():
     # the same load with short prompts is held by the KV cache instead
     short = analytic(costs, Load(kind="closed", concurrency=2000, think_s=2.0, prompt_tokens=50, output_tokens=64))
     assert short["bound"] == "kv-capacity" and short["running_batch"] == 400
+
+
+def test_serve_carries_a_band_per_metric(tmp_path, capsys):
+    """Issue 25: `serve --json` and `serve --cases --out` carry the band of TTFT, ITL and throughput: the
+    load solved at the profile's pessimistic and optimistic edges, around the estimate."""
+    import csv
+    import json
+
+    from advisor.cli.main import main
+
+    assert main(["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 70b", "--quant", "fp8", "--gpus", "2",
+                 "--prompt", "2000", "--output", "300", "--concurrency", "32", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["ttft_low_ms"] < d["ttft_ms"] < d["ttft_high_ms"]
+    assert d["itl_low_ms"] < d["itl_ms"] < d["itl_high_ms"]
+    assert d["throughput_low_tok_s"] < d["throughput_tok_s"] < d["throughput_high_tok_s"]
+    cases = tmp_path / "in.csv"
+    cases.write_text("hardware,model,quant,gpus,prompt,output,concurrency\nH100 SXM,llama 3.1 8b,fp8,1,1000,200,8\n")
+    assert main(["serve", "--cases", str(cases), "--out", str(tmp_path / "out.csv")]) == 0
+    row = next(csv.DictReader((tmp_path / "out.csv").open()))
+    for k in ("ttft_low_ms", "ttft_high_ms", "itl_low_ms", "itl_high_ms", "throughput_low_tok_s", "throughput_high_tok_s"):
+        assert float(row[k]) > 0, k
+    assert float(row["itl_low_ms"]) <= float(row["itl_ms"]) <= float(row["itl_high_ms"])
