@@ -103,12 +103,13 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     times, per-layer and per-pass counts, GPU-to-GPU message counts and transfer times."""
     bw = np.asarray(x.bandwidth_gb_s, float) * 1e9
     peak = np.asarray(x.peak_tflops, float) * 1e12
+    apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12
     return {
         "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / peak,
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
         "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
         "pf_lin_ideal_s": (r.prefill_linear_flops - r.prefill_expert_flops) / peak,
-        "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / peak,
+        "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / apeak,
         "pf_mem_ideal_s": r.prefill_bytes / bw, "ubatches": r.micro_batches,
         "pf_comm_lat_coeff": r.prefill_exchanges, "pf_comm_bw_s": r.prefill_transfer_s,
     }

@@ -61,10 +61,29 @@ def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
     return peak, used, wanted
 
 
+#: Engines whose attention kernels compute in FP8 when the KV cache is FP8 (FlashAttention-3 and
+#: FlashInfer FP8 paths in vLLM and SGLang, TensorRT-LLM's FP8 context FMHA), on hardware with FP8 units.
+FP8_ATTENTION_FAMILIES = frozenset({"vllm", "sglang", "tensorrt-llm"})
+
+
+def attention_dtype(h: Hardware, r: Runtime, kv: KvDtype) -> str:
+    """The dtype attention's products run at: FP8 where the cache is FP8 and the engine computes in it,
+    else 16-bit (llama.cpp's flash attention converts quantized caches to F16; FP4/INT4 weight formats
+    never apply to the attention products)."""
+    if kv.key == "fp8" and r.format_family in FP8_ATTENTION_FAMILIES and h.fp8_dense_tflops:
+        return "fp8"
+    return "fp16"
+
+
+def attention_peak(h: Hardware, r: Runtime, kv: KvDtype) -> float:
+    return peak_for(h, attention_dtype(h, r, kv))[0]
+
+
 def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: Efficiency, gpus: int,
                split: str, workload: Workload) -> Inputs:
     """The kernel's inputs for one configuration (scalars)."""
     return Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=compute_peak(hw, runtime, quant)[0],
+                  attn_peak_tflops=attention_peak(hw, runtime, kv),
                   bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
                   batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
                   depth=workload.depth_tokens)
@@ -109,6 +128,9 @@ class Tables:
         self.peak = np.empty((len(hw), len(rt), len(q)))
         for i, h in enumerate(hw):
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
+        # the attention products' peak per (hardware, runtime, KV dtype)
+        self.attn_peak = np.array([[[attention_peak(h, r, k) for k in kv] for r in rt] for h in hw],
+                                  dtype=float).reshape(len(hw), len(rt), len(kv))
         effs = [[efficiency_for(cat.profiles, r, h) for r in rt] for h in hw]
         self.eff = Efficiency(*(np.array([[getattr(e, f) for e in row] for row in effs], dtype=float)
                                 .reshape(len(hw), len(rt)) for f in RATE_FIELDS + BAND_FIELDS), level="table")
@@ -146,7 +168,7 @@ class Tables:
         (the calibration's trial values); ``tensor_parallel``: instead of each runtime's default."""
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
-            peak_tflops=self.peak[h, r, q], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
+            peak_tflops=self.peak[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
             gpus=g, eff=self.eff.take_flat(h * len(self.runtimes) + r) if eff is None else eff,

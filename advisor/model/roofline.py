@@ -11,7 +11,8 @@ result field names its unit.
 Times per GPU step (B sequences, context c):
 - decode: max(bytes / (BW·η_bw), FLOPs / (peak·η_c)) + layers·τ_layer + τ_step + B·τ_seq + communication,
   averaged over the output tokens (Simpson's rule over the growing context);
-- prefill of s tokens after d cached: linear FLOPs / (peak·η_c) + attention FLOPs / (peak·η_att)
+- prefill of s tokens after d cached: linear FLOPs / (peak·η_c) + attention FLOPs / (peak_att·η_att)
+  (peak_att: the attention dtype's peak, 16-bit or FP8, never the weights' FP4/INT4 rate)
   + weight bytes / (BW·η_bw) per micro-batch + fixed costs per micro-batch.
 Tensor parallel (tp) divides bytes and FLOPs per GPU and adds two all-reduces per layer;
 pipeline/layer split (pp, llama.cpp's default) runs the GPUs one after another for a sequence.
@@ -91,6 +92,9 @@ class Inputs:
     #: (`Runtime.allreduce_per_device`: late-2023 llama.cpp launched every split matrix product on
     #: each GPU in turn and had the main GPU wait on each)
     allreduce_per_device: Any = False
+    #: dense peak at the attention products' dtype (16-bit, or FP8 where the KV cache is FP8 and the
+    #: runtime's kernels compute in it: `advisor.model.inputs.attention_dtype`); None = peak_tflops
+    attn_peak_tflops: Any = None
 
     def replace(self, **changes: Any) -> "Inputs":
         return replace(self, **changes)
@@ -206,6 +210,8 @@ class _Arrays:
         self.d = _arr(x.depth, ft)
         self.bw = _arr(x.bandwidth_gb_s, ft) * 1e9
         self.peak = _arr(x.peak_tflops, ft) * 1e12
+        # attention runs at its own dtype's peak, never at the weights' FP4/INT4 rate
+        self.attn_peak = self.peak if x.attn_peak_tflops is None else _arr(x.attn_peak_tflops, ft) * 1e12
         self.link = _arr(x.link_gb_s, ft) * 1e9
         self.bits = WeightBits(*(_arr(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding,
                                                               x.bits.head)))
@@ -451,7 +457,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     per_pass = w_gpu / (bw * eta_bw) + fixed
     if a.tiered:
         per_pass = per_pass + w_gpu * a.w_tier / eta_bw
-    compute = (lin - lin_exp) * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * peak * eta_att))
+    apeak = a.attn_peak
+    compute = (lin - lin_exp) * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * apeak * eta_att))
     if g.experts:
         compute = compute + lin_exp * (1.0 / (tp * peak * a.eta_exp))
     t = compute + ub * per_pass + exchanges * lat + transfer
@@ -464,12 +471,13 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         t = t + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
-    t_ceil = np.maximum((lin + att) * (1.0 / (tp * peak)), w_read_s)
+    t_ceil = np.maximum(lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak)), w_read_s)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         tok_s = _choose(has_prompt, lambda: T / t, lambda: np.nan)
         ceiling = _choose(has_prompt, lambda: T / t_ceil, lambda: np.nan)
-        share = _choose(has_prompt, lambda: (lin + att) * (1.0 / (tp * peak)) / np.maximum(t_ceil, 1e-30),
+        share = _choose(has_prompt, lambda: (lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak)))
+                        / np.maximum(t_ceil, 1e-30),
                         lambda: np.nan)
     low = tok_s * a.prefill_band[0]
     high = np.fmin(tok_s * a.prefill_band[1], ceiling)
