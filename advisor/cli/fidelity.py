@@ -173,6 +173,11 @@ def _print_bands(bands) -> None:
               f"{lo:.2f}–{hi:.2f} (efficiency.py uses {constants[kind][0]:.2f}–{constants[kind][1]:.2f})"]
              for kind, (lo, hi) in sorted(bands.uncalibrated.items())]
     print(table(["band, profile level", "held-out errors", "band"], rows))
+    from advisor.model.efficiency import EXTRAPOLATION_BAND_WIDENING
+
+    for kind, factor in sorted(bands.extrapolation_widening.items()):
+        print(f"{kind}: an own profile predicting a hardware generation or format class it never saw needs its band "
+              f"widened by ×{factor:.2f} on each side (efficiency.py uses ×{EXTRAPOLATION_BAND_WIDENING[kind]:.2f})")
     for kind, factor in sorted(bands.sibling_widening.items()):
         print(f"{kind}: a borrowed (sibling-build) profile's band needs widening by ×{factor:.2f} on each side to hold "
               f"the same share (efficiency.py uses ×{SIBLING_BAND_WIDENING[kind]:.2f})")

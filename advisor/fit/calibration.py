@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -41,8 +41,9 @@ import yaml
 from advisor.data.catalog import Catalog
 from advisor.fit.measurements import Case
 from advisor.model.devices import tier
-from advisor.model.efficiency import (IDEAL, SIBLING_BAND_WIDENING, UNCALIBRATED_DECODE_BAND,
-                                      UNCALIBRATED_PREFILL_BAND, Efficiency, efficiency_for)
+from advisor.model.efficiency import (EXTRAPOLATION_BAND_WIDENING, IDEAL, SIBLING_BAND_WIDENING,
+                                      UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND, Efficiency,
+                                      efficiency_for, evidence)
 from advisor.model.geometry import geometry
 from advisor.model.inputs import inputs_for, stack_inputs
 from advisor.model.roofline import evaluate
@@ -499,6 +500,9 @@ class HeldOut:
     level: str               # the level of the profile that predicted it (efficiency.select_profile)
     basis: str               # that profile's key, or the runtime's defaults
     ceiling: float
+    #: what the fit without this row's source saw of it (`efficiency.evidence`): measured where its
+    #: family and format class were in the remaining data, else extrapolated (or uncalibrated)
+    evidence: str = ""
 
     @property
     def error(self) -> float:
@@ -521,6 +525,9 @@ class Bands:
     sibling_widening: dict[str, float]       # per band kind: low ÷ f, high × f
     uncalibrated: dict[str, tuple[float, float]]
     errors: dict[tuple[str, str], int]        # how many held-out errors each (kind, class) had
+    #: per band kind, the factor an own profile's band needs where no measurement backed the row's
+    #: hardware family and format class (the row was extrapolated when it was predicted)
+    extrapolation_widening: dict[str, float] = field(default_factory=dict)
 
     def band_for(self, kind: str, level: str) -> tuple[float, float]:
         """The band a prediction at profile ``level`` carries (as `efficiency_for` applies it)."""
@@ -577,7 +584,19 @@ def bands_from(held: Sequence[HeldOut], quantiles: tuple[float, float] = BAND_QU
             needed[kind].append(max(math.log(lo) - r, r - math.log(hi), 0.0))
     widening = {kind: (float(np.clip(math.exp(np.quantile(v, share)), 1.0, MAX_SIBLING_WIDENING))
                        if len(v) >= MIN_ERRORS_FOR_BAND else SIBLING_BAND_WIDENING[kind]) for kind, v in needed.items()}
-    return Bands(own, widening, uncalibrated, {k: len(v) for k, v in by.items()})
+    # likewise for rows an own profile predicted without measurements of their family or format class
+    needed = {"decode": [], "prefill": []}
+    for h in held:
+        lc = level_class(h.level)
+        if h.evidence == "extrapolated" and lc not in ("sibling", "none"):
+            kind = band_kind(h.case.metric)
+            lo, hi = own[(kind, lc)]
+            r = h.log_speed_ratio
+            needed[kind].append(max(math.log(lo) - r, r - math.log(hi), 0.0))
+    extrapolated = {kind: (float(np.clip(math.exp(np.quantile(v, share)), 1.0, MAX_SIBLING_WIDENING))
+                           if len(v) >= MIN_ERRORS_FOR_BAND else EXTRAPOLATION_BAND_WIDENING[kind])
+                    for kind, v in needed.items()}
+    return Bands(own, widening, uncalibrated, {k: len(v) for k, v in by.items()}, extrapolated)
 
 
 def predict_held_out(cat: Catalog, cases: Sequence[Case], by: str) -> list[HeldOut]:
@@ -593,7 +612,8 @@ def predict_held_out(cat: Catalog, cases: Sequence[Case], by: str) -> list[HeldO
         effs = [efficiency_for(profiles, c.runtime, c.hardware) for c in test]
         for c, e, p, cl in zip(test, effs, predictions(test, effs), ceilings(test)):
             if math.isfinite(p) and p > 0:
-                out.append(HeldOut(c, unit, float(p), e.level, e.basis, float(cl)))
+                seen = evidence(profiles, c.runtime, c.hardware, c.quant, cat.quants)
+                out.append(HeldOut(c, unit, float(p), e.level, e.basis, float(cl), seen))
     return out
 
 

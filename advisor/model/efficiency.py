@@ -134,6 +134,12 @@ IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, basis="ideal roo
 #: beside these values: on the 2026-11-24 data (1,211 rows) 1.45 for decode and 1.40 for prefill (with
 #: 1,088 rows it was 1.16 and 1.42); the values kept are the larger of the fits so far.
 SIBLING_BAND_WIDENING = {"decode": 1.45, "prefill": 1.45}
+#: A runtime's own profile predicting a hardware generation or format class its rows never saw
+#: (evidence "extrapolated") has its band widened by this factor on each side. `advisor calibrate`
+#: measures it as the sibling widening is measured, on the rows that were extrapolated when their
+#: source was left out, and prints it beside these values: on the 2026-11-26 data ×1.01 for decode
+#: and ×1.11 for prefill (the own bands, sized per level on held-out rows, already hold most of it).
+EXTRAPOLATION_BAND_WIDENING = {"decode": 1.01, "prefill": 1.11}
 
 
 def _level(p: Profile, hw: Hardware) -> str | None:
@@ -258,3 +264,15 @@ def evidence(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Hardware
         if want in seen or quant.key in p.measured_formats:
             return "measured"
     return "extrapolated"
+
+
+def widened(eff: "Efficiency", backing: str) -> "Efficiency":
+    """``eff`` with its band widened where no measurement backs the prediction (``backing`` =
+    "extrapolated" from an own profile; sibling and default profiles carry their own wider bands)."""
+    if backing != "extrapolated" or eff.level.startswith("sibling") or eff.level == "none":
+        return eff
+    fd, fp = EXTRAPOLATION_BAND_WIDENING["decode"], EXTRAPOLATION_BAND_WIDENING["prefill"]
+    if fd == 1.0 and fp == 1.0:
+        return eff
+    return eff.replace(decode_low=eff.decode_low / fd, decode_high=eff.decode_high * fd,
+                       prefill_low=eff.prefill_low / fp, prefill_high=eff.prefill_high * fp)

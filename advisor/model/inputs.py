@@ -17,8 +17,8 @@ import numpy as np
 from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.model import compat
 from advisor.model.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
-from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, RATE_FIELDS, Efficiency, efficiency_for,
-                                      evidence)
+from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
+                                      Efficiency, efficiency_for, evidence)
 from advisor.model.config import default_runtime
 from advisor.model.geometry import WeightBits, weight_bits
 from advisor.model.roofline import Inputs, Workload
@@ -142,6 +142,10 @@ class Tables:
         by_family = {i: [[EVIDENCE_LEVELS.index(evidence(cat.profiles, r, hw[i], x, cat.quants)) for x in q]
                          for r in rt] for i in set(rows)}
         self.evidence = np.array([by_family[i] for i in rows], dtype=np.int8).reshape(len(hw), len(rt), len(q))
+        # where an extrapolated prediction's band is widened: an own profile (sibling and default
+        # profiles carry wider bands of their own)
+        self.widen_ok = np.array([[not (e.level.startswith("sibling") or e.level == "none") for e in row]
+                                  for row in effs], dtype=bool).reshape(len(hw), len(rt))
         # the runtime people usually run on each hardware (the recommender's tie-breaks prefer it)
         usual = [default_runtime(cat, h).key for h in hw]
         self.usual_runtime = np.array([[r.key == u for r in rt] for u in usual], dtype=bool).reshape(len(hw), len(rt))
@@ -171,8 +175,20 @@ class Tables:
             peak_tflops=self.peak[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
-            gpus=g, eff=self.eff.take_flat(h * len(self.runtimes) + r) if eff is None else eff,
+            gpus=g, eff=self.catalog_eff(h, r, q) if eff is None else eff,
             batch=batch, prompt=prompt, output=output, depth=depth)
+
+    def catalog_eff(self, h, r, q) -> Efficiency:
+        """The profiles' efficiencies of the configurations (h, r, q), the band widened where no
+        measurement backs the runtime on that hardware generation and format (`widened`)."""
+        e = self.eff.take_flat(h * len(self.runtimes) + r)
+        fd, fp = EXTRAPOLATION_BAND_WIDENING["decode"], EXTRAPOLATION_BAND_WIDENING["prefill"]
+        if fd == 1.0 and fp == 1.0:
+            return e
+        wide = (self.evidence[h, r, q] == EVIDENCE_LEVELS.index("extrapolated")) & self.widen_ok[h, r]
+        kd, kp = np.where(wide, fd, 1.0), np.where(wide, fp, 1.0)
+        return e.replace(decode_low=e.decode_low / kd, decode_high=e.decode_high * kd,
+                         prefill_low=e.prefill_low / kp, prefill_high=e.prefill_high * kp)
 
     def indices(self, section: str, keys: Sequence[str] | None) -> np.ndarray:
         index = {"hardware": self.hw_index, "runtimes": self.rt_index, "quants": self.q_index,

@@ -16,7 +16,7 @@ import numpy as np
 
 from advisor.data.errors import AdvisorError
 from advisor.model.config import Config
-from advisor.model.efficiency import Efficiency, efficiency_for, evidence
+from advisor.model.efficiency import Efficiency, efficiency_for, evidence, widened
 from advisor.model.geometry import geometry, weight_bits
 from advisor.model.inputs import compute_peak, inputs_for
 from advisor.model.notes import prediction_notes
@@ -118,9 +118,9 @@ def predict(cat: "Catalog | None", cfg: Config, check_context: bool = True, prof
     """
     cfg.check(check_context)
     profiles = cat.profiles if profiles is None and cat is not None else profiles
-    eff = efficiency_for(profiles, cfg.runtime, cfg.hardware)
-    r = evaluate_config(cfg, eff)
     backing = evidence(profiles, cfg.runtime, cfg.hardware, cfg.quant, cat.quants if cat is not None else None)
+    eff = widened(efficiency_for(profiles, cfg.runtime, cfg.hardware), backing)
+    r = evaluate_config(cfg, eff)
     return _to_prediction(r, cfg, eff, backing)
 
 

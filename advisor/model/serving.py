@@ -368,7 +368,7 @@ class ServeReport:
 
 def serve(cat, cfg, load: Load) -> ServeReport:
     """The steady state of ``load`` on the configuration ``cfg`` (a `Config`)."""
-    from advisor.model.efficiency import efficiency_for, evidence
+    from advisor.model.efficiency import efficiency_for, evidence, widened
     from advisor.model.config import context_note, context_refusal
     from advisor.model.notes import efficiency_note
     from advisor.model.predict import evaluate_config
@@ -380,7 +380,8 @@ def serve(cat, cfg, load: Load) -> ServeReport:
     why = context_refusal(cfg.model, context)
     if why:
         raise AdvisorError(f"prompt + output: {why}")
-    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
+    backing = evidence(cat.profiles, cfg.runtime, cfg.hardware, cfg.quant, cat.quants)
+    eff = widened(efficiency_for(cat.profiles, cfg.runtime, cfg.hardware), backing)
     P = load.new_prompt_tokens
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P,
                         output=load.output_tokens)
@@ -416,8 +417,7 @@ def serve(cat, cfg, load: Load) -> ServeReport:
     if not cfg.runtime.scheduler_source and not (load.max_seqs and load.chunk_tokens):
         notes.append(f"the catalog does not state {cfg.runtime.name}'s scheduler defaults: assumed {seqs:,} running "
                      f"sequences and {chunk:,} tokens per step (set --max-seqs and --chunk-tokens)")
-    why = efficiency_note(eff, cfg.runtime, cfg.hardware,
-                          evidence(cat.profiles, cfg.runtime, cfg.hardware, cfg.quant, cat.quants), cfg.quant)
+    why = efficiency_note(eff, cfg.runtime, cfg.hardware, backing, cfg.quant)
     if why:
         notes.append(why)
     notes.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)

@@ -964,7 +964,7 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     max_seqs = np.where(sets_limit, float(users), t.max_seqs[rt])
     costs = costs_from_result(_Grid, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt])
     s = solve(costs, load)
-    band = t.eff.take_flat(hw * len(t.runtimes) + rt)
+    band = t.catalog_eff(hw, rt, q)   # the profile band, widened where the prediction is extrapolated
     n = hw.size
     a: dict[str, np.ndarray] = {}
     a["ttft"] = s.ttft_p90_ms                       # judged at the 90th percentile
