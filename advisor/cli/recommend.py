@@ -84,6 +84,25 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
     floor = cat.quant_named(args.min_quant) if args.min_quant else None
     prompt = _number("prompt", args.prompt, int)
     output = _number("output", args.output, int)
+    mix: dict = {}
+    if getattr(args, "lengths", None):
+        from advisor.data.lengths import read_lengths
+        from advisor.model.serving import prompt_mix
+
+        if prompt is not None or getattr(args, "prompt_spread", None):
+            raise AdvisorError("give --lengths, or --prompt (and --prompt-spread): not both")
+        trace = read_lengths(args.lengths)
+        mix = prompt_mix(trace.mean_prompt, samples=trace.prompts)
+        prompt = mix.pop("prompt_tokens")
+        if trace.mean_output is not None:
+            if output is not None:
+                raise AdvisorError("--lengths already gives the output lengths: drop --output")
+            output = max(int(round(trace.mean_output)), 2)
+    elif getattr(args, "prompt_spread", None):
+        from advisor.model.serving import prompt_mix
+
+        mix = prompt_mix(1024 if prompt is None else prompt, _number("prompt-spread", args.prompt_spread))
+        mix.pop("prompt_tokens")
     return Requirements(
         model=model, prompt_tokens=1024 if prompt is None else prompt, output_tokens=256 if output is None else output,
         context_tokens=_number("context", args.context, int), users=_number("users", args.users, int),
@@ -102,7 +121,7 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         life_years=_number("life-years", getattr(args, "life_years", None)) or DEFAULT_LIFE_YEARS,
         hours_per_day=_number("hours-per-day", getattr(args, "hours_per_day", None)),
         usd_per_kwh=_number("usd-per-kwh", getattr(args, "usd_per_kwh", None)),
-        own_host=bool(getattr(args, "own_host", False)),
+        own_host=bool(getattr(args, "own_host", False)), **mix,
     )
 
 
@@ -168,7 +187,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         users += " arriving at once (burst)" if req.burst else (
             f" (closed loop, {num(req.think_s)} s think time)" if req.think_s else " (closed loop)")
     context = f"context {req.context:,}" + (" (default for chat; --context to change)" if req.context_is_default else "")
-    print(f"{req.model.name} for {users} · prompt {req.prompt_tokens:,} · output {req.output_tokens:,} · "
+    mixed = (f" on average ({num(min(req.prompt_points))}–{num(max(req.prompt_points))})"
+             if req.prompt_points else "")
+    print(f"{req.model.name} for {users} · prompt {req.prompt_tokens:,}{mixed} · output {req.output_tokens:,} · "
           f"{context}" + (f" · targets: {', '.join(targets)}" if targets else ""))
     beyond = context_note(req.model, req.context)
     if beyond:
@@ -343,6 +364,11 @@ def register(sub) -> None:
     p.add_argument("--max-gpus", dest="max_gpus",
                    help="GPUs in all at most, replicas included (default: as many as the load needs); one "
                         "replica is a group of up to 8 GPUs in one node")
+    p.add_argument("--prompt-spread", dest="prompt_spread",
+                   help="prompts vary in length: their coefficient of variation around --prompt (log-normal; "
+                        "TTFT p90 is judged over the mix)")
+    p.add_argument("--lengths", help="a trace of request lengths (CSV or JSON Lines with prompt/input and output "
+                                     "columns, or one prompt length per line): the users' mix of lengths")
     p.add_argument("--prefix-hit", dest="prefix_hit",
                    help="share of each prompt already in the prefix cache (a shared system prompt or RAG "
                         "context: 0.8 = 80 %% is computed once and reused; default 0)")

@@ -38,16 +38,35 @@ def _fraction(name: str, text: Any, default: float = 0.0) -> float:
 
 
 def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=False, think_s=None,
-              prefix_hit=None, max_seqs=None, chunk_tokens=None) -> Load:
-    """A `Load` from what the user typed; exactly one of concurrency, rate or offline."""
+              prefix_hit=None, max_seqs=None, chunk_tokens=None, prompt_spread=None, lengths=None) -> Load:
+    """A `Load` from what the user typed; exactly one of concurrency, rate or offline. The prompt
+    lengths may be a distribution: ``prompt_spread`` (a coefficient of variation around --prompt) or a
+    trace file ``lengths`` (its mean prompt and output are the load's)."""
     rate_text = str(rate).strip().lower() if rate not in (None, "") else ""
     if rate_text in ("inf", "infinity", "offline"):
         offline, rate_text = True, ""
     given = [x for x in (concurrency not in (None, ""), bool(rate_text), offline) if x]
     if len(given) > 1:
         raise AdvisorError("give one of --concurrency, --rate or --offline")
-    common = dict(prompt_tokens=whole_number("prompt", prompt, DEFAULT_PROMPT),
-                  output_tokens=whole_number("output", output, DEFAULT_OUTPUT),
+    mix: dict[str, Any] = {}
+    if lengths:
+        from advisor.data.lengths import read_lengths
+        from advisor.model.serving import prompt_mix
+
+        if prompt not in (None, "") or prompt_spread not in (None, ""):
+            raise AdvisorError("give --lengths, or --prompt (and --prompt-spread): not both")
+        trace = read_lengths(lengths)
+        mix = prompt_mix(trace.mean_prompt, samples=trace.prompts)
+        if trace.mean_output is not None:
+            if output not in (None, ""):
+                raise AdvisorError("--lengths already gives the output lengths: drop --output")
+            output = max(int(round(trace.mean_output)), 2)
+    elif prompt_spread not in (None, ""):
+        from advisor.model.serving import prompt_mix
+
+        mix = prompt_mix(whole_number("prompt", prompt, DEFAULT_PROMPT), _fraction("prompt-spread", prompt_spread))
+    common = dict(prompt_tokens=mix.pop("prompt_tokens", None) or whole_number("prompt", prompt, DEFAULT_PROMPT),
+                  output_tokens=whole_number("output", output, DEFAULT_OUTPUT), **mix,
                   think_s=_fraction("think-s", think_s), prefix_hit=_fraction("prefix-hit", prefix_hit),
                   max_seqs=whole_number("max-seqs", max_seqs, 0) or None,
                   chunk_tokens=whole_number("chunk-tokens", chunk_tokens, 0) or None)
@@ -75,7 +94,9 @@ def _print_report(rep) -> None:
     gpus = f"{rep.gpus} × " if rep.gpus > 1 else ""
     print(f"{rep.model} · {rep.quant} weights · {rep.kv_dtype} KV cache · {rep.runtime} on {gpus}{rep.hardware}")
     hit = f", {ld.prefix_hit:.0%} of each prompt cached" if ld.prefix_hit else ""
-    print(f"load: {_load_text(ld)}; prompt {ld.prompt_tokens:,}{hit}, output {ld.output_tokens:,} tokens")
+    spread = (f" on average ({num(min(ld.prompt_points))}–{num(max(ld.prompt_points))} from the 3rd to the 97th "
+              f"percentile)" if ld.prompt_points else "")
+    print(f"load: {_load_text(ld)}; prompt {ld.prompt_tokens:,}{spread}{hit}, output {ld.output_tokens:,} tokens")
     print(f"scheduler: up to {rep.max_seqs:,} running sequences, {rep.chunk_tokens:,} tokens per step; "
           f"the KV cache holds {num(rep.kv_capacity)} sequences at this length\n")
     if not rep.fits:
@@ -97,6 +118,8 @@ def _print_report(rep) -> None:
 
 
 def _band(lo: float, hi: float, fmt) -> str:
+    if math.isfinite(lo) and math.isinf(hi):
+        return f"{fmt(lo)}–∞: saturated at the pessimistic edge"
     return f"{fmt(lo)}–{fmt(hi)}" if math.isfinite(lo) and math.isfinite(hi) else "band n/a"
 
 
@@ -171,6 +194,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel, memory_gb=args.memory_gb)
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
+                     prompt_spread=args.prompt_spread, lengths=args.lengths,
                      chunk_tokens=args.chunk_tokens)
     if args.disaggregate or args.prefill_instances or args.decode_instances or getattr(args, "prefill_gpus", None):
         return _disaggregated(cat, cfg, load, args)
@@ -221,6 +245,10 @@ def register(sub) -> None:
     p.add_argument("--offline", action="store_true", help="everything queued at once: the maximum throughput")
     p.add_argument("--think-s", dest="think_s", help="closed loop: seconds between a response and the next request")
     p.add_argument("--prefix-hit", dest="prefix_hit", help="fraction of each prompt served from the prefix cache")
+    p.add_argument("--prompt-spread", dest="prompt_spread",
+                   help="prompts vary in length: their coefficient of variation around --prompt (log-normal; e.g. 1.0)")
+    p.add_argument("--lengths", help="a trace of request lengths (CSV or JSON Lines with prompt/input and "
+                                     "output columns, or one prompt length per line): the load's mix of lengths")
     p.add_argument("--max-seqs", dest="max_seqs", help="running sequences at most (default: the runtime's)")
     p.add_argument("--chunk-tokens", dest="chunk_tokens", help="tokens per engine step (default: the runtime's)")
     p.add_argument("--sweep", action="store_true", help="the throughput–latency curve over concurrency 1, 2, 4 …")

@@ -65,6 +65,10 @@ class Load:
     prefix_hit: float = 0.0           # fraction of each prompt found in the prefix cache
     max_seqs: int | None = None       # running sequences at most (None: the runtime's default)
     chunk_tokens: int | None = None   # tokens per step, decode and prompt together (None: the runtime's)
+    #: the prompt lengths' distribution, as points with weights (`prompt_mix`); empty = every prompt is
+    #: ``prompt_tokens`` long. ``prompt_tokens`` stays the mean, which the steady state uses.
+    prompt_points: tuple[float, ...] = ()
+    prompt_weights: tuple[float, ...] = ()
 
     def check(self) -> None:
         if self.kind not in LOAD_KINDS:
@@ -82,11 +86,54 @@ class Load:
         for name, v in (("max sequences", self.max_seqs), ("chunk tokens", self.chunk_tokens)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
                 raise AdvisorError(f"{name} must be a whole number of at least 1, got {v!r}")
+        if len(self.prompt_points) != len(self.prompt_weights) or (
+                self.prompt_points and (min(self.prompt_points) < 1 or min(self.prompt_weights) < 0
+                                        or not math.isclose(sum(self.prompt_weights), 1.0, rel_tol=1e-6))):
+            raise AdvisorError("the prompt length distribution needs positive lengths and weights that sum to 1")
 
     @property
     def new_prompt_tokens(self) -> float:
         """Prompt tokens the server computes: what the prefix cache does not hold (at least one)."""
         return max(self.prompt_tokens * (1.0 - self.prefix_hit), 1.0)
+
+    def new_prompt_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The computed prompt lengths as (points, weights): one point at the mean without a distribution."""
+        if not self.prompt_points:
+            return np.array([self.new_prompt_tokens]), np.array([1.0])
+        pts = np.maximum(np.asarray(self.prompt_points, float) * (1.0 - self.prefix_hit), 1.0)
+        return pts, np.asarray(self.prompt_weights, float)
+
+
+#: Points a prompt-length distribution is described by (equal-probability quantiles).
+MIX_POINTS = 16
+
+
+def prompt_mix(mean: float, spread: float = 0.0, samples=None, points: int = MIX_POINTS) -> dict:
+    """Load fields for a distribution of prompt lengths: from ``samples`` (a trace's lengths), or a
+    log-normal of the given mean and coefficient of variation ``spread`` (0 = all the same). Returns
+    ``prompt_tokens`` (the mean), ``prompt_points`` and ``prompt_weights`` (equal-probability
+    quantile points: the long tail a few long prompts make is what sets TTFT's tail)."""
+    q = (np.arange(points) + 0.5) / points
+    if samples is not None:
+        xs = np.asarray(samples, float)
+        if xs.size == 0 or not np.all(np.isfinite(xs)) or xs.min() < 1:
+            raise AdvisorError("prompt lengths must be positive numbers")
+        pts = np.quantile(xs, q)
+        mean = float(xs.mean())
+    else:
+        if not (0 <= spread <= 10):
+            raise AdvisorError(f"the prompt spread (coefficient of variation) must be between 0 and 10, got {spread:g}")
+        if spread == 0:
+            return {"prompt_tokens": int(round(mean)), "prompt_points": (), "prompt_weights": ()}
+        from statistics import NormalDist
+
+        sigma = math.sqrt(math.log1p(spread * spread))
+        z = np.array([NormalDist().inv_cdf(float(x)) for x in q])
+        pts = mean * np.exp(sigma * z - sigma * sigma / 2.0)
+        pts *= mean / pts.mean()   # the points' mean is the mean asked for
+    pts = np.maximum(pts, 1.0)
+    return {"prompt_tokens": max(int(round(mean)), 1), "prompt_points": tuple(float(x) for x in pts),
+            "prompt_weights": tuple([1.0 / points] * points)}
 
 
 @dataclass(frozen=True)
@@ -195,17 +242,28 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     # end of their own last step, so their prompts rarely meet and nobody waits for a step to end.
     random_arrivals = load.kind == "open" or load.think_s > 0
 
+    pts, wts = load.new_prompt_points()
+    pts = pts.reshape((-1,) + (1,) * len(shape))
+    wts = wts.reshape((-1,) + (1,) * len(shape))
+
+    def services(b, t_dec):
+        """The time the steps that carry each prompt length take: each decodes the running batch
+        and computes a chunk (points × configurations)."""
+        budget = np.maximum(K - b, 1.0)
+        return np.maximum(np.ceil(pts / budget), 1.0) * t_dec + pts * tau_p + request_s
+
     def ttft_parts(b, tau, X, t_dec):
         budget = np.maximum(K - b, 1.0)
-        chunks = np.maximum(np.ceil(P / budget), 1.0)
-        # the steps that carry this prompt: each decodes the running batch and computes a chunk
-        service = chunks * t_dec + P * tau_p + request_s
+        s_i = services(b, t_dec)
+        service = (wts * s_i).sum(axis=0)
         if not random_arrivals:
             return service, np.zeros_like(service)
         # the share of time the server spends on prompts (their chunks' steps), as the utilisation
-        # of an M/D/1 queue for the prompt budget, plus half a step for arriving mid-step
+        # of a queue for the prompt budget (M/G/1: the wait grows with the service time's second
+        # moment, so a few long prompts make everyone wait), plus half a step for arriving mid-step
         util = np.clip(X * P * (tau_p + t_dec / budget), 0.0, PROMPT_BUDGET_UTIL_MAX)
-        wait = service * util / (2.0 * (1.0 - util)) + 0.5 * tau
+        second = (wts * s_i * s_i).sum(axis=0) / np.maximum(service, 1e-30)
+        wait = second * util / (2.0 * (1.0 - util)) + 0.5 * tau
         return service, wait
 
     b_hi = np.broadcast_to(np.maximum(cap, 1.0), shape).astype(float)
@@ -259,9 +317,15 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         queue_wait = np.full(shape, np.nan)
     ttft = service + wait + queue_wait
     # tails: the budget wait and the queue are exponential-like (p50 at ln 2, p90 at ln 10 of the
-    # mean); the chunked service is deterministic
-    ttft_p50 = service + (wait + queue_wait) * math.log(2)
-    ttft_p90 = service + (wait + queue_wait) * math.log(10)
+    # mean); the chunked service is deterministic for one prompt length, and with a distribution of
+    # lengths each length's service adds its own (the percentile of the mixture)
+    if load.prompt_points:
+        s_i = services(b, t_dec)
+        ttft_p50 = _mixture_quantile(s_i, wts, wait + queue_wait, 0.5)
+        ttft_p90 = _mixture_quantile(s_i, wts, wait + queue_wait, 0.9)
+    else:
+        ttft_p50 = service + (wait + queue_wait) * math.log(2)
+        ttft_p90 = service + (wait + queue_wait) * math.log(10)
     t_comp, t_mem = _StepTable(costs.step_compute_s, shape).at(b), _StepTable(costs.step_memory_s, shape).at(b)
     mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
     full_chunk_step = t_dec + np.maximum(K - b, 0.0) * tau_p
@@ -274,6 +338,23 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         ttft_ms=ttft * 1e3, ttft_p50_ms=ttft_p50 * 1e3, ttft_p90_ms=ttft_p90 * 1e3, itl_ms=tau * 1e3,
         itl_p90_ms=itl_p90 * 1e3, e2e_ms=e2e * 1e3, throughput_tok_s=X * load.output_tokens, request_rate_rps=X,
         running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated)
+
+
+def _mixture_quantile(s_i, w_i, mean_wait, p: float, iterations: int = 48):
+    """The ``p`` quantile of TTFT = service(length) + wait, the length drawn from points ``s_i`` with
+    weights ``w_i`` and the wait exponential with mean ``mean_wait`` (0: none), per configuration:
+    bisection on the mixture's CDF Σ w_i · (1 − exp(−(t − s_i)/W))."""
+    W = np.maximum(np.asarray(mean_wait, float), 0.0)
+    lo = s_i.min(axis=0)
+    hi = s_i.max(axis=0) + W * math.log(1e6) + 1e-12
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        d = mid - s_i
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            g = np.where(d < 0, 0.0, np.where(W > 0, -np.expm1(-d / np.where(W > 0, W, 1.0)), 1.0))
+        below = (w_i * g).sum(axis=0) < p
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
 
 
 # ---- from the kernel to step costs ----------------------------------------------------------------

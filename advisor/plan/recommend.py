@@ -80,6 +80,10 @@ class Requirements:
     allow_offload: bool = False              # try partial offload to host RAM on configurations that do not fit
     burst: bool = False                      # judge all users' prompts arriving at once (a static batch)
     prefix_hit: float = 0.0                  # share of each prompt the prefix cache holds (a shared RAG/system prefix)
+    #: prompts vary in length: points and weights of their distribution (`serving.prompt_mix`);
+    #: prompt_tokens stays the mean. Empty = every prompt is prompt_tokens long.
+    prompt_points: tuple[float, ...] = ()
+    prompt_weights: tuple[float, ...] = ()
     life_years: float = pricing.DEFAULT_LIFE_YEARS      # buy: electricity counted over this life
     hours_per_day: float | None = None       # buy: hours a day at board power (default: 24 for a server, 0 for one user)
     usd_per_kwh: float | None = None         # buy: your electricity rate (else the catalog's tariff)
@@ -89,7 +93,10 @@ class Requirements:
     def context(self) -> int:
         if self.context_tokens:
             return self.context_tokens
-        return max(self.prompt_tokens + self.output_tokens, min(DEFAULT_CHAT_CONTEXT, self.model.native_context))
+        # (the longest prompts of a distribution must fit too)
+        longest = int(math.ceil(max(self.prompt_points, default=self.prompt_tokens)))
+        return max(max(self.prompt_tokens, longest) + self.output_tokens,
+                   min(DEFAULT_CHAT_CONTEXT, self.model.native_context))
 
     @property
     def context_is_default(self) -> bool:
@@ -946,7 +953,8 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     hw, rt, q = (sub(x) for x in grid.configurations[:3])
     load = Load(kind="open" if req.rps and not req.users else "closed", concurrency=float(users),
                 rate_rps=rate_rps or req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
-                output_tokens=max(req.output_tokens, 2), prefix_hit=req.prefix_hit)
+                output_tokens=max(req.output_tokens, 2), prefix_hit=req.prefix_hit,
+                prompt_points=req.prompt_points, prompt_weights=req.prompt_weights)
 
     class _Grid:  # the fields the serving model reads: per batch (G, n) or per configuration (n,)
         decode_tok_s = sub(v.table("decode_tok_s"))
