@@ -54,6 +54,9 @@ class Targets:
 class State:
     cfg: "api.Config"
     targets: Targets = field(default_factory=Targets)
+    #: how much prompt lengths vary around the prompt input under load (coefficient of variation of a
+    #: log-normal; 0 = all the same): the Serving tab's and the cards' queue see it
+    prompt_spread: float = 0.0
 
 
 class Session(QObject):
@@ -238,7 +241,7 @@ class Session(QObject):
 
     def set_inputs(self, merge: str = "", **changes: Any) -> bool:
         """Apply input changes (hardware/model/quant/kv_dtype/runtime as spec, key or name; memory_gb; gpus,
-        parallelism, batch, prompt, output, depth; ttft_target_ms, tok_s_target). Returns False and
+        parallelism, batch, prompt, output, depth; prompt_spread; ttft_target_ms, tok_s_target). Returns False and
         emits `sig_error` when the change is impossible. ``merge`` names a kind of change that, repeated
         quickly (a slider drag), makes one undo step."""
         targets = self.targets
@@ -246,22 +249,26 @@ class Session(QObject):
             targets = replace(targets, ttft_ms=max(0.0, float(changes.pop("ttft_target_ms") or 0)))
         if "tok_s_target" in changes:
             targets = replace(targets, tok_s=max(0.0, float(changes.pop("tok_s_target") or 0)))
+        spread = self.state.prompt_spread
         try:
+            if "prompt_spread" in changes:
+                spread = _spread(changes.pop("prompt_spread"))
             cfg = self.build(self.cfg, changes) if changes else self.cfg
         except api.AdvisorError as exc:
             return self._refuse(str(exc))
-        return self._apply(State(cfg, targets), merge)
+        return self._apply(State(cfg, targets, spread), merge)
 
     def load_keys(self, keys: dict[str, Any], targets: dict[str, Any] | None = None) -> bool:
         """Inputs from a saved sizing (catalog keys or names, and numbers); False + `sig_error` if bad."""
         try:
             cfg = self.configure_keys(keys)
+            spread = _spread(keys.get("prompt_spread") or 0.0)
             t = Targets(float((targets or {}).get("ttft_ms") or 0), float((targets or {}).get("tok_s") or 0))
         except api.AdvisorError as exc:
             return self._refuse(str(exc))
         except (TypeError, ValueError) as exc:
             return self._refuse(f"bad target value: {exc}")
-        return self._apply(State(cfg, t), "")
+        return self._apply(State(cfg, t, spread), "")
 
     def configure_keys(self, keys: dict[str, Any]) -> "api.Config":
         names = {k: keys.get(k) for k in ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "batch",
@@ -281,11 +288,13 @@ class Session(QObject):
         return cfg
 
     def input_keys(self) -> dict[str, Any]:
-        """`Config.keys` plus the memory size (``memory_gb``) of a hardware that ships in several:
-        what a sizing file and the settings hold."""
+        """`Config.keys` plus the memory size (``memory_gb``) of a hardware that ships in several and
+        the prompt spread when there is one: what a sizing file and the settings hold."""
         out = self.cfg.keys()
         if len(self.memory_options()) > 1:
             out["memory_gb"] = self.cfg.hardware.memory_gib
+        if self.state.prompt_spread:
+            out["prompt_spread"] = self.state.prompt_spread
         return out
 
     def load_candidate(self, c: "api.Candidate") -> bool:
@@ -450,7 +459,7 @@ class Session(QObject):
             self.cat = old_cat
             self._refuse(f"{imported.model.name}: {exc}")
             return None
-        if not self._apply(State(cfg, self.targets), ""):
+        if not self._apply(State(cfg, self.targets, self.state.prompt_spread), ""):
             self.cat = old_cat
             return None
         self._remember(imported, source)
@@ -514,6 +523,12 @@ class Session(QObject):
             log.info("curve %s refused: %s", vary, exc)
             return None
 
+    def load(self, kind: str = "closed", **fields: Any) -> "api.Load":
+        """The workload on screen as a load on a server: its prompt (spread as set) and output lengths."""
+        w = self.cfg.workload
+        return api.Load(kind=kind, output_tokens=max(w.output_tokens, 2),
+                        **api.prompt_mix(max(w.prompt_tokens, 1), self.state.prompt_spread), **fields)
+
     def _serve(self) -> "api.ServeReport | None":
         """Several users are clients of a server (continuous batching, a queue when it is full), not
         prompts arriving at the same instant: their TTFT and speed come from the serving model."""
@@ -521,8 +536,7 @@ class Session(QObject):
         if w.batch <= 1 or w.prompt_tokens < 1 or w.output_tokens < 2:
             return None
         try:
-            rep = api.serve(self.cat, self.cfg, api.Load(kind="closed", concurrency=float(w.batch),
-                                                          prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens))
+            rep = api.serve(self.cat, self.cfg, self.load(concurrency=float(w.batch)))
         except api.AdvisorError as exc:
             log.info("serving refused: %s", exc)
             return None
@@ -559,7 +573,7 @@ class Session(QObject):
     # ------------------------------------------------------------------ catalog
     def reload_catalog(self) -> None:
         """Re-read the catalog (after "this machine" was saved) and keep the inputs where possible."""
-        keys, targets = self.input_keys(), self.targets
+        keys, targets, spread = self.input_keys(), self.targets, self.state.prompt_spread
         self.cat = api.load_catalog()
         for imported in self.imported:  # this session's imports stay usable
             if imported.model.key not in self.cat.models:
@@ -569,7 +583,7 @@ class Session(QObject):
         except api.AdvisorError:
             cfg = self._default_config()
         self.compare = []
-        self.state = State(cfg, targets)
+        self.state = State(cfg, targets, spread)
         self._undo.clear()
         self._redo.clear()
         self._compute()
@@ -607,6 +621,13 @@ class Session(QObject):
         if technique:
             out["technique"] = technique
         return out
+
+
+def _spread(value: Any) -> float:
+    """A prompt spread (coefficient of variation) from a widget or a file, or an `api.AdvisorError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= float(value) <= 10:
+        raise api.AdvisorError(f"the prompt spread must be a number from 0 to 10, got {value!r}")
+    return float(value)
 
 
 def _read_import(source: str) -> "api.ImportedModel":

@@ -27,7 +27,7 @@ from advisor.data.userdata import write_atomic
 
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
-              "output", "depth", "memory_gb")
+              "output", "depth", "memory_gb", "prompt_spread")
 #: the what-if's fields (ui.session.TECHNIQUE_FIELDS); their values are checked by the core on loading
 TECHNIQUE_KEYS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
                   "gpu_layers", "offload_gb", "host_bandwidth_gb_s")
@@ -119,6 +119,9 @@ def read_all(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float],
     v = inputs.get("memory_gb")
     if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
         raise SizingFileError(f"{path.name}: inputs.memory_gb must be a size in GB such as 64, got {v!r}")
+    v = inputs.get("prompt_spread")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 10):
+        raise SizingFileError(f"{path.name}: inputs.prompt_spread must be a number from 0 to 10, got {v!r}")
     targets_raw = data.get("targets") or {}
     if not isinstance(targets_raw, dict):
         raise SizingFileError(f"{path.name}: 'targets' must be a mapping")

@@ -13,7 +13,7 @@ from ui.settings import Settings
 def test_save_then_open_round_trips(window, tmp_path, name):
     s = window.session
     s.set_inputs(hardware="h100 sxm", model="llama 3.1 70b", gpus=2, batch=16, prompt=2000, output=300,
-                 depth=1000, ttft_target_ms=800, tok_s_target=20)
+                 depth=1000, ttft_target_ms=800, tok_s_target=20, prompt_spread=1.25)
     saved = s.state
     path = tmp_path / name
     assert window.save_file(path)
@@ -27,7 +27,8 @@ def test_save_then_open_round_trips(window, tmp_path, name):
 
 @pytest.mark.parametrize("text", ["inputs: [unclosed", "just a string", "inputs: {hardware: rtx-4090}",
                                   "inputs: {hardware: rtx-4090, model: no-such-model-xyz}",
-                                  "inputs: {hardware: rtx-4090, model: llama-3.1-8b, batch: -3}"])
+                                  "inputs: {hardware: rtx-4090, model: llama-3.1-8b, batch: -3}",
+                                  "inputs: {hardware: rtx-4090, model: llama-3.1-8b, prompt_spread: 40}"])
 def test_a_bad_sizing_file_gives_a_message_and_keeps_the_inputs(window, tmp_path, text):
     path = tmp_path / "bad.yaml"
     path.write_text(text)

@@ -68,3 +68,29 @@ def api_duration(ms: float) -> str:
     from advisor.text.format import duration_ms
 
     return duration_ms(ms)
+
+
+def test_prompt_spread_is_an_undoable_input_that_lengthens_the_ttft_tail(window, qtbot):
+    s = window.session
+    window.show_view("serving")
+    view = window.serving
+    window.inputs.spin_batch.setValue(8)
+    window.inputs.spin_prompt.setValue(2000)
+    same = view.report
+    assert same.load.prompt_points == () and s.serving.load.prompt_points == ()
+    view.spread.setValue(1.5)
+    spread = view.report
+    # the mean prompt is the input's; a log-normal of CV 1.5 puts some prompts far past it
+    assert spread.load.prompt_tokens == 2000 and max(spread.load.prompt_points) > 4 * 2000
+    assert spread.ttft_p90_ms > same.ttft_p90_ms
+    # the cards' queue sees it too, and the summary says what the prompts span
+    assert s.serving.load.prompt_points == spread.load.prompt_points
+    assert "prompts" in view.summary.text() and "(" in view.summary.text()
+    # one undo step takes it back, and the box follows
+    s.undo()
+    assert s.state.prompt_spread == 0.0 and view.spread.value() == 0.0
+    assert view.report.load.prompt_points == ()
+    # out of range from elsewhere (a file, a script) is refused with a message, nothing changes
+    before = s.state
+    assert not s.set_inputs(prompt_spread=-1)
+    assert s.state == before and "prompt spread" in s.last_error

@@ -38,6 +38,13 @@ COLUMNS = [
 ]
 
 
+def _band(low: float, high: float, fmt) -> str:
+    """' (a–b)' in grey: the figure again at the profile's optimistic and pessimistic edges."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f" <span style='color:#888'>({fmt(low)}–{fmt(high)})</span>"
+
+
 class ServingView(LazyView):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
@@ -62,7 +69,16 @@ class ServingView(LazyView):
         self.rate.setValue(1.0)
         self.rate.setSuffix(" req/s")
         self.rate.setToolTip("Poisson arrivals: requests per second")
-        for w in (self.kind, self.think, self.rate):
+        self.spread = QDoubleSpinBox()
+        self.spread.setObjectName("prompt_spread")
+        self.spread.setRange(0.0, 10.0)
+        self.spread.setDecimals(2)
+        self.spread.setSingleStep(0.25)
+        self.spread.setPrefix("prompt spread ")
+        self.spread.setToolTip("How much prompt lengths vary around the prompt input: the coefficient of "
+                               "variation of a log-normal (0 = every prompt the same length; ~1 is typical "
+                               "of chat traces). A few long prompts set TTFT's tail and stall the queue.")
+        for w in (self.kind, self.think, self.rate, self.spread):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
@@ -116,6 +132,9 @@ class ServingView(LazyView):
         self.sweep: list[api.ServeReport] = []
         for w in (self.kind, self.think, self.rate):
             (w.currentIndexChanged if w is self.kind else w.valueChanged).connect(lambda *_: self.refresh())
+        # the spread is an input of the sizing (undoable, saved, seen by the result cards)
+        self.spread.valueChanged.connect(
+            lambda v: self.session.set_inputs(merge="prompt_spread", prompt_spread=float(v)))
         self._sync_enabled()
 
     def _sync_enabled(self) -> None:
@@ -124,21 +143,23 @@ class ServingView(LazyView):
         self.rate.setEnabled(not closed)
 
     def load(self) -> "api.Load":
-        """The load on screen: the users input as clients, or the rate."""
-        wl = self.session.cfg.workload
-        common = dict(prompt_tokens=max(wl.prompt_tokens, 1), output_tokens=max(wl.output_tokens, 2))
+        """The load on screen: the users input as clients, or the rate; prompts of the input's mean
+        length, spread as the session has it."""
         if self.kind.currentData() == "open":
-            return api.Load(kind="open", rate_rps=self.rate.value(), **common)
-        return api.Load(kind="closed", concurrency=float(wl.batch), think_s=self.think.value(), **common)
+            return self.session.load("open", rate_rps=self.rate.value())
+        return self.session.load(concurrency=float(self.session.cfg.workload.batch), think_s=self.think.value())
 
     def render(self) -> None:
         self._sync_enabled()
+        if self.spread.value() != self.session.state.prompt_spread:   # undo, open, reload
+            self.spread.blockSignals(True)
+            self.spread.setValue(self.session.state.prompt_spread)
+            self.spread.blockSignals(False)
         cat, cfg = self.session.cat, self.session.cfg
         try:
             load = self.load()
             self.report = api.serve(cat, cfg, load)
-            closed = api.Load(kind="closed", think_s=load.think_s, prompt_tokens=load.prompt_tokens,
-                              output_tokens=load.output_tokens)
+            closed = self.session.load(think_s=load.think_s)
             self.sweep = api.concurrency_sweep(cat, cfg, closed)
         except api.AdvisorError as exc:
             self.summary.setText(f"<span style='color:#d23c3c'>{exc}</span>")
@@ -157,8 +178,13 @@ class ServingView(LazyView):
         queue = "" if not r.queue else (" · <b>the queue grows without bound</b>" if math.isinf(r.queue)
                                          else f" · {num(r.queue)} waiting")
         notes = "".join(f"<br><span style='color:#888'>{n}</span>" for n in r.notes)
-        return (f"<b>{who}</b>: TTFT {duration_ms(r.ttft_ms)} (p90 {duration_ms(r.ttft_p90_ms)}) · "
-                f"{num(r.tok_s_per_user)} tok/s per user · {num(r.throughput_tok_s)} tok/s in all · "
+        if load.prompt_points:
+            who += f", prompts {num(min(load.prompt_points))}–{num(max(load.prompt_points))} tokens"
+        return (f"<b>{who}</b>: TTFT {duration_ms(r.ttft_ms)}{_band(r.ttft_low_ms, r.ttft_high_ms, duration_ms)} "
+                f"(p90 {duration_ms(r.ttft_p90_ms)}) · ITL {duration_ms(r.itl_ms)}"
+                f"{_band(r.itl_low_ms, r.itl_high_ms, duration_ms)} · "
+                f"{num(r.tok_s_per_user)} tok/s per user · {num(r.throughput_tok_s)} tok/s in all"
+                f"{_band(r.throughput_low_tok_s, r.throughput_high_tok_s, num)} · "
                 f"{num(r.running_batch)} of {num(r.capacity)} running{queue} · limited by <b>{r.bound}</b>"
                 f"<br>scheduler: up to {r.max_seqs:,} sequences, {r.chunk_tokens:,} tokens per step; the KV cache "
                 f"holds {num(r.kv_capacity)} sequences at this length{notes}")
