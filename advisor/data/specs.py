@@ -324,6 +324,15 @@ class Runtime:
     seq_overhead_us: float = _f("num", default=0.0, min=0, max=100_000)
     #: Fixed cost once per request before its first token, microseconds (a fitted profile overrides it)
     request_overhead_us: float = _f("num", default=0.0, min=0, max=1_000_000)
+    #: Extra fixed cost of a prompt (prefill) pass beyond a decode step's, microseconds per MoE layer
+    #: with plain attention and per MLA or linear-attention layer (`prefill_complex_layer_us`):
+    #: engines that replay decode steps from CUDA graphs run prompt passes eagerly, and these layers
+    #: launch many small kernels (routing, top-k, permutation, grouped products; latent down- and
+    #: up-projections, split RoPE, state updates) with host synchronisation between some. Fitted on
+    #: servers' lone-user TTFT (`benchmarks/serving.py --fit`); 0 where the engine has no such split
+    #: (llama.cpp, MLX) or its C++ runtime shows none (TensorRT-LLM's own TTFT tables)
+    prefill_moe_layer_us: float = _f("num", default=0.0, min=0, max=100_000)
+    prefill_complex_layer_us: float = _f("num", default=0.0, min=0, max=100_000)
     #: True: a tensor-parallel exchange costs one latency per GPU taking part, not one (each split
     #: product is launched on every GPU in turn and the main GPU waits on each, as llama.cpp's
     #: 2023 row split did)

@@ -298,7 +298,10 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     layers = np.array([cases[i].model.layers for i in rows], dtype=float)
     is_ttft = np.array([cases[i].metric == "ttft" for i in rows], dtype=float)
     fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
+    # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's
+    eager = np.nan_to_num(parts["prefill_pass_extra_s"][rows]) if "prefill_pass_extra_s" in parts else 0.0
     known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
+             + ub * eager
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:
         known = known + ub * p.step_overhead_us * 1e-6

@@ -66,6 +66,16 @@ class Geometry:
         full, sliding = self.kv_elems_per_token(1)
         return (full + sliding) * kv_bits / 8.0
 
+    @property
+    def eager_layers(self) -> tuple[int, int]:
+        """(MoE layers with plain attention, MLA or linear-attention layers): the layers whose prompt
+        pass launches many small kernels outside a captured graph (`Runtime.prefill_moe_layer_us`,
+        `prefill_complex_layer_us`). A dense layer with plain attention launches a handful of fused
+        kernels and counts in neither."""
+        complex_layers = self.linear_layers + (0 if self.kv_splits else self.full_layers + self.sliding_layers)
+        complex_moe = min(complex_layers, self.moe_layers) if self.experts else 0
+        return max(self.moe_layers - complex_moe, 0), complex_layers
+
     def kv_elems_per_token(self, tp: int = 1) -> tuple[float, float]:
         """KV elements per token per GPU for (full layers, sliding layers) under tensor parallel ``tp``."""
         per_layer = self.kv_elems_per_layer

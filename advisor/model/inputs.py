@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
                     "ddr_bandwidth_gb_s")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
-                   "allreduce_per_device")
+                   "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us")
 
 
 def hardware_columns(h: Hardware) -> dict:
@@ -51,7 +51,8 @@ def memory_tiers(h: Hardware) -> dict:
 def runtime_columns(r: Runtime) -> dict:
     return {"memory_fraction": r.memory_fraction, "memory_of_free": r.memory_fraction_of == "free",
             "reserve_gb": r.reserve_gb, "overhead_gb": r.overhead_gb, "workspace_tokens": float(r.workspace_tokens),
-            "allreduce_per_device": r.allreduce_per_device}
+            "allreduce_per_device": r.allreduce_per_device, "prefill_moe_layer_us": r.prefill_moe_layer_us,
+            "prefill_complex_layer_us": r.prefill_complex_layer_us}
 
 
 def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:

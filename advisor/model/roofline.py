@@ -95,6 +95,10 @@ class Inputs:
     #: dense peak at the attention products' dtype (16-bit, or FP8 where the KV cache is FP8 and the
     #: runtime's kernels compute in it: `advisor.model.inputs.attention_dtype`); None = peak_tflops
     attn_peak_tflops: Any = None
+    #: extra fixed cost per MoE layer and per MLA / linear-attention layer of a prompt pass over a
+    #: decode step's, µs (`Runtime.prefill_moe_layer_us`): eager launches where decode replays a graph
+    prefill_moe_layer_us: Any = 0.0
+    prefill_complex_layer_us: Any = 0.0
 
     def replace(self, **changes: Any) -> "Inputs":
         return replace(self, **changes)
@@ -155,6 +159,7 @@ class Result:
     prefill_transfer_s: Any = None
     prefill_compute_share: Any = None  # ideal compute time / ideal time: ≥ 0.5 = compute-bound
     prefill_compute_s: Any = None     # the linear and attention FLOPs at the attained compute rate
+    prefill_pass_extra_s: Any = None  # a prompt pass's extra fixed cost over a decode step's (eager launches)
     ttft_s: Any = None
     ttft_low_s: Any = None
     ttft_high_s: Any = None
@@ -230,6 +235,10 @@ class _Arrays:
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
         self.per_seq = _arr(e.seq_overhead_us, ft) * 1e-6
         self.per_request = _arr(e.request_overhead_us, ft) * 1e-6
+        # a prompt pass's extra launches: per MoE layer, and per MLA / linear-attention layer
+        moe_layers, complex_layers = g.eager_layers
+        self.eager = _arr(moe_layers * np.asarray(x.prefill_moe_layer_us, float)
+                          + complex_layers * np.asarray(x.prefill_complex_layer_us, float), ft) * 1e-6
         self.kv = _Kv(g, self, _arr(x.kv_bits, ft))
         # the techniques' inputs: None where they are at their defaults, so that the plain path
         # runs exactly the arithmetic it always did
@@ -454,7 +463,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     # per-configuration coefficients first, so that few operations run over configurations × batches
     w_gpu = w_bytes / tp
     lin_gpu, att_gpu, bytes_gpu = lin / tp, att / tp, ub * w_gpu
-    per_pass = w_gpu / (bw * eta_bw) + fixed
+    per_pass = w_gpu / (bw * eta_bw) + fixed + a.eager
     if a.tiered:
         per_pass = per_pass + w_gpu * a.w_tier / eta_bw
     apeak = a.attn_peak
@@ -487,7 +496,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         "prefill_expert_flops": lin_exp / tp,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
-        "prefill_compute_s": compute,
+        "prefill_compute_s": compute, "prefill_pass_extra_s": a.eager + 0 * tp,
     }
 
 

@@ -150,6 +150,9 @@ class StepCosts:
     #: the request's own setup before its first pass (latency, not server time: it is host work
     #: that overlaps other requests' steps)
     request_s: Any = 0.0
+    #: what a step that carries a prompt chunk costs beyond a decode step (the runtime's eager
+    #: launches of a prompt pass, `Runtime.prefill_moe_layer_us`): server time, paid once per such step
+    prompt_step_s: Any = 0.0
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     shape = np.broadcast(tau_p, K, S, kv_cap).shape
     step_table = _StepTable(costs.step_s, shape)
     request_s = np.asarray(costs.request_s, float)
+    extra = np.asarray(costs.prompt_step_s, float)
 
     # A decoding request's steps carry the prompts of the *other* requests: its own prompt was
     # computed before its first token. While one client's prompt runs, at most the other C − 1
@@ -235,7 +239,12 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     others = load.concurrency - 1.0 if load.kind == "closed" else math.inf
 
     def step(b, t_dec=None):
-        return (step_table.at(b) if t_dec is None else t_dec) + np.minimum(b, others) * P * tau_p / D
+        # each finishing request's prompt was computed in the steps of those still decoding: its
+        # tokens, and the steps that carried its chunks (their eager launches, at most every step)
+        mixed = np.minimum(b, others)
+        chunks = np.maximum(np.ceil(P / np.maximum(K - b, 1.0)), 1.0)
+        return ((step_table.at(b) if t_dec is None else t_dec) + mixed * P * tau_p / D
+                + extra * np.minimum(mixed * chunks / D, 1.0))
 
     # Arrivals at random moments (Poisson, or clients that think for a while) find the server busy
     # with other prompts and land in the middle of a step; clients with no think time return at the
@@ -250,7 +259,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         """The time the steps that carry each prompt length take: each decodes the running batch
         and computes a chunk (points × configurations)."""
         budget = np.maximum(K - b, 1.0)
-        return np.maximum(np.ceil(pts / budget), 1.0) * t_dec + pts * tau_p + request_s
+        return np.maximum(np.ceil(pts / budget), 1.0) * (t_dec + extra) + pts * tau_p + request_s
 
     def ttft_parts(b, tau, X, t_dec):
         budget = np.maximum(K - b, 1.0)
@@ -261,7 +270,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         # the share of time the server spends on prompts (their chunks' steps), as the utilisation
         # of a queue for the prompt budget (M/G/1: the wait grows with the service time's second
         # moment, so a few long prompts make everyone wait), plus half a step for arriving mid-step
-        util = np.clip(X * P * (tau_p + t_dec / budget), 0.0, PROMPT_BUDGET_UTIL_MAX)
+        util = np.clip(X * P * (tau_p + (t_dec + extra) / budget), 0.0, PROMPT_BUDGET_UTIL_MAX)
         second = (wts * s_i * s_i).sum(axis=0) / np.maximum(service, 1e-30)
         wait = second * util / (2.0 * (1.0 - util)) + 0.5 * tau
         return service, wait
@@ -279,7 +288,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         def prompt_util(b):
             t_dec = step_table.at(b)
             X = b / (D * step(b, t_dec))
-            return X * P * (tau_p + t_dec / np.maximum(K - b, 1.0))
+            return X * P * (tau_p + (t_dec + extra) / np.maximum(K - b, 1.0))
 
         u_max = PROMPT_BUDGET_UTIL_MAX if random_arrivals else 1.0
         over = prompt_util(b_hi) > u_max
@@ -328,7 +337,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         ttft_p90 = service + (wait + queue_wait) * math.log(10)
     t_comp, t_mem = _StepTable(costs.step_compute_s, shape).at(b), _StepTable(costs.step_memory_s, shape).at(b)
     mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
-    full_chunk_step = t_dec + np.maximum(K - b, 0.0) * tau_p
+    full_chunk_step = t_dec + extra + np.maximum(K - b, 0.0) * tau_p
     itl_p90 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P90, np.maximum(full_chunk_step, tau), tau)
     e2e = ttft + D * tau
     limit = np.where(b_hi < kv_or_seqs * (1 - 1e-9), "prefill-budget", np.where(kv_cap <= S, "kv-capacity", "max-seqs"))
@@ -374,9 +383,10 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens) -> StepCosts
     with np.errstate(divide="ignore", invalid="ignore"):
         kv_capacity = np.where(budget > 0, budget / np.maximum(seq_bytes * mean_len, 1e-30), 0.0)
     request_s = _first(r.request_s)
+    extra = 0.0 if r.prefill_pass_extra_s is None else _first(r.prefill_pass_extra_s)
     return StepCosts(step_s=step_s, step_compute_s=r.decode_compute_s, step_memory_s=r.decode_memory_s,
                      prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
-                     chunk_tokens=chunk_tokens, request_s=request_s)
+                     chunk_tokens=chunk_tokens, request_s=request_s, prompt_step_s=extra)
 
 
 def _first(a):
@@ -520,7 +530,7 @@ def scaled(costs: StepCosts, decode: float, prefill: float) -> StepCosts:
     f = lambda a, k: np.asarray(a, float) / k  # noqa: E731 - speed × k is time ÷ k
     return _replace(costs, step_s=f(costs.step_s, decode), step_compute_s=f(costs.step_compute_s, decode),
                     step_memory_s=f(costs.step_memory_s, decode), prompt_token_s=f(costs.prompt_token_s, prefill),
-                    request_s=f(costs.request_s, prefill))
+                    request_s=f(costs.request_s, prefill), prompt_step_s=f(costs.prompt_step_s, prefill))
 
 
 def band_of(costs: StepCosts, load: Load, eff) -> dict[str, float]:

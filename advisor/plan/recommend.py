@@ -964,6 +964,7 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
         kv_seq_bytes = sub(v.first_row("kv_seq_bytes"))
         kv_budget_gpu_bytes = sub(v.first_row("kv_budget_gpu_bytes"))
         request_s = sub(v.first_row("request_s"))
+        prefill_pass_extra_s = sub(v.first_row("prefill_pass_extra_s"))
 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged

@@ -96,8 +96,11 @@ def test_deepseek_r1_for_100_users_on_amd(cat):
     """DeepSeek-R1 for 100 users on AMD: 8 × MI300X in the native FP8 under SGLang or vLLM ROCm at
     TP8, never BF16 (an upcast), never 4 × MI300X (~690 GB of weights in 768 GB); on MI325X (CDNA3) no
     MXFP4 or NVFP4 DeepSeek (SGLang docs deepseek_v3.md; AMD ROCm blog "Supercharge DeepSeek-R1 … MI300X"
-    2025-03-21: one node serves up to 128 concurrent requests)."""
-    rec = _rec(cat, "DeepSeek-R1", users=100, ttft_ms=5000, tok_s=15, hardware=("mi300x", "mi325x"))
+    2025-03-21: one node serves up to 128 concurrent requests). The speed asked is what one node was
+    measured to give 100 users: ~73 ms between tokens, 13.6 tok/s each (SGLang cookbook, DeepSeek-V3.1
+    on 8 × MI300X, catalog/measured/serving.csv), so 10 tok/s each, not 15; weights of the 8-bit class
+    (at 4 bits, llama.cpp replicas of 2 × MI300X serve the same users on fewer GPUs)."""
+    rec = _rec(cat, "DeepSeek-R1", users=100, ttft_ms=5000, tok_s=10, hardware=("mi300x", "mi325x"), min_bits=8)
     mi300 = [c for c in rec.passing if c.hardware.key == "mi300x"]
     assert mi300 and min(c.total_gpus for c in mi300) == 8
     assert all(is_reference(c.quant, rec.requirements.model) or bits_class(c.quant) < 8 for c in mi300)

@@ -1,0 +1,148 @@
+"""Public measurements of servers under load (`catalog/measured/serving.csv`) as cases to predict:
+a configuration, a load, and the figure the source measured (TTFT, ITL, throughput …) with its
+statistic. The serving model is checked against them (``benchmarks/serving.py``); nothing here
+fits anything.
+
+A row maps to a case when its hardware, model, format and runtime resolve in the catalog and its
+mean prompt and output lengths are stated. Rows that cannot be expressed yet say why (`Skipped`):
+per-GPU figures of multi-node deployments, speculative decoding, lengths not stated.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.data.catalog import Catalog
+from advisor.data.errors import AdvisorError
+from advisor.model.config import Config, configure
+from advisor.model.serving import Load
+
+DATA = Path(__file__).resolve().parents[2] / "catalog" / "measured" / "serving.csv"
+
+#: names in the data that the catalog's forgiving look-up does not take as they are
+HARDWARE_ALIASES = {"A100 80G": "A100 80GB SXM4", "H100 80G": "H100 SXM5 80GB"}
+#: the data's format words to the catalog's formats
+QUANTS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp4": "mxfp4", "nvfp4": "nvfp4"}
+RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "tensorrt-llm"}
+#: the measured metric → (the ServeReport figure it is compared with, its unit)
+METRICS = {"ttft": "ttft", "itl": "itl", "tpot": "itl", "e2e_latency": "e2e",
+           "output_throughput": "throughput", "total_throughput": "total_throughput",
+           "request_throughput": "request_rate"}
+#: which figure a statistic of a latency is compared with; p99 tails are not predicted (their own
+#: table in the benchmark says how far off p90 is from them)
+LATENCY_STATS = {"mean": "mean", "median": "p50", "unstated": "mean", "p99": "p99"}
+SPECULATIVE = re.compile(r"eagle|mtp|nextn|spec", re.I)
+REQUESTS = re.compile(r"(\d[\d,]*) requests", re.I)
+
+
+@dataclass(frozen=True)
+class ServingCase:
+    """One measured figure of a server under load, with what to predict it from."""
+
+    source: str
+    cfg: Config
+    load: Load
+    metric: str           # ttft | itl | e2e | throughput | total_throughput | request_rate
+    stat: str             # mean | p50 | p99 (latencies); mean for throughputs
+    value: float          # ms for latencies, tok/s for throughputs, req/s for request rates
+    parallel: str         # as the source states it (TP8, TP8 EP8, TP8 dp-attention …)
+    runtime_version: str
+    row: dict = field(compare=False, repr=False)
+
+    @property
+    def generation(self) -> str:
+        """The hardware's vendor and family (NVIDIA Hopper, AMD CDNA3 …): the axis the goals are stated on."""
+        hw = self.cfg.hardware
+        return f"{hw.vendor} {hw.family}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.cfg.runtime.key} · {self.generation}"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    source: str
+    reason: str
+
+
+def _float(text: str) -> float | None:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return None
+    return v if v > 0 else None
+
+
+def _requests(notes: str) -> int | None:
+    """The number of requests sent at once in an offline run ("1000 requests, all at once")."""
+    m = REQUESTS.search(notes or "")
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def _gpus_and_split(row: dict) -> tuple[int, str]:
+    n = int(row["n_gpus"])
+    text = row["parallel"].upper()
+    pp = re.search(r"PP(\d+)", text)
+    return n, ("pp" if pp and int(pp.group(1)) > 1 else "tp")
+
+
+def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
+    src = row["source_id"]
+    if row["unit"] in ("tok/s/gpu", "tok/s/node"):
+        return Skipped(src, "a per-GPU or per-node figure of a multi-node deployment")
+    metric = METRICS.get(row["metric"])
+    if metric is None:
+        return Skipped(src, f"metric {row['metric']!r} is not predicted")
+    if SPECULATIVE.search(row["parallel"] or ""):
+        return Skipped(src, "speculative decoding")
+    runtime = RUNTIMES.get(row["runtime"])
+    if runtime is None:
+        return Skipped(src, f"runtime {row['runtime']!r} is not in the catalog")
+    prompt, output = _float(row["prompt_tokens"]), _float(row["output_tokens"])
+    if prompt is None or output is None:
+        return Skipped(src, "mean prompt or output length not stated")
+    value = _float(row["value"])
+    if value is None:
+        return Skipped(src, "no value")
+    stat = row["stat"]
+    if metric in ("ttft", "itl", "e2e"):
+        stat = LATENCY_STATS.get(stat)
+        if stat is None:
+            return Skipped(src, f"statistic {row['stat']!r}")
+    kind = row["load"]
+    if kind == "offline" and metric in ("ttft", "itl", "e2e"):
+        # every request sent at once: the latencies are the drain of one batch, not a steady state
+        return Skipped(src, "latency of an all-at-once (offline) run")
+    gpus, split = _gpus_and_split(row)
+    try:
+        cfg = configure(cat, hardware=HARDWARE_ALIASES.get(row["hardware"], row["hardware"]), model=row["model"],
+                        quant=QUANTS.get(row["quant"], row["quant"]), runtime=runtime, gpus=gpus,
+                        parallelism=split if gpus > 1 else None,
+                        kv_dtype=row["kv_dtype"] or None)
+        cfg.check(check_context=False)
+    except AdvisorError as exc:
+        return Skipped(src, f"not expressible: {str(exc).splitlines()[0]}")
+    lengths = dict(prompt_tokens=max(int(round(prompt)), 1), output_tokens=max(int(round(output)), 2))
+    if kind == "closed":
+        load = Load(kind="closed", concurrency=float(row["concurrency"] or 1), **lengths)
+    elif kind == "open":
+        load = Load(kind="open", rate_rps=float(row["rate_rps"]), **lengths)
+    else:
+        # all at once: as many clients as requests (the server runs what fits and queues the rest)
+        n = _requests(row["notes"])
+        load = Load(kind="closed", concurrency=float(n), **lengths) if n else Load(kind="offline", **lengths)
+    return ServingCase(src, cfg, load, metric, stat or "mean", value, row["parallel"], row["runtime_version"], row)
+
+
+def load_serving_cases(cat: Catalog, path: str | Path | None = None) -> tuple[list[ServingCase], list[Skipped]]:
+    with open(path or DATA, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    cases, skipped = [], []
+    for row in rows:
+        out = map_row(cat, row)
+        (cases if isinstance(out, ServingCase) else skipped).append(out)
+    return cases, skipped

@@ -1,0 +1,153 @@
+"""The serving terms the calibration rows cannot see, fitted on servers' own measurements
+(`catalog/measured/serving.csv`, read by `advisor.fit.serving_cases`).
+
+A prompt pass costs more than a decode step of the same weights beyond its FLOPs: vLLM and SGLang
+replay decode steps from CUDA graphs but run prompt passes eagerly, each layer's kernels launched
+from the host. One request alone on a server shows it plainly: its TTFT is the request set-up, one
+prompt pass and that pass's launches. A dense layer with plain attention is a handful of fused
+kernels; an MoE layer a dozen more (routing, top-k, token permutation, the grouped products, the
+un-permutation, some with host synchronisation), and MLA and linear-attention layers more again
+(latent down- and up-projections, norms, RoPE on a split head, the state update). So the fit has
+one cost per MoE layer and one per MLA / linear-attention layer (`Geometry.eager_layers`):
+
+    TTFT(one user) = predicted TTFT without the term + chunks × (MoE layers × a + complex layers × c)
+
+fitted by non-negative least squares on the relative error, per runtime, each source weighted
+once (1/√rows). A runtime whose rows have no complex layers takes c in the ratio c/a of all
+runtimes pooled; one with rows from fewer than `MIN_SOURCES` sources (vLLM, TensorRT-LLM today)
+takes the pooled fit: its engine also runs prompt passes outside the captured graphs, and one
+source is one machine and one build. Rows of models with neither kind of layer say nothing about the terms
+and are left out. The values go into `catalog/runtimes.yaml` (`prefill_moe_layer_us`,
+`prefill_complex_layer_us`) with the date of the data; `benchmarks/serving.py --fit` prints them
+and the error with each source left out of the fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from advisor.fit.serving_cases import ServingCase
+from advisor.model.geometry import geometry
+from advisor.model.serving import serve
+
+#: runtimes whose prompt passes run eagerly beside graph-captured decode steps
+EAGER_PROMPT_RUNTIMES = ("vllm", "sglang")
+#: the key of the fit over every runtime's rows together
+POOLED = "all runtimes"
+#: sources a runtime needs for terms of its own
+MIN_SOURCES = 3
+
+
+@dataclass(frozen=True)
+class EagerTerms:
+    """µs per MoE layer and per MLA / linear-attention layer of a prompt pass, per runtime."""
+
+    moe_us: float
+    complex_us: float
+    rows: int
+    sources: int
+
+
+def layer_counts(model) -> tuple[int, int]:
+    """(MoE layers with plain attention, MLA or linear-attention layers)."""
+    return geometry(model).eager_layers
+
+
+def floor_cases(cases: Sequence[ServingCase]) -> list[ServingCase]:
+    """One user alone on the server: TTFT at its median where the source gives it, else its mean."""
+    lone = [c for c in cases if c.metric == "ttft" and c.load.kind == "closed" and c.load.concurrency == 1
+            and c.stat in ("p50", "mean") and c.cfg.runtime.key in EAGER_PROMPT_RUNTIMES]
+    with_median = {(c.source, c.cfg, c.load) for c in lone if c.stat == "p50"}
+    return [c for c in lone if c.stat == "p50" or (c.source, c.cfg, c.load) not in with_median]
+
+
+def without_terms(cfg):
+    return cfg.replace(runtime=replace(cfg.runtime, prefill_moe_layer_us=0.0, prefill_complex_layer_us=0.0))
+
+
+def _design(cat, cases: Sequence[ServingCase]):
+    """Per case: (runtime, source, measured ms, predicted ms without the term, MoE layers, complex layers) with
+    the layer counts multiplied by the prompt's chunks (each chunk is a pass)."""
+    out = []
+    for c in cases:
+        rep = serve(cat, without_terms(c.cfg), c.load)
+        if not rep.fits:
+            continue
+        pred = rep.ttft_p50_ms if c.stat == "p50" else rep.ttft_ms
+        moe, cplx = layer_counts(c.cfg.model)
+        if moe + cplx == 0:
+            continue
+        chunks = max(math.ceil(c.load.new_prompt_tokens / max(rep.chunk_tokens - 1, 1)), 1)
+        out.append((c.cfg.runtime.key, c.source, c.value, pred, chunks * moe, chunks * cplx))
+    return out
+
+
+def _nnls2(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Non-negative least squares in two unknowns: the unconstrained solution, else the better of
+    the two one-variable fits with the other at zero."""
+    x, *_ = np.linalg.lstsq(A, b, rcond=None)
+    if np.all(x >= 0):
+        return x
+    best, best_err = np.zeros(2), float(np.sum(b * b))
+    for j in (0, 1):
+        col = A[:, j]
+        denom = float(col @ col)
+        if denom <= 0:
+            continue
+        v = max(float(col @ b) / denom, 0.0)
+        trial = np.zeros(2)
+        trial[j] = v
+        err = float(np.sum((A @ trial - b) ** 2))
+        if err < best_err:
+            best, best_err = trial, err
+    return best
+
+
+def fit_from_design(design) -> dict[str, EagerTerms]:
+    """The terms per runtime from `_design` rows (see the module's docstring)."""
+    def solve(rows, ratio=None):
+        counts = defaultdict(int)
+        for r in rows:
+            counts[r[1]] += 1
+        w = np.array([1.0 / math.sqrt(counts[r[1]]) for r in rows])
+        meas = np.array([r[2] for r in rows])
+        pred = np.array([r[3] for r in rows])
+        moe = np.array([r[4] for r in rows], float) * 1e-3 / meas   # µs → ms, relative to the measurement
+        cplx = np.array([r[5] for r in rows], float) * 1e-3 / meas
+        b = (1.0 - pred / meas) * w
+        if ratio is not None:  # one unknown: a, with c = ratio · a
+            col = (moe + ratio * cplx) * w
+            a = max(float(col @ b) / float(col @ col), 0.0) if float(col @ col) > 0 else 0.0
+            return np.array([a, ratio * a]), len(counts)
+        return _nnls2(np.column_stack([moe * w, cplx * w]), b), len(counts)
+
+    pooled, n_pooled = solve(design) if design else (np.zeros(2), 0)
+    ratio = float(pooled[1] / pooled[0]) if pooled[0] > 0 else 0.0
+    out = {POOLED: EagerTerms(round(float(pooled[0]), 1), round(float(pooled[1]), 1), len(design), n_pooled)}
+    by_rt = defaultdict(list)
+    for r in design:
+        by_rt[r[0]].append(r)
+    for rt, rows in by_rt.items():
+        has_complex = any(r[5] > 0 for r in rows) and any(r[4] > 0 for r in rows)
+        x, n_src = solve(rows, None if has_complex else ratio)
+        if n_src < MIN_SOURCES:
+            continue
+        out[rt] = EagerTerms(round(float(x[0]), 1), round(float(x[1]), 1), len(rows), n_src)
+    return out
+
+
+def fit_eager_terms(cat, cases: Sequence[ServingCase], leave_out: str | None = None) -> dict[str, EagerTerms]:
+    """The per-runtime terms from the lone-user TTFT rows (without source ``leave_out``)."""
+    return fit_from_design(_design(cat, [c for c in floor_cases(cases) if c.source != leave_out]))
+
+
+def with_terms(cfg, terms: dict[str, EagerTerms]):
+    """``cfg`` with its runtime's terms replaced by ``terms`` (a runtime not in them: none)."""
+    t = terms.get(cfg.runtime.key, terms.get(POOLED) if cfg.runtime.key in EAGER_PROMPT_RUNTIMES else None)
+    return cfg.replace(runtime=replace(cfg.runtime, prefill_moe_layer_us=t.moe_us if t else 0.0,
+                                       prefill_complex_layer_us=t.complex_us if t else 0.0))

@@ -1,0 +1,187 @@
+"""How right `serve` is under load: every mapped row of `catalog/measured/serving.csv` (public
+measurements of vLLM, SGLang and TensorRT-LLM servers, none of them in the calibration) against
+its prediction, per runtime × hardware generation, per source and per metric; with how often the
+printed band holds the measurement. Also long prompts (16k+ tokens, one request: `mlperf.csv`'s
+single-request rows) and MLPerf's published maxima against the prediction at capacity.
+
+The profiles are fitted on `calibration.csv` only, so every source here is held out by
+construction ("fit without the source, predict it").
+
+Error of a group = the median over its sources of each source's median absolute error (so a
+source with 200 rows counts once); bias = the median of predicted ÷ measured − 1 over the rows.
+
+`--fit` fits the prompt pass's eager launch costs per runtime (`advisor.fit.serving_fit`) on the
+lone-user TTFT rows, prints them, and compares the catalog's predictions with those made with each
+source's own rows left out of that fit.
+
+Run: python benchmarks/serving.py [--markdown] [--rows] [--fit]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from advisor.data.catalog import user_catalog  # noqa: E402
+from advisor.fit.serving_cases import ServingCase, load_serving_cases  # noqa: E402
+from advisor.fit.serving_fit import _design, fit_from_design, floor_cases, with_terms  # noqa: E402
+from advisor.model.serving import serve  # noqa: E402
+from advisor.text.format import table  # noqa: E402
+
+METRIC_GROUPS = {"ttft": "TTFT", "itl": "ITL", "e2e": "end to end", "throughput": "throughput",
+                 "total_throughput": "throughput", "request_rate": "throughput"}
+ORDER = ("TTFT", "ITL", "throughput", "end to end")
+
+
+def predicted(case: ServingCase, rep) -> tuple[float, float, float]:
+    """(prediction, band low, band high) of the case's figure, in its units."""
+    L = case.load
+    per_request = L.prompt_tokens + L.output_tokens
+    if case.metric == "ttft":
+        mid = {"mean": rep.ttft_ms, "p50": rep.ttft_p50_ms, "p99": rep.ttft_p90_ms}[case.stat]
+        k = mid / rep.ttft_ms if rep.ttft_ms > 0 else 1.0
+        return mid, rep.ttft_low_ms * k, rep.ttft_high_ms * k
+    if case.metric == "itl":
+        mid = rep.itl_p90_ms if case.stat == "p99" else rep.itl_ms
+        k = mid / rep.itl_ms if rep.itl_ms > 0 else 1.0
+        return mid, rep.itl_low_ms * k, rep.itl_high_ms * k
+    if case.metric == "e2e":
+        d = L.output_tokens - 1
+        return rep.e2e_ms, rep.ttft_low_ms + d * rep.itl_low_ms, rep.ttft_high_ms + d * rep.itl_high_ms
+    scale = {"throughput": 1.0, "total_throughput": per_request / L.output_tokens,
+             "request_rate": 1.0 / L.output_tokens}[case.metric]
+    return (rep.throughput_tok_s * scale, rep.throughput_low_tok_s * scale, rep.throughput_high_tok_s * scale)
+
+
+def run_key(case: ServingCase) -> tuple:
+    """One measured run (its throughput is printed three ways: output, total, requests/s)."""
+    where = re.search(r"line \d+", case.row.get("notes", ""))
+    return (case.source, case.cfg.keys().__repr__(), case.load, case.parallel,
+            where.group(0) if where else case.row.get("notes", "")[:80])
+
+
+def evaluate(cat, cases):
+    """[(case, prediction, low, high)] for every case that fits; one throughput row per run."""
+    reports, out, seen = {}, [], set()
+    for c in cases:
+        group = METRIC_GROUPS[c.metric]
+        if group == "throughput":
+            k = run_key(c)
+            if k in seen:
+                continue
+            seen.add(k)
+        key = (c.cfg, c.load)
+        if key not in reports:
+            try:
+                reports[key] = serve(cat, c.cfg, c.load)
+            except Exception as exc:  # noqa: BLE001 - a row the model refuses is reported, not fatal
+                reports[key] = exc
+        rep = reports[key]
+        if isinstance(rep, Exception) or not rep.fits:
+            continue
+        p, lo, hi = predicted(c, rep)
+        if math.isfinite(p) and p > 0:
+            out.append((c, p, lo, hi))
+    return out
+
+
+def held_out_terms(cat, cases, fmt):
+    """Prints the terms fitted on all sources, and returns the cases with each source's runtime
+    carrying the terms fitted without that source."""
+    from dataclasses import replace
+
+    design = _design(cat, floor_cases(cases))
+    terms = fit_from_design(design)
+    print("eager prompt-pass terms fitted on every source (µs per layer; copy into catalog/runtimes.yaml)\n")
+    print(fmt(["runtime", "MoE layer µs", "MLA / linear layer µs", "rows", "sources"],
+              [[k, t.moe_us, t.complex_us, t.rows, t.sources] for k, t in sorted(terms.items())]))
+    print()
+    sources = sorted({c.source for c in cases})
+    held = {s: fit_from_design([r for r in design if r[1] != s]) for s in sources}
+    print("held out: each source predicted with the terms fitted without it\n")
+    return [replace(c, cfg=with_terms(c.cfg, held[c.source])) for c in cases]
+
+
+def summarise(rows):
+    """rows: [(case, pred, lo, hi)] → (n, sources, median over sources of median |err|, bias, in band)."""
+    per_source = defaultdict(list)
+    for c, p, lo, hi in rows:
+        per_source[c.source].append(abs(p / c.value - 1))
+    src_err = [statistics.median(v) for v in per_source.values()]
+    bias = statistics.median(p / c.value - 1 for c, p, _, _ in rows)
+    inside = sum(1 for c, p, lo, hi in rows if min(lo, hi) <= c.value <= max(lo, hi)) / len(rows)
+    return len(rows), len(per_source), statistics.median(src_err), bias, inside
+
+
+def fmt_row(label, rows):
+    n, s, err, bias, inside = summarise(rows)
+    return [label, n, s, f"{100 * err:.0f} %", f"{100 * bias:+.0f} %", f"{100 * inside:.0f} %"]
+
+
+def markdown(headers, rows) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--rows", action="store_true", help="print every compared row")
+    ap.add_argument("--fit", action="store_true", help="fit the eager prompt-pass terms, with each source held out")
+    args = ap.parse_args()
+    fmt = markdown if args.markdown else table
+    cat = user_catalog()
+    t0 = time.perf_counter()
+    cases, skipped = load_serving_cases(cat, args.data)
+    if args.fit:
+        cases = held_out_terms(cat, cases, fmt)
+    rows = evaluate(cat, cases)
+    seconds = time.perf_counter() - t0
+    reasons = defaultdict(int)
+    for s in skipped:
+        reasons[s.reason] += 1
+    print(f"{len(rows)} measured figures compared ({len(cases)} rows mapped, {len(skipped)} not: "
+          + "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])) + f") in {seconds:.1f} s\n")
+    headers = ["group", "rows", "sources", "median abs err", "bias", "in band"]
+    by_metric = defaultdict(list)
+    for r in rows:
+        by_metric[METRIC_GROUPS[r[0].metric]].append(r)
+    print("all sources (each held out of the calibration)\n")
+    print(fmt(headers, [fmt_row(m, by_metric[m]) for m in ORDER if by_metric[m]]))
+    for m in ORDER:
+        if not by_metric[m]:
+            continue
+        stats = defaultdict(list)
+        for r in by_metric[m]:
+            stats[r[0].label].append(r)
+        print(f"\n{m} by runtime × hardware generation\n")
+        print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
+    for m in ORDER:
+        if not by_metric[m]:
+            continue
+        stats = defaultdict(list)
+        for r in by_metric[m]:
+            stats[r[0].source].append(r)
+        print(f"\n{m} by source\n")
+        print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
+    if args.rows:
+        print()
+        print(fmt(["source", "model", "hardware", "runtime", "load", "metric", "measured", "predicted", "band"],
+                  [[c.source, c.cfg.model.key, f"{c.cfg.gpus}x {c.cfg.hardware.key}", c.cfg.runtime.key,
+                    f"{c.load.kind} {c.load.concurrency if c.load.kind == 'closed' else c.load.rate_rps:g} "
+                    f"{c.load.prompt_tokens}/{c.load.output_tokens}", f"{c.metric} {c.stat}", f"{c.value:.4g}",
+                    f"{p:.4g}", f"{lo:.3g}–{hi:.3g}"] for c, p, lo, hi in rows]))
+
+
+if __name__ == "__main__":
+    main()

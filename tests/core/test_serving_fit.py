@@ -1,0 +1,133 @@
+"""Servers' own measurements as cases (`advisor.fit.serving_cases`) and the prompt pass's eager
+launch costs fitted on them (`advisor.fit.serving_fit`), and what those costs do to predictions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor import api
+from advisor.fit.serving_cases import ServingCase, Skipped, load_serving_cases, map_row
+from advisor.fit.serving_fit import (POOLED, EagerTerms, fit_eager_terms, fit_from_design, floor_cases,
+                                     with_terms, without_terms)
+from advisor.model.geometry import geometry
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return api.load_catalog()
+
+
+@pytest.fixture(scope="module")
+def cases(cat):
+    return load_serving_cases(cat)
+
+
+def row(**kw):
+    base = dict(source_id="s", hardware="H100 SXM", n_gpus="1", model="Qwen3-8B", quant="bf16", kv_dtype="",
+                runtime="vllm", runtime_version="", parallel="TP1", load="closed", concurrency="4", rate_rps="",
+                prompt_tokens="233.4", output_tokens="221", length_dist="sharegpt", metric="ttft", stat="median",
+                value="27.3", unit="ms", source_url="", date="", notes="")
+    base.update(kw)
+    return base
+
+
+def test_rows_map_to_a_configuration_and_a_load(cat):
+    c = map_row(cat, row())
+    assert isinstance(c, ServingCase)
+    assert c.cfg.model.key == "qwen3-8b" and c.cfg.hardware.key == "h100-sxm5-80gb" and c.cfg.runtime.key == "vllm"
+    assert c.load.kind == "closed" and c.load.concurrency == 4 and c.load.prompt_tokens == 233
+    assert (c.metric, c.stat, c.value) == ("ttft", "p50", 27.3)
+    # all at once: as many clients as the notes say requests were sent, and only its throughput
+    off = map_row(cat, row(load="offline", concurrency="", metric="output_throughput", stat="mean", value="3000",
+                           unit="tok/s", notes="vllm bench serve, ShareGPT dataset, 1000 requests, all at once."))
+    assert off.load.kind == "closed" and off.load.concurrency == 1000 and off.metric == "throughput"
+    for kw, why in ((dict(load="offline", concurrency=""), "all-at-once"),
+                    (dict(parallel="TP1 + EAGLE3 spec decode"), "speculative"),
+                    (dict(prompt_tokens=""), "length not stated"),
+                    (dict(unit="tok/s/gpu", metric="output_throughput"), "multi-node"),
+                    (dict(runtime="other"), "not in the catalog"),
+                    (dict(model="no-such-model-xyz"), "not expressible")):
+        out = map_row(cat, row(**kw))
+        assert isinstance(out, Skipped) and why in out.reason, (kw, out)
+
+
+def test_the_shipped_data_maps_and_says_why_not(cases):
+    mapped, skipped = cases
+    assert len(mapped) > 1000 and {c.cfg.runtime.key for c in mapped} == {"vllm", "sglang", "tensorrt-llm"}
+    assert {c.generation for c in mapped} >= {"NVIDIA nvidia-hopper", "NVIDIA nvidia-blackwell", "AMD amd-cdna3"}
+    assert all(s.reason for s in skipped)
+
+
+def test_eager_layers_are_moe_and_mla_or_linear_attention(cat):
+    assert geometry(cat.model_named("llama-3.1-70b")).eager_layers == (0, 0)
+    assert geometry(cat.model_named("qwen3-235b-a22b")).eager_layers == (94, 0)
+    moe, cplx = geometry(cat.model_named("deepseek-r1")).eager_layers
+    assert (moe, cplx) == (0, 61)                        # every layer is MLA (three of them dense)
+    moe, cplx = geometry(cat.model_named("qwen3-next-80b-a3b")).eager_layers
+    assert cplx == 36 and moe == 12                      # linear-attention layers; the rest MoE
+
+
+def test_the_fit_recovers_known_terms_and_pools_for_thin_runtimes():
+    a, c = 700.0, 2100.0
+    design = []
+    for i, (moe, cplx) in enumerate([(94, 0), (0, 61), (36, 0), (12, 36), (48, 0), (0, 47)]):
+        pred = 20.0 + i
+        meas = pred + (moe * a + cplx * c) * 1e-3
+        design.append(("sglang", f"src{i}", meas, pred, moe, cplx))
+    design.append(("vllm", "v0", 30.0 + 48 * a * 1e-3, 30.0, 48, 0))   # one source: pooled
+    terms = fit_from_design(design)
+    assert math.isclose(terms["sglang"].moe_us, a, rel_tol=1e-6)
+    assert math.isclose(terms["sglang"].complex_us, c, rel_tol=1e-6)
+    assert "vllm" not in terms and math.isclose(terms[POOLED].moe_us, a, rel_tol=1e-6)
+
+
+def test_with_terms_falls_back_to_the_pooled_fit_and_spares_other_engines(cat):
+    terms = {POOLED: EagerTerms(500.0, 1500.0, 10, 5), "sglang": EagerTerms(700.0, 2100.0, 9, 4)}
+    for rt, expect in (("sglang", (700.0, 2100.0)), ("vllm", (500.0, 1500.0)), ("tensorrt-llm", (0.0, 0.0)),
+                       ("llama.cpp", (0.0, 0.0))):
+        cfg = api.configure(cat, hardware="H100 SXM5 80GB", model="qwen3-30b-a3b", runtime=rt)
+        r = with_terms(cfg, terms).runtime
+        assert (r.prefill_moe_layer_us, r.prefill_complex_layer_us) == expect, rt
+
+
+def test_a_lone_users_ttft_carries_one_eager_pass_per_chunk(cat):
+    """DeepSeek-R1 on 8 × B200 under SGLang, one user: the shipped terms add 61 MLA layers' launches
+    to the prompt pass; a dense model's TTFT carries none."""
+    load = api.Load(kind="closed", concurrency=1, prompt_tokens=600, output_tokens=400)
+    cfg = api.configure(cat, hardware="B200", model="DeepSeek-R1", runtime="sglang", quant="fp8", gpus=8)
+    with_t, without = api.serve(cat, cfg, load), api.serve(cat, without_terms(cfg), load)
+    rt = cfg.runtime
+    assert rt.prefill_complex_layer_us > 0
+    assert math.isclose(with_t.ttft_ms - without.ttft_ms, 61 * rt.prefill_complex_layer_us * 1e-3, rel_tol=1e-6)
+    # the single-stream prediction carries the same pass
+    p1 = api.predict(cat, cfg.replace(workload=api.Workload(batch=1, prompt_tokens=600, output_tokens=400)))
+    p0 = api.predict(cat, without_terms(cfg).replace(workload=api.Workload(batch=1, prompt_tokens=600,
+                                                                            output_tokens=400)))
+    assert math.isclose(p1.ttft_ms - p0.ttft_ms, 61 * rt.prefill_complex_layer_us * 1e-3, rel_tol=1e-6)
+    dense = api.configure(cat, hardware="H100 SXM5 80GB", model="llama-3.1-8b", runtime="sglang")
+    assert api.serve(cat, dense, load).ttft_ms == api.serve(cat, without_terms(dense), load).ttft_ms
+
+
+def test_shipped_terms_are_the_fit_on_the_shipped_data(cat, cases):
+    """runtimes.yaml holds what `benchmarks/serving.py --fit` prints on catalog/measured/serving.csv
+    (within 10 %: a recalibration of the profiles moves the base it is fitted over a little)."""
+    terms = fit_eager_terms(cat, cases[0])
+    for rt in ("sglang", "vllm"):
+        fitted = terms.get(rt, terms[POOLED])
+        shipped = cat.runtimes[rt]
+        assert math.isclose(shipped.prefill_moe_layer_us, fitted.moe_us, rel_tol=0.10), rt
+        assert math.isclose(shipped.prefill_complex_layer_us, fitted.complex_us, rel_tol=0.10), rt
+    # and with terms the lone-user TTFT rows are predicted much better than without
+    lone = floor_cases(cases[0])
+    err = {True: [], False: []}
+    for c in lone:
+        if sum(geometry(c.cfg.model).eager_layers) == 0:
+            continue
+        for on in (True, False):
+            rep = api.serve(cat, c.cfg if on else without_terms(c.cfg), c.load)
+            pred = rep.ttft_p50_ms if c.stat == "p50" else rep.ttft_ms
+            err[on].append(abs(math.log(pred / c.value)))
+    import statistics
+    assert statistics.median(err[True]) < 0.5 * statistics.median(err[False])
