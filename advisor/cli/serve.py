@@ -18,7 +18,7 @@ from advisor.text.format import duration_ms, json_text, num, table
 
 EXIT_OK, EXIT_UNMET = 0, 1
 SERVE_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "parallel", "prompt", "output", "concurrency",
-                    "rate"]
+                    "rate", "requests"]
 SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_low_ms", "ttft_high_ms", "ttft_p90_ms", "itl_ms", "itl_low_ms", "itl_high_ms",
                      "itl_p90_ms", "e2e_ms", "throughput_tok_s", "throughput_low_tok_s", "throughput_high_tok_s",
                      "request_rate_rps", "running_batch", "bound", "error"]
@@ -38,7 +38,8 @@ def _fraction(name: str, text: Any, default: float = 0.0) -> float:
 
 
 def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=False, think_s=None,
-              prefix_hit=None, max_seqs=None, chunk_tokens=None, prompt_spread=None, lengths=None) -> Load:
+              prefix_hit=None, max_seqs=None, chunk_tokens=None, prompt_spread=None, lengths=None,
+              requests=None) -> Load:
     """A `Load` from what the user typed; exactly one of concurrency, rate or offline. The prompt
     lengths may be a distribution: ``prompt_spread`` (a coefficient of variation around --prompt) or a
     trace file ``lengths`` (its mean prompt and output are the load's)."""
@@ -75,7 +76,10 @@ def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=
     elif rate_text:
         load = Load(kind="open", rate_rps=_fraction("rate", rate_text), **common)
     else:
-        load = Load(kind="closed", concurrency=float(whole_number("concurrency", concurrency, 1)), **common)
+        load = Load(kind="closed", concurrency=float(whole_number("concurrency", concurrency, 1)),
+                    requests=whole_number("requests", requests, 0) or None, **common)
+    if requests not in (None, "") and load.kind != "closed":
+        raise AdvisorError("--requests is a benchmark run of a closed loop: give it with --concurrency")
     load.check()
     return load
 
@@ -83,7 +87,9 @@ def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=
 def _load_text(load: Load) -> str:
     if load.kind == "closed":
         think = f", {num(load.think_s)} s think time" if load.think_s else ""
-        return f"{load.concurrency:g} concurrent client{'s' if load.concurrency != 1 else ''} (closed loop{think})"
+        run = f", a run of {load.requests:,} requests (the first wave of all clients at once included)" \
+            if load.requests else ""
+        return f"{load.concurrency:g} concurrent client{'s' if load.concurrency != 1 else ''} (closed loop{think}{run})"
     if load.kind == "open":
         return f"{num(load.rate_rps)} requests/s (Poisson arrivals)"
     return "everything queued at once (offline, maximum throughput)"
@@ -195,7 +201,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      prompt_spread=args.prompt_spread, lengths=args.lengths,
-                     chunk_tokens=args.chunk_tokens)
+                     chunk_tokens=args.chunk_tokens, requests=args.requests)
     if args.disaggregate or args.prefill_instances or args.decode_instances or getattr(args, "prefill_gpus", None):
         return _disaggregated(cat, cfg, load, args)
     if args.sweep:
@@ -224,7 +230,8 @@ def _serve_cases(cat: Catalog, args: argparse.Namespace) -> int:
                         parallelism=cells.get("parallel") or None, memory_gb=cells.get("memory_gb") or None)
         load = load_from(prompt=cells.get("prompt"), output=cells.get("output"),
                          concurrency=cells.get("concurrency") or None, rate=cells.get("rate") or None,
-                         think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"))
+                         think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"),
+                         requests=cells.get("requests") or None)
         rep = serve(cat, cfg, load)
         d = rep.to_dict()
         for c in SERVE_CSV_OUTPUTS[:-1]:
@@ -244,6 +251,9 @@ def register(sub) -> None:
     p.add_argument("--rate", help="open loop: Poisson arrivals, requests per second ('inf' = offline)")
     p.add_argument("--offline", action="store_true", help="everything queued at once: the maximum throughput")
     p.add_argument("--think-s", dest="think_s", help="closed loop: seconds between a response and the next request")
+    p.add_argument("--requests", help="closed loop: a benchmark run of this many requests (vllm bench serve "
+                                      "--num-prompts), whose clients all start at once: that first wave's TTFT "
+                                      "is in the figures (default: the steady state alone)")
     p.add_argument("--prefix-hit", dest="prefix_hit", help="fraction of each prompt served from the prefix cache")
     p.add_argument("--prompt-spread", dest="prompt_spread",
                    help="prompts vary in length: their coefficient of variation around --prompt (log-normal; e.g. 1.0)")

@@ -331,4 +331,12 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
 
 
 def load_cases(cat: Catalog, path: str | Path | None = None) -> tuple[list[Case], list[Unmapped]]:
-    return map_rows(cat, read_rows(path or DEFAULT_DATA))
+    """The rows of ``path`` (default: the shipped calibration data) as cases; with the shipped data
+    also the decode steps servers were measured at (`advisor.fit.serving_cases.decode_cases`:
+    lone or lightly loaded vLLM and SGLang servers' inter-token latency)."""
+    cases, unmapped = map_rows(cat, read_rows(path or DEFAULT_DATA))
+    if Path(path or DEFAULT_DATA).resolve() == DEFAULT_DATA.resolve():
+        from advisor.fit.serving_cases import decode_cases, load_serving_cases
+
+        cases += decode_cases(load_serving_cases(cat)[0])
+    return cases, unmapped

@@ -128,7 +128,9 @@ def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
         return Skipped(src, f"not expressible: {str(exc).splitlines()[0]}")
     lengths = dict(prompt_tokens=max(int(round(prompt)), 1), output_tokens=max(int(round(output)), 2))
     if kind == "closed":
-        load = Load(kind="closed", concurrency=float(row["concurrency"] or 1), **lengths)
+        # a benchmark run of N requests: its first wave is in the figures (`Load.requests`)
+        n, conc = _requests(row["notes"]), float(row["concurrency"] or 1)
+        load = Load(kind="closed", concurrency=conc, requests=n if n and n >= conc else None, **lengths)
     elif kind == "open":
         load = Load(kind="open", rate_rps=float(row["rate_rps"]), **lengths)
     else:
@@ -142,7 +144,52 @@ def load_serving_cases(cat: Catalog, path: str | Path | None = None) -> tuple[li
     with open(path or DATA, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     cases, skipped = [], []
-    for row in rows:
+    for line, row in enumerate(rows, start=2):
+        row["_line"] = str(line)
         out = map_row(cat, row)
         (cases if isinstance(out, ServingCase) else skipped).append(out)
     return cases, skipped
+
+
+#: a loaded server's ITL is its decode step when the other clients' prompts hardly touch the steps:
+#: at most this many prompt tokens per step on average (C·P/D) …
+DECODE_PROMPT_TOKENS_PER_STEP = 16
+#: … and at most this share of steps carrying a prompt (C/D): each such step is an eager pass
+DECODE_PROMPT_STEP_SHARE = 0.01
+#: the preferred figure of a run's decode step, first first
+_DECODE_PREFERENCE = (("itl", "mean"), ("tpot", "mean"), ("itl", "p50"), ("tpot", "p50"))
+
+
+def decode_cases(cases: list[ServingCase]):
+    """Servers' inter-token latency as decode measurements for the calibration (`Case`, metric
+    ``decode``, per-sequence tok/s = 1000 / ITL at batch = the clients): closed loops of one client,
+    or of a few whose prompts put at most `DECODE_PROMPT_TOKENS_PER_STEP` tokens and a
+    `DECODE_PROMPT_STEP_SHARE` of prompt-carrying steps into the decode steps. One row per run (its
+    ITL mean, else TPOT mean, else a median), labelled with its source."""
+    from advisor.fit.measurements import Case
+    from advisor.model.roofline import Workload
+
+    best: dict[tuple, tuple[int, ServingCase]] = {}
+    for c in cases:
+        L = c.load
+        if c.metric != "itl" or L.kind != "closed" or L.think_s:
+            continue
+        C, P, D = L.concurrency, L.prompt_tokens, L.output_tokens
+        if not (C == 1 or (C * P / D <= DECODE_PROMPT_TOKENS_PER_STEP and C / D <= DECODE_PROMPT_STEP_SHARE)):
+            continue
+        rank = _DECODE_PREFERENCE.index((c.row["metric"], c.stat)) if (c.row["metric"], c.stat) in _DECODE_PREFERENCE \
+            else None
+        if rank is None:
+            continue
+        key = (c.source, c.cfg, L, c.parallel, c.row.get("notes", "")[:60])
+        if key not in best or rank < best[key][0]:
+            best[key] = (rank, c)
+    out = []
+    for _, c in best.values():
+        cfg, L = c.cfg, c.load
+        out.append(Case(int(c.row.get("_line", 0)), cfg.hardware, cfg.model, cfg.quant, cfg.kv_dtype, cfg.runtime,
+                        cfg.gpus, Workload(batch=int(L.concurrency), prompt_tokens=L.prompt_tokens,
+                                           output_tokens=L.output_tokens),
+                        "decode", 1e3 / c.value, c.source,
+                        f"serving.csv: {c.row['metric']} {c.stat} {c.value:g} ms at {L.concurrency:g} clients"))
+    return out

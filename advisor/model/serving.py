@@ -69,6 +69,10 @@ class Load:
     #: ``prompt_tokens`` long. ``prompt_tokens`` stays the mean, which the steady state uses.
     prompt_points: tuple[float, ...] = ()
     prompt_weights: tuple[float, ...] = ()
+    #: a closed loop measured over a finite run (``vllm bench serve --num-prompts N
+    #: --max-concurrency C``, SGLang's bench_serving): every client sends its first request at
+    #: once, and that first wave's prompts queue behind each other. None = the steady state alone.
+    requests: int | None = None
 
     def check(self) -> None:
         if self.kind not in LOAD_KINDS:
@@ -81,6 +85,11 @@ class Load:
             raise AdvisorError(f"think time must be between 0 and 1e6 s, got {self.think_s:g}")
         if self.prompt_tokens < 1 or self.output_tokens < 2:
             raise AdvisorError("serving needs a prompt of at least 1 token and an output of at least 2")
+        if self.requests is not None and (isinstance(self.requests, bool) or not isinstance(self.requests, (int, np.integer))
+                                          or not 1 <= self.requests <= 100_000_000):
+            raise AdvisorError(f"requests must be a whole number from 1 to 1e8, got {self.requests!r}")
+        if self.requests is not None and self.kind != "closed":
+            raise AdvisorError("a run of a number of requests is a closed loop of clients (--concurrency)")
         if not (0 <= self.prefix_hit < 1):
             raise AdvisorError(f"prefix hit must be a fraction in [0, 1), got {self.prefix_hit:g}")
         for name, v in (("max sequences", self.max_seqs), ("chunk tokens", self.chunk_tokens)):
@@ -335,6 +344,9 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     else:
         ttft_p50 = service + (wait + queue_wait) * math.log(2)
         ttft_p90 = service + (wait + queue_wait) * math.log(10)
+    if load.requests and load.kind == "closed":
+        ttft, ttft_p50, ttft_p90 = _with_first_wave(load, costs, step_table, K, cap, tau_p, extra, request_s,
+                                                    ttft, ttft_p50, ttft_p90)
     t_comp, t_mem = _StepTable(costs.step_compute_s, shape).at(b), _StepTable(costs.step_memory_s, shape).at(b)
     mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
     full_chunk_step = t_dec + extra + np.maximum(K - b, 0.0) * tau_p
@@ -347,6 +359,33 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         ttft_ms=ttft * 1e3, ttft_p50_ms=ttft_p50 * 1e3, ttft_p90_ms=ttft_p90 * 1e3, itl_ms=tau * 1e3,
         itl_p90_ms=itl_p90 * 1e3, e2e_ms=e2e * 1e3, throughput_tok_s=X * load.output_tokens, request_rate_rps=X,
         running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated)
+
+
+def _with_first_wave(load: Load, costs: StepCosts, step_table, K, cap, tau_p, extra, request_s,
+                     ttft, ttft_p50, ttft_p90):
+    """TTFT over a finite run of ``load.requests`` requests from ``load.concurrency`` clients that
+    all send their first request at once: that first wave (C of N requests) computes its prompts
+    first come first served, a budget of K tokens per step, so the i-th of them waits ceil(i·P/K)
+    such steps (their decode grows as the wave's prompts finish: the step at half the wave). The
+    rest of the run is the steady state. Mean: the two blended by count; p50 and p90: the wave fills
+    the top C/N of the distribution, its TTFTs spread evenly from the first step to the last."""
+    C = float(min(load.concurrency, load.requests))
+    share = C / float(load.requests)
+    P = load.new_prompt_tokens
+    admitted = np.minimum(C, cap)          # past the cache's capacity the rest wait a whole cycle: the queue
+    per_step = np.minimum(K, admitted * P) * tau_p + step_table.at(np.maximum(admitted / 2.0, 1.0)) + extra
+    steps_last = np.maximum(np.ceil(admitted * P / K), 1.0)
+    first, last = per_step + request_s, steps_last * per_step + request_s
+    wave_mean = 0.5 * (first + last)
+    mean = (1.0 - share) * ttft + share * wave_mean
+
+    def quantile(q, steady):
+        # the q-quantile lies in the wave when the wave is more than the top (1 − q) of requests
+        inside = share > 1.0 - q
+        at = np.clip((q - (1.0 - share)) / max(share, 1e-12), 0.0, 1.0)
+        return np.where(inside, np.maximum(steady, first + at * (last - first)), steady)
+
+    return mean, quantile(0.5, ttft_p50), quantile(0.9, ttft_p90)
 
 
 def _mixture_quantile(s_i, w_i, mean_wait, p: float, iterations: int = 48):

@@ -161,8 +161,8 @@ COSTS_SYN = synthetic_costs()                          # capacity 64 sequences (
 
 def analytic(costs, load):
     s = serving.solve(costs, load)
-    return {k: float(np.asarray(getattr(s, k))) for k in ("ttft_ms", "itl_ms", "throughput_tok_s", "running_batch",
-                                                          "request_rate_rps")} | {
+    keys = ("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "itl_ms", "throughput_tok_s", "running_batch", "request_rate_rps")
+    return {k: float(np.asarray(getattr(s, k))) for k in keys} | {
         "saturated": bool(np.asarray(s.saturated)), "bound": str(np.asarray(s.bound))}
 
 
@@ -449,3 +449,27 @@ def test_serve_and_recommend_take_a_length_trace(tmp_path, capsys):
     assert main(["recommend", "--model", "llama 3.1 8b", "--users", "20", "--lengths", str(trace), "--hardware",
                  "h100 sxm", "--ttft-ms", "500", "--json", "--top", "3"]) in (0, 1)
     assert json.loads(capsys.readouterr().out)["prompt_tokens"] > 1000
+
+
+def test_a_benchmark_runs_first_wave_is_in_its_ttft():
+    """A run of N requests from C clients that all start at once (vllm bench serve --num-prompts N
+    --max-concurrency C): the first wave's C prompts queue behind each other, K tokens a step, so the
+    run's mean TTFT is above the steady state's and its tail is the wave; one client's run is its
+    steady state; the median moves only once the wave is half the run."""
+    steady = analytic(COSTS_SYN, Load(kind="closed", concurrency=40, prompt_tokens=1000, output_tokens=200))
+    run = analytic(COSTS_SYN, Load(kind="closed", concurrency=40, prompt_tokens=1000, output_tokens=200,
+                                   requests=200))
+    assert run["ttft_ms"] > steady["ttft_ms"] and run["ttft_p90_ms"] > steady["ttft_p90_ms"]
+    assert run["ttft_p50_ms"] == steady["ttft_p50_ms"]                 # the wave is 20 % of the run
+    # the wave: 40 prompts of 1000 tokens through a 2048-token budget, ~20 steps; its last waits ~20×
+    wave = analytic(COSTS_SYN, Load(kind="closed", concurrency=40, prompt_tokens=1000, output_tokens=200,
+                                    requests=40))
+    assert wave["ttft_p90_ms"] > 10 * steady["ttft_p50_ms"]
+    assert run["throughput_tok_s"] == steady["throughput_tok_s"] and run["itl_ms"] == steady["itl_ms"]
+    one = dict(kind="closed", concurrency=1, prompt_tokens=1000, output_tokens=200)
+    assert math.isclose(analytic(COSTS_SYN, Load(**one, requests=10))["ttft_ms"],
+                        analytic(COSTS_SYN, Load(**one))["ttft_ms"], rel_tol=0.02)
+    for bad in (dict(kind="open", rate_rps=1.0, requests=10), dict(kind="closed", requests=0),
+                dict(kind="closed", requests=2.5)):
+        with pytest.raises(AdvisorError):
+            Load(**bad).check()
