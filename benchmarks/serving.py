@@ -148,6 +148,45 @@ def fmt_row(label, rows):
     return [label, n, s, f"{100 * err:.0f} %", f"{100 * bias:+.0f} %", f"{100 * inside:.0f} %"]
 
 
+LONG_PROMPT_HARDWARE = {"NVIDIA H200": "H200 SXM 141GB", "NVIDIA B200": "B200", "NVIDIA H100": "H100 SXM5 80GB"}
+LONG_PROMPT_RUNTIME = (("tensorrt", "tensorrt-llm"), ("vllm", "vllm"), ("sglang", "sglang"))
+
+
+def long_prompts(cat):
+    """[(label, measured s, predicted s, band, why not)] for mlperf.csv's single-request long-prompt rows:
+    TTFT (or a prefill time) of one request of 10k–130k tokens."""
+    import csv
+
+    from advisor.data.catalog import CATALOG_DIR
+    from advisor.model.config import configure
+    from advisor.model.predict import predict
+    from advisor.model.roofline import Workload
+
+    out = []
+    with open(CATALOG_DIR / "measured" / "mlperf.csv", newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["scenario"] == "single-request-long-prompt"]
+    for r in rows:
+        notes = r["notes"]
+        m = re.search(r"ISL=(\d+)k", notes) or re.search(r"prompt length ([\d,]+) tokens", notes)
+        prompt = int(m.group(1).replace(",", "")) * (1000 if "ISL=" in m.group(0) else 1)
+        o = re.search(r"OSL=(\d+)|output (\d+) tokens", notes)
+        output = int(next(g for g in o.groups() if g)) if o else 2
+        value_s = float(r["value"]) / (1e3 if r["unit"] == "ms" else 1.0)
+        label = f"{r['benchmark']} · {r['system']} · {prompt:,} tokens"
+        runtime = next((k for w, k in LONG_PROMPT_RUNTIME if w in r["software"].lower()), None)
+        try:
+            if int(r["n_accelerators"]) > 8:
+                raise ValueError(f"{r['n_accelerators']} GPUs in one NVLink domain (multi-node: issue 31)")
+            cfg = configure(cat, hardware=LONG_PROMPT_HARDWARE.get(r["accelerator"], r["accelerator"]),
+                            model=r["benchmark"].replace("-Instruct-2507", "").replace("-Instruct", ""),
+                            runtime=runtime, quant="bf16", gpus=int(r["n_accelerators"]))
+            p = predict(cat, cfg.replace(workload=Workload(batch=1, prompt_tokens=prompt, output_tokens=max(output, 2))))
+            out.append((label, value_s, p.ttft_ms / 1e3, (p.ttft_low_ms / 1e3, p.ttft_high_ms / 1e3), ""))
+        except Exception as exc:  # noqa: BLE001 - a row we cannot express is listed with why
+            out.append((label, value_s, math.nan, (math.nan, math.nan), str(exc).splitlines()[0]))
+    return out
+
+
 def markdown(headers, rows) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -210,6 +249,12 @@ def main() -> None:
             stats[r[0].source].append(r)
         print(f"\n{m} by source\n")
         print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
+    print("\nlong prompts: one request of 10k-130k tokens (mlperf.csv's single-request rows; predict's TTFT)\n")
+    print(fmt(["row", "measured", "predicted", "band", "error", "not predicted because"],
+              [[label, f"{v:.3g} s", f"{p:.3g} s" if math.isfinite(p) else "–",
+                f"{lo:.3g}–{hi:.3g} s" if math.isfinite(lo) else "–",
+                f"{100 * (p / v - 1):+.0f} %" if math.isfinite(p) else "–", why]
+               for label, v, p, (lo, hi), why in long_prompts(cat)]))
     if args.rows:
         print()
         print(fmt(["source", "model", "hardware", "runtime", "load", "metric", "measured", "predicted", "band"],
