@@ -37,7 +37,13 @@ from advisor.text.format import table  # noqa: E402
 
 METRIC_GROUPS = {"ttft": "TTFT", "itl": "ITL", "e2e": "end to end", "throughput": "throughput",
                  "total_throughput": "throughput", "request_rate": "throughput"}
-ORDER = ("TTFT", "ITL", "throughput", "end to end")
+ORDER = ("TTFT", "ITL", "throughput", "end to end", "throughput, all at once")
+
+
+def group_of(case) -> str:
+    """The metric's group; all-at-once throughput apart (`is_burst`)."""
+    g = METRIC_GROUPS[case.metric]
+    return f"{g}, all at once" if g == "throughput" and is_burst(case) else g
 
 
 def predicted(case: ServingCase, rep) -> tuple[float, float, float]:
@@ -219,20 +225,12 @@ def main() -> None:
     headers = ["group", "rows", "sources", "median abs err", "bias", "in band"]
     by_metric = defaultdict(list)
     for r in rows:
-        by_metric[METRIC_GROUPS[r[0].metric]].append(r)
+        by_metric[group_of(r[0])].append(r)
     print(f"all sources: {mode}\n")
     print(fmt(headers, [fmt_row(m, by_metric[m]) for m in ORDER if by_metric[m]]))
     # all at once (N requests sent together) is a batch job, not a steady state: its throughput is
     # the makespan's, which the longest outputs set (ShareGPT's tail), and the data does not state
-    # the output lengths' spread; reported apart
-    print("\nsteady loads (closed loop of clients, or Poisson arrivals) and bursts (all requests at once) apart\n")
-    split = []
-    for m in ORDER:
-        for kind, keep in (("steady", lambda c: not is_burst(c)), ("burst", is_burst)):
-            sel = [r for r in by_metric[m] if keep(r[0])]
-            if sel:
-                split.append(fmt_row(f"{m}, {kind}", sel))
-    print(fmt(headers, split))
+    # the output lengths' spread; so it is its own group
     for m in ORDER:
         if not by_metric[m]:
             continue
