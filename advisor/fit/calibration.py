@@ -251,7 +251,7 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
         return max(c.measured / 1e3 - parts["ttft_s"][i], 0.05 * c.measured / 1e3) / steps
 
     t = np.array([step_time(i) for i in rows])
-    layers = np.array([cases[i].model.layers for i in rows], dtype=float)
+    layers = np.array([geometry(cases[i].model).fixed_layers for i in rows], dtype=float)
     A = np.column_stack([parts["dec_mem_ideal_s"][rows], layers * 1e-6, np.full(rows.size, 1e-6),
                          parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6]) / t[:, None]
     rhs = 1.0 - parts["dec_comm_bw_s"][rows] / t
@@ -295,7 +295,7 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     t = np.array([cases[i].workload.prompt_tokens * cases[i].workload.batch / cases[i].measured
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
-    layers = np.array([cases[i].model.layers for i in rows], dtype=float)
+    layers = np.array([geometry(cases[i].model).fixed_layers for i in rows], dtype=float)
     is_ttft = np.array([cases[i].metric == "ttft" for i in rows], dtype=float)
     fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
     # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's

@@ -231,7 +231,7 @@ class _Arrays:
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
         # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
-        self.fixed = g.layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
+        self.fixed = g.fixed_layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
         self.per_seq = _arr(e.seq_overhead_us, ft) * 1e-6
         self.per_request = _arr(e.request_overhead_us, ft) * 1e-6

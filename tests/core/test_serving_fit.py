@@ -131,3 +131,23 @@ def test_shipped_terms_are_the_fit_on_the_shipped_data(cat, cases):
             err[on].append(abs(math.log(pred / c.value)))
     import statistics
     assert statistics.median(err[True]) < 0.5 * statistics.median(err[False])
+
+
+def test_moe_and_mla_layers_weigh_more_in_the_fixed_cost(cat):
+    """A layer's fixed per-pass cost in plain layers' worth: MoE 2, MLA or linear attention 3
+    (`DECODE_MOE_LAYER_WEIGHT`, `DECODE_COMPLEX_LAYER_WEIGHT`), so a DeepSeek step pays 183 layers'
+    overhead where a dense 80-layer model pays 80; the decode step grows by exactly that."""
+    from advisor.model import geometry as geo
+
+    assert geometry(cat.model_named("llama-3.1-70b")).fixed_layers == 80
+    assert geometry(cat.model_named("qwen3-235b-a22b")).fixed_layers == 94 * (1 + geo.DECODE_MOE_LAYER_WEIGHT)
+    assert geometry(cat.model_named("deepseek-r1")).fixed_layers == 61 * (1 + geo.DECODE_COMPLEX_LAYER_WEIGHT)
+    cfg = api.configure(cat, hardware="B200", model="DeepSeek-R1", runtime="sglang", quant="fp8", gpus=8)
+    from advisor.model.efficiency import efficiency_for
+    from advisor.model.predict import evaluate_config
+
+    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
+    base = evaluate_config(cfg, eff.replace(layer_overhead_us=0.0), batch=1, prompt=100, depth=0, output=100)
+    more = evaluate_config(cfg, eff.replace(layer_overhead_us=10.0), batch=1, prompt=100, depth=0, output=100)
+    step = 1 / float(more.decode_tok_s) - 1 / float(base.decode_tok_s)
+    assert math.isclose(step, 183 * 10e-6, rel_tol=1e-6)
