@@ -343,7 +343,10 @@ def _figures_table(p: Prediction, s: ServeReport | None, eff, users: int) -> Tab
         lo, hi = _tok_band(tok, eff)
         rows.append(("decode tok/s per user under load", num(tok), f"{num(lo)} – {num(hi)}",
                      f"one token every {duration_ms(s.itl_ms)} (p90 {duration_ms(s.itl_p90_ms)})"))
-        rows.append(("output tok/s, all users", num(s.throughput_tok_s), "", f"{num(s.request_rate_rps)} requests/s"))
+        thr_band = (f"{num(s.throughput_low_tok_s)} – {num(s.throughput_high_tok_s)}"
+                    if math.isfinite(s.throughput_low_tok_s) and math.isfinite(s.throughput_high_tok_s) else "")
+        rows.append(("output tok/s, all users", num(s.throughput_tok_s), thr_band,
+                     f"{num(s.request_rate_rps)} requests/s"))
         rows.append(("running sequences", num(s.running_batch), "",
                      f"capacity {num(s.capacity)}, queue {num(s.queue)}; {s.bound}-bound"))
     if p.prompt_tokens:

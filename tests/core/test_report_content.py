@@ -108,3 +108,15 @@ def test_the_report_prints_verdicts_that_agree_with_the_bands(rec_report):
     assert "pessimistic edge" in r.answer
     if first.cost_usd and first.rent_usd_month:
         assert "breaks even" in r.answer
+
+
+def test_the_figures_under_load_carry_the_servers_bands(cat):
+    """The report's throughput under load has the band `serve` solves at the profile's edges."""
+    cfg = api.configure(cat, hardware="h100 sxm", model="llama 3.1 70b", quant="fp8", gpus=2, batch=16,
+                        prompt=2048, output=512)
+    r = api.report_from_config(cat, cfg, ttft_ms=1000, tok_s=20)
+    s = r.serving
+    row = next(row for row in r.figures.rows if row[0] == "output tok/s, all users")
+    assert row[1] == num(s.throughput_tok_s)
+    assert row[2] == f"{num(s.throughput_low_tok_s)} – {num(s.throughput_high_tok_s)}"
+    assert s.throughput_low_tok_s < s.throughput_tok_s < s.throughput_high_tok_s
