@@ -473,3 +473,32 @@ def test_a_benchmark_runs_first_wave_is_in_its_ttft():
                 dict(kind="closed", requests=2.5)):
         with pytest.raises(AdvisorError):
             Load(**bad).check()
+
+
+def test_serve_requests_on_the_command_line(capsys, tmp_path):
+    """`serve --requests N` predicts a benchmark run (its first wave in TTFT), says so, and is refused
+    without a closed loop; `--cases` takes a `requests` column."""
+    import csv
+    import json
+
+    from advisor.cli.main import main
+
+    base = ["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 8b", "--prompt", "3000", "--output", "300",
+            "--concurrency", "64", "--json"]
+    assert main(base) == 0
+    steady = json.loads(capsys.readouterr().out)
+    assert main(base + ["--requests", "320"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["load"]["requests"] == 320 and steady["load"]["requests"] is None
+    assert run["ttft_ms"] > steady["ttft_ms"] and run["ttft_p90_ms"] > steady["ttft_p90_ms"]
+    assert run["throughput_tok_s"] == steady["throughput_tok_s"]
+    assert main(base[:-1] + ["--requests", "320"]) == 0
+    assert "a run of 320 requests" in capsys.readouterr().out
+    assert main(["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 8b", "--rate", "2", "--requests", "9"]) == 2
+    assert "closed loop" in capsys.readouterr().err
+    cases = tmp_path / "in.csv"
+    cases.write_text("hardware,model,prompt,output,concurrency,requests\nH100 SXM,llama 3.1 8b,3000,300,64,320\n"
+                     "H100 SXM,llama 3.1 8b,3000,300,64,\n")
+    assert main(["serve", "--cases", str(cases), "--out", str(tmp_path / "out.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "out.csv").open()))
+    assert float(rows[0]["ttft_ms"]) > float(rows[1]["ttft_ms"])
