@@ -14,15 +14,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.data.catalog import user_catalog  # noqa: E402
-from advisor.text.format import table  # noqa: E402
+from advisor.text.format import markdown_table as markdown, table  # noqa: E402
 from advisor.fit.measurements import load_cases  # noqa: E402
 from advisor.fit.validation import family_label, holdout, validate  # noqa: E402
-
-
-def markdown(headers, rows) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 def main() -> None:

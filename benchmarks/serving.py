@@ -33,10 +33,13 @@ from advisor.data.catalog import user_catalog  # noqa: E402
 from advisor.fit.serving_cases import ServingCase, load_serving_cases  # noqa: E402
 from advisor.fit.serving_fit import _design, fit_from_design, floor_cases, with_terms  # noqa: E402
 from advisor.model.serving import serve  # noqa: E402
-from advisor.text.format import table  # noqa: E402
+from advisor.text.format import markdown_table as markdown, table  # noqa: E402
 
 METRIC_GROUPS = {"ttft": "TTFT", "itl": "ITL", "e2e": "end to end", "throughput": "throughput",
                  "total_throughput": "throughput", "request_rate": "throughput"}
+#: all at once (N requests sent together) is a batch job, not a steady state: its throughput is the
+#: makespan's, which the longest outputs set (ShareGPT's tail), and the data does not state the
+#: output lengths' spread; so it is its own group
 ORDER = ("TTFT", "ITL", "throughput", "end to end", "throughput, all at once")
 
 
@@ -193,12 +196,6 @@ def long_prompts(cat):
     return out
 
 
-def markdown(headers, rows) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data")
@@ -228,25 +225,14 @@ def main() -> None:
         by_metric[group_of(r[0])].append(r)
     print(f"all sources: {mode}\n")
     print(fmt(headers, [fmt_row(m, by_metric[m]) for m in ORDER if by_metric[m]]))
-    # all at once (N requests sent together) is a batch job, not a steady state: its throughput is
-    # the makespan's, which the longest outputs set (ShareGPT's tail), and the data does not state
-    # the output lengths' spread; so it is its own group
-    for m in ORDER:
-        if not by_metric[m]:
-            continue
-        stats = defaultdict(list)
-        for r in by_metric[m]:
-            stats[r[0].label].append(r)
-        print(f"\n{m} by runtime × hardware generation\n")
-        print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
-    for m in ORDER:
-        if not by_metric[m]:
-            continue
-        stats = defaultdict(list)
-        for r in by_metric[m]:
-            stats[r[0].source].append(r)
-        print(f"\n{m} by source\n")
-        print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
+    for title, key in (("runtime × hardware generation", lambda c: c.label), ("source", lambda c: c.source)):
+        for m in ORDER:
+            stats = defaultdict(list)
+            for r in by_metric[m]:
+                stats[key(r[0])].append(r)
+            if stats:
+                print(f"\n{m} by {title}\n")
+                print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
     print("\nlong prompts: one request of 10k-130k tokens (mlperf.csv's single-request rows; predict's TTFT)\n")
     print(fmt(["row", "measured", "predicted", "band", "error", "not predicted because"],
               [[label, f"{v:.3g} s", f"{p:.3g} s" if math.isfinite(p) else "–",

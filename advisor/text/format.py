@@ -56,6 +56,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     return "\n".join(lines)
 
 
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """The same rows as a Markdown table (the benchmarks' --markdown, pasted into the README)."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
 def json_text(obj: Any) -> str:
     """Indented JSON with non-finite floats as null (JSON has no NaN or infinity)."""
     def clean(v: Any) -> Any:
