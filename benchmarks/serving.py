@@ -196,6 +196,56 @@ def long_prompts(cat):
     return out
 
 
+AIC_DIR = Path(__file__).resolve().parent / "aiconfigurator"
+
+
+def _aic_key(source, model, gpu, gpus, parallel, backend, quant, isl, osl, conc, metric, stat, value) -> tuple:
+    return (source, model, gpu, int(gpus), parallel, backend, quant, int(isl), int(osl), int(float(conc)), metric, stat,
+            round(float(value), 6))
+
+
+def versus_aiconfigurator(rows):
+    """[(metric, rows, sources, ours, theirs)] on the rows both predict: NVIDIA closed loops that
+    aiconfigurator 0.12 estimated (`aiconfigurator/`: its inputs, outputs and how it was run), p99
+    rows left out (it gives one figure per metric)."""
+    import csv
+
+    with open(AIC_DIR / "cases.csv", newline="") as f:
+        cases = {r["case_id"]: r for r in csv.DictReader(f)}
+    with open(AIC_DIR / "predictions-0.12.0.csv", newline="") as f:
+        preds = {r["case_id"]: r for r in csv.DictReader(f) if r["status"] == "ok"}
+    theirs = {}
+    for cid, p in preds.items():
+        c = cases[cid]
+        key = _aic_key(c["source"], c["model"], c["gpu"], c["n_gpus"], c["parallel"], c["backend"], c["quant"],
+                       c["isl"], c["osl"], c["concurrency"], c["metric"], c["stat"], c["measured"])
+        isl, osl = float(c["isl"]), float(c["osl"])
+        thr = float(p["aic_throughput_tok_s"])
+        theirs[key] = {"ttft": float(p["aic_ttft_ms"]), "itl": float(p["aic_tpot_ms"]), "tpot": float(p["aic_tpot_ms"]),
+                       "output_throughput": thr, "total_throughput": thr * (isl + osl) / osl,
+                       "request_throughput": thr / osl}[c["metric"]]
+    pairs = defaultdict(list)
+    for c, ours, _, _ in rows:
+        r = c.row
+        if r["stat"] == "p99":
+            continue
+        key = _aic_key(c.source, r["model"], c.cfg.hardware.key, c.cfg.gpus, c.parallel, c.cfg.runtime.key, r["quant"],
+                       c.load.prompt_tokens, c.load.output_tokens, c.load.concurrency, r["metric"], r["stat"], c.value)
+        if key in theirs:
+            pairs[group_of(c)].append((c, ours, theirs[key]))
+    out = []
+    for m in ORDER:
+        if not pairs[m]:
+            continue
+        def err(i):
+            per = defaultdict(list)
+            for c, *preds in pairs[m]:
+                per[c.source].append(abs(preds[i] / c.value - 1))
+            return statistics.median(statistics.median(v) for v in per.values())
+        out.append((m, len(pairs[m]), len({c.source for c, _, _ in pairs[m]}), err(0), err(1)))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data")
@@ -233,6 +283,10 @@ def main() -> None:
             if stats:
                 print(f"\n{m} by {title}\n")
                 print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
+    print("\nagainst aiconfigurator 0.12 (NVIDIA's per-kernel simulator, its aggregated estimate) on the NVIDIA"
+          " closed-loop rows it can estimate, each side's median over sources of each source's median error\n")
+    print(fmt(["metric", "rows", "sources", "advisor (held out)", "aiconfigurator 0.12"],
+              [[m, n, s_, f"{100 * a:.0f} %", f"{100 * b:.0f} %"] for m, n, s_, a, b in versus_aiconfigurator(rows)]))
     print("\nlong prompts: one request of 10k-130k tokens (mlperf.csv's single-request rows; predict's TTFT)\n")
     print(fmt(["row", "measured", "predicted", "band", "error", "not predicted because"],
               [[label, f"{v:.3g} s", f"{p:.3g} s" if math.isfinite(p) else "–",
