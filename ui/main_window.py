@@ -567,6 +567,18 @@ class MainWindow(QMainWindow):
         tab = st.get("window/tab")
         if 0 <= tab < self.tabs.count():
             self.tabs.setCurrentIndex(tab)
+        try:
+            self._restore_session(st)
+        except Exception as exc:  # noqa: BLE001 - a stored value of any shape must not stop the app
+            log.warning("stored inputs dropped: %r", exc)
+            st.set("session/inputs", {})
+            st.notices.append(f"the last inputs were unreadable ({exc.__class__.__name__}) and were dropped; "
+                              "starting from the defaults")
+            self.session.new()
+            self.session.clear_history()
+
+    def _restore_session(self, st) -> None:
+        """The last session's imports, inputs and what-if, from the settings."""
         inputs = st.get("session/inputs")
         imported = inputs.get("imported") if isinstance(inputs.get("imported"), dict) else {}
         for key, source in imported.items():

@@ -260,6 +260,10 @@ class Session(QObject):
 
     def load_keys(self, keys: dict[str, Any], targets: dict[str, Any] | None = None) -> bool:
         """Inputs from a saved sizing (catalog keys or names, and numbers); False + `sig_error` if bad."""
+        if not isinstance(keys, dict):
+            return self._refuse(f"the inputs must be a mapping of names to values, got {type(keys).__name__}")
+        if targets is not None and not isinstance(targets, dict):
+            return self._refuse(f"the targets must be a mapping (ttft_ms, tok_s), got {type(targets).__name__}")
         try:
             cfg = self.configure_keys(keys)
             spread = _spread(keys.get("prompt_spread") or 0.0)

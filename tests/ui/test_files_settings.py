@@ -93,3 +93,42 @@ def test_foreign_inputs_in_settings_fall_back(make_window, settings_path):
     w = make_window()
     assert w.session.cfg.hardware.key == "rtx-4090"
     assert any("could not be restored" in n for n in w.settings.notices)
+
+
+@pytest.mark.parametrize("value", [
+    {"inputs": "rtx-4090"}, {"inputs": ["a"]}, {"inputs": {"hardware": 5, "model": []}},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b", "batch": "lots"}},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b"}, "targets": "fast"},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b"}, "targets": {"ttft_ms": "x"}},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b"}, "technique": "spec"},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b"}, "technique": {"draft": 5}},
+    {"imported": ["x"]}, {"imported": {"m": 5}}, {"imported": {"m": "/no/such/file.gguf"}},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b", "prompt_spread": "wide"}},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b", "memory_gb": "big"}},
+])
+def test_stored_inputs_of_any_shape_never_stop_the_app(make_window, settings_path, value):
+    """Issue 30 (1): a stored `session/inputs` of the wrong shape used to raise at every start."""
+    st = Settings(settings_path)
+    st.set("session/inputs", value)
+    st.sync()
+    w = make_window()
+    assert w.session.prediction is not None and w.session.cfg.hardware.key == "rtx-4090"
+
+
+def test_an_unexpected_failure_while_restoring_drops_the_inputs_once(make_window, settings_path, monkeypatch):
+    """Whatever goes wrong restoring the last inputs, the app starts from the defaults, says so, and
+    forgets the value, so the next start is clean."""
+    st = Settings(settings_path)
+    st.set("session/inputs", {"inputs": {"hardware": "h100 sxm", "model": "llama-3.1-8b"}})
+    st.sync()
+    from ui.session import Session
+
+    def boom(*_a, **_k):
+        raise RuntimeError("simulated")
+
+    monkeypatch.setattr(Session, "load_keys", boom)
+    w = make_window()
+    assert w.session.prediction is not None and w.session.cfg.hardware.key == "rtx-4090"
+    assert any("dropped" in n for n in w.settings.notices)
+    assert w.settings.get("session/inputs") == {}
+    assert not w.session.can_undo()
