@@ -76,6 +76,13 @@ def _check_target(path) -> Path:
     p = Path(os.path.expanduser(str(path)))
     if p.is_dir():
         raise ReportError(f"{p} is a folder; give a file name such as {p / 'report.pdf'}")
+    from advisor.data.errors import AdvisorError
+    from advisor.data.userdata import output_target
+
+    try:
+        p = output_target(p)   # a link written through; a device, pipe or socket refused
+    except AdvisorError as exc:
+        raise ReportError(str(exc)) from None
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise ReportError(f"cannot write the report to {p}: folder {folder} does not exist")

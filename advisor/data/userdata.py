@@ -35,9 +35,23 @@ def user_data_dir() -> Path:
     return Path(base) / APP_NAME
 
 
+def output_target(path) -> Path:
+    """Where a file the user named (`-o`, `--out`, Save as) is written: a symbolic link is written
+    through (the file it points to is replaced, the link stays); anything but a regular file or a
+    new name (a device such as /dev/full, a folder, a pipe, a socket) is refused with `AdvisorError`,
+    since renaming a new file over it would replace the device node or swallow the folder."""
+    p = Path(os.path.expanduser(str(path)))
+    real = Path(os.path.realpath(p)) if p.is_symlink() else p
+    if real.exists() and not real.is_file():
+        kind = "a folder" if real.is_dir() else "not a regular file (a device, pipe or socket)"
+        raise AdvisorError(f"cannot write {p}: it is {kind}; give the path of a file")
+    return real
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically; raise `AdvisorError` with a clear reason on failure."""
-    path = Path(path)
+    """Write ``text`` to ``path`` atomically; raise `AdvisorError` with a clear reason on failure.
+    ``path`` follows `output_target`'s rules (links written through, devices and folders refused)."""
+    path = output_target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -81,3 +81,45 @@ def test_path_under_a_file_gives_a_clear_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(AdvisorError, match="cannot write"):
         write_atomic(blocker / "sub" / "x.yaml", "data")
+
+
+def test_a_link_is_written_through_and_kept(tmp_path):
+    """Issue 30 (4): `-o` on a symbolic link replaces the file it points to; the link stays a link."""
+    real = tmp_path / "real.csv"
+    real.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    write_atomic(link, "new\n")
+    assert link.is_symlink() and real.read_text() == "new\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_devices_pipes_and_folders_are_refused_untouched(tmp_path, kind):
+    """Renaming a new file over a device node (`report -o /dev/full` as root), a pipe or a folder
+    would replace it: each is refused in one line and left as it was; a link to one too."""
+    target = tmp_path / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    for path in (target, tmp_path / "via-link"):
+        if path.name == "via-link":
+            path.symlink_to(target)
+        with pytest.raises(AdvisorError, match="give the path of a file"):
+            write_atomic(path, "x")
+    assert (target.is_fifo() if kind == "fifo" else target.is_dir())
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_cli_refuses_a_device_as_its_output(tmp_path, capsys):
+    """`serve --cases … --out PIPE` and `report -o PIPE`: exit 2, one line, the pipe untouched."""
+    from advisor.cli.main import main
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    cases = tmp_path / "in.csv"
+    cases.write_text("hardware,model,prompt,output,concurrency\nH100 SXM,llama 3.1 8b,1000,200,4\n")
+    assert main(["serve", "--cases", str(cases), "--out", str(pipe)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a regular file" in err[0]
+    assert pipe.is_fifo()

@@ -132,6 +132,24 @@ def test_unwritable_path_fails_cleanly(tmp_path, qapp):
     assert sorted(os.listdir(tmp_path)) == ["locked"]
 
 
+def test_report_to_a_device_is_refused_and_to_a_link_written_through(tmp_path, qapp):
+    """Issue 30 (4): `report -o /dev/full` as root turned the device into a PDF. A pipe (a device
+    node stands for the same case without root) is refused and kept; a link keeps pointing at its
+    file, which becomes the PDF."""
+    from advisor.cli.main import main
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    assert main(["report", "--model", "llama 3.1 8b", "--hardware", "rtx 4090", "-o", str(pipe)]) == 2
+    assert pipe.is_fifo()
+    real, link = tmp_path / "real.pdf", tmp_path / "link.pdf"
+    real.write_bytes(b"old")
+    link.symlink_to(real)
+    assert main(["report", "--model", "llama 3.1 8b", "--hardware", "rtx 4090", "-o", str(link)]) == 0
+    assert link.is_symlink() and real.read_bytes().startswith(b"%PDF-")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.pdf", "pipe", "real.pdf"]
+
+
 def test_export_report_in_the_background(tmp_path, qtbot):
     from types import SimpleNamespace
 
