@@ -53,7 +53,7 @@ __all__ = [
     "SpeculativeCurve", "offload_curve", "OffloadCurve", "attention_variant", "expected_tokens",
     "ImportedModel", "import_model", "is_import_source", "add_imported", "catalog_with_imported",
     "save_imported_model", "imported_weight_bytes", "draft_refusal", "technique_rows",
-    "technique_details",
+    "technique_details", "load_json", "load_yaml", "output_target",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -62,6 +62,8 @@ from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, Roofl
 from advisor.data.catalog import (MEMORY_SIZE_HINT, Catalog, LoadIssue, load_catalog as _load, memory_assumption,
                                   memory_options, with_memory)
 from advisor.data.errors import AdvisorError, UnknownName
+from advisor.data.safe_load import load_json, load_yaml
+from advisor.data.userdata import output_target
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload

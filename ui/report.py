@@ -76,12 +76,11 @@ def _check_target(path) -> Path:
     p = Path(os.path.expanduser(str(path)))
     if p.is_dir():
         raise ReportError(f"{p} is a folder; give a file name such as {p / 'report.pdf'}")
-    from advisor.data.errors import AdvisorError
-    from advisor.data.userdata import output_target
+    from advisor import api
 
     try:
-        p = output_target(p)   # a link written through; a device, pipe or socket refused
-    except AdvisorError as exc:
+        p = api.output_target(p)   # a link written through; a device, pipe or socket refused
+    except api.AdvisorError as exc:
         raise ReportError(str(exc)) from None
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():

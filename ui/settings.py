@@ -59,7 +59,9 @@ def _to_int_list(v: Any) -> list[int]:
 
 
 def _to_json_dict(v: Any) -> dict:
-    d = json.loads(v) if isinstance(v, str) else v
+    from advisor.api import load_json
+
+    d = load_json(v, "a stored setting") if isinstance(v, str) else v
     if not isinstance(d, dict):
         raise TypeError("not a JSON object")
     return d

@@ -22,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from advisor.api import AdvisorError
+
+from advisor.api import AdvisorError, load_json, load_yaml
 from advisor.data.userdata import write_atomic
 
 FORMAT_VERSION = 1
@@ -95,7 +96,9 @@ def read_all(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float],
     except (OSError, UnicodeDecodeError) as exc:
         raise SizingFileError(f"{path.name}: cannot read it ({exc.__class__.__name__}: {exc})") from None
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        data = load_json(text, path.name) if path.suffix.lower() == ".json" else load_yaml(text, path.name)
+    except AdvisorError as exc:
+        raise SizingFileError(str(exc)) from None
     except (ValueError, yaml.YAMLError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise SizingFileError(f"{path.name}: not a valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'} "

@@ -203,15 +203,23 @@ def _check_entry(entry: Any) -> None:
         raise EntryError("gpu_cores", "is required for Apple silicon")
 
 
-def parse_file(path: Path) -> tuple[dict[str, list[Any]], list[LoadIssue]]:
-    """Parse one YAML file into specs per section, with the issues found."""
+def parse_file(path: Path, trusted: bool = True) -> tuple[dict[str, list[Any]], list[LoadIssue]]:
+    """Parse one YAML file into specs per section, with the issues found. An untrusted file (the
+    user's overlay) is bounded first: no alias bombs, no absurd nesting (`advisor.data.safe_load`)."""
+    from advisor.data.safe_load import check_yaml
+
     out: dict[str, list[Any]] = {s: [] for s in SECTIONS}
     issues: list[LoadIssue] = []
     label = str(path)
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        text = path.read_text(encoding="utf-8")
+        if not trusted:
+            check_yaml(text, label)
+        doc = yaml.load(text, Loader=_Loader)
     except (OSError, UnicodeDecodeError) as exc:
         return out, [LoadIssue(label, None, None, f"cannot be read: {exc}")]
+    except AdvisorError as exc:
+        return out, [LoadIssue(label, None, None, str(exc).removeprefix(f"{label}: "))]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -463,7 +471,7 @@ def load_catalog(shipped: Path | None = CATALOG_DIR, user: Path | None = None,
     def add(paths: Iterable[Path], is_user: bool) -> None:
         seen_here: dict[str, set[str]] = {s: set() for s in SECTIONS}
         for path in paths:
-            parsed, found = parse_file(path)
+            parsed, found = parse_file(path, trusted=not is_user)
             issues.extend(found)
             for section, entries in parsed.items():
                 for entry in entries:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from advisor.data import specs
+from advisor.data.safe_load import load_json
 from advisor.data.errors import AdvisorError
 
 #: Largest config.json / safetensors index / safetensors JSON header read (bytes).
@@ -111,7 +112,7 @@ def _read_json(path: Path, what: str) -> Any:
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_JSON_BYTES + 1)
-        return json.loads(raw.decode("utf-8"))
+        return load_json(raw.decode("utf-8"), str(path))
     except OSError as exc:
         raise AdvisorError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -527,7 +528,7 @@ def safetensors_header(path: Path) -> dict:
     except OSError as exc:
         raise AdvisorError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = load_json(raw.decode("utf-8"), f"{path}'s safetensors header")
     except (UnicodeDecodeError, ValueError):
         raise AdvisorError(f"{path} is not a valid safetensors file (its header is not JSON)") from None
     if not isinstance(doc, dict):

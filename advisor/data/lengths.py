@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.data.safe_load import load_json
 from advisor.data.errors import AdvisorError
 
 PROMPT_KEYS = ("prompt_tokens", "prompt", "input_tokens", "input", "input_len", "prompt_len", "isl")
@@ -76,7 +77,7 @@ def read_lengths(path: str | Path) -> Lengths:
     if first.startswith("{"):
         for n, ln in enumerate(lines, 1):
             try:
-                row = json.loads(ln)
+                row = load_json(ln, f"{p}:{n}")
             except json.JSONDecodeError:
                 raise AdvisorError(f"{p}:{n}: not a JSON object") from None
             if not isinstance(row, dict):

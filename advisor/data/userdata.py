@@ -84,8 +84,12 @@ def save_entries(section: str, entries: list[Mapping[str, Any]], filename: str,
     doc: dict[str, Any] = {}
     if path.exists():
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
+            from advisor.data.safe_load import load_yaml
+
+            loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
+        except AdvisorError as exc:
+            raise AdvisorError(f"{exc}; fix or move it, nothing was written") from None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise AdvisorError(f"{path} exists but cannot be read ({exc.__class__.__name__}); "
                                "fix or move it, nothing was written") from None
         if isinstance(loaded, dict):

@@ -132,3 +132,25 @@ def test_an_unexpected_failure_while_restoring_drops_the_inputs_once(make_window
     assert any("dropped" in n for n in w.settings.notices)
     assert w.settings.get("session/inputs") == {}
     assert not w.session.can_undo()
+
+
+@pytest.mark.parametrize("name,text", [("deep.json", "[" * 100_000 + "]" * 100_000),
+                                       ("bomb.yaml", "a: &a [1,1,1,1,1,1,1,1,1]\n" + "".join(
+                                           f"{b}: &{b} [" + ",".join([f"*{a}"] * 9) + "]\n"
+                                           for a, b in zip("abcdefgh", "bcdefghi")))])
+def test_deep_or_bombed_sizing_files_are_refused_in_one_line(window, tmp_path, name, text):
+    """Issue 30 (7, 5): `advisor-gui deep.json` crashed with a RecursionError; an alias bomb would
+    expand to hundreds of millions of values. Both are refused; the inputs stay."""
+    path = tmp_path / name
+    path.write_text(text)
+    before = window.session.state
+    assert not window.open_file(path)
+    assert window.session.state == before
+    assert name in window.statusBar().currentMessage()
+
+
+def test_a_deeply_nested_stored_setting_falls_back(make_window, settings_path):
+    settings_path.write_text("[session]\ninputs=" + "[" * 5000 + "]" * 5000 + "\n")
+    w = make_window()
+    assert w.session.prediction is not None
+    assert any("session/inputs" in n for n in w.settings.notices)
