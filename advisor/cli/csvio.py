@@ -80,3 +80,14 @@ def run_cases(path: str, out: str | None, inputs: Sequence[str], outputs: Callab
     if failed:
         print(f"advisor: {failed} of {len(rows)} row(s) could not be computed (see the error column)", file=sys.stderr)
     return failed
+
+
+def refuse_flags_with_cases(args, names: tuple[str, ...]) -> None:
+    """--cases reads every configuration from its file: a flag that would set one (or `--json`,
+    `--sweep` …, which a table of cases does not print) is an error naming it, not silently dropped."""
+    from advisor.data.errors import AdvisorError
+
+    given = [n for n in names if getattr(args, n, None) not in (None, False, "")]
+    if given:
+        flags = ", ".join("--" + n.replace("_", "-") for n in given)
+        raise AdvisorError(f"--cases takes every configuration from its file: drop {flags}")

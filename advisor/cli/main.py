@@ -190,10 +190,21 @@ def _techniques(cat: Catalog, args: argparse.Namespace):
                            host_bandwidth_gb_s=args.host_bandwidth)
 
 
+#: predict's flags that --cases would ignore (its file names every configuration)
+PREDICT_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "batch",
+                        "prompt", "output", "depth", "json", "draft", "draft_head", "draft_head_layers", "draft_k",
+                        "accept", "no_flash_attention", "attention", "gpu_layers", "offload_gb", "host_bandwidth")
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     cat = _catalog()
     if args.cases:
+        from advisor.cli.csvio import refuse_flags_with_cases
+
+        refuse_flags_with_cases(args, PREDICT_CASES_IGNORE)
         return _predict_cases(cat, args)
+    if args.out:
+        raise UsageError("--out writes the table of --cases: give --cases FILE.csv, or drop --out")
     if not args.hardware or not args.model:
         raise UsageError("predict needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,

@@ -160,6 +160,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     cat = sized_catalog(user_catalog(), args)
     req = requirements_from_args(cat, args)
     rec = recommend(cat, req)
+    if args.top is not None and args.top < 1:
+        raise AdvisorError(f"--top must be at least 1, got {args.top}")
     top_n = args.top or 10
     if args.json:
 

@@ -23,6 +23,11 @@ SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_low_ms", "ttft_high_ms", "ttft_p90_ms", "i
                      "itl_p90_ms", "e2e_ms", "throughput_tok_s", "throughput_low_tok_s", "throughput_high_tok_s",
                      "request_rate_rps", "running_batch", "bound", "error"]
 DEFAULT_PROMPT, DEFAULT_OUTPUT = 1024, 256
+#: serve's flags that --cases would ignore (its file names every configuration and load)
+SERVE_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "prompt",
+                      "output", "concurrency", "rate", "offline", "think_s", "prefix_hit", "prompt_spread", "lengths",
+                      "max_seqs", "chunk_tokens", "requests", "sweep", "json", "disaggregate", "prefill_instances",
+                      "decode_instances", "prefill_gpus", "ttft_ms", "tok_s")
 
 
 def _fraction(name: str, text: Any, default: float = 0.0) -> float:
@@ -193,7 +198,12 @@ def _disaggregated(cat: Catalog, cfg, load: Load, args: argparse.Namespace) -> i
 def cmd_serve(args: argparse.Namespace) -> int:
     cat = user_catalog()
     if args.cases:
+        from advisor.cli.csvio import refuse_flags_with_cases
+
+        refuse_flags_with_cases(args, SERVE_CASES_IGNORE)
         return _serve_cases(cat, args)
+    if args.out:
+        raise AdvisorError("--out writes the table of --cases: give --cases FILE.csv, or drop --out")
     if not args.hardware or not args.model:
         raise AdvisorError("serve needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,

@@ -144,8 +144,8 @@ class Techniques:
             raise AdvisorError(f"GPU layers must be a whole number ≥ 0, got {self.gpu_layers!r}")
         if self.offload_gb is not None and not (self.offload_gb >= 0 and math.isfinite(self.offload_gb)):
             raise AdvisorError(f"offload must be a number of GB ≥ 0, got {self.offload_gb!r}")
-        if not self.host_bandwidth_gb_s > 0:
-            raise AdvisorError("host bandwidth must be positive")
+        if not (self.host_bandwidth_gb_s > 0 and math.isfinite(self.host_bandwidth_gb_s)):
+            raise AdvisorError(f"host bandwidth must be a positive number of GB/s, got {self.host_bandwidth_gb_s!r}")
 
 
 @dataclass(frozen=True)
@@ -688,10 +688,11 @@ def techniques_from(cat: "Catalog", *, draft=None, head_params_b=None, head_laye
             return None
         try:
             x = kind(str(v).strip().replace("_", "")) if isinstance(v, str) else v
-            if kind is int and (isinstance(x, bool) or x != int(x)):
+            if isinstance(x, bool) or not math.isfinite(x) or (kind is int and x != int(x)):
                 raise ValueError
             return kind(x)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
+            # nan and inf too: never a silent "default"
             raise AdvisorError(f"{name} must be a {'whole ' if kind is int else ''}number, got {v!r}") from None
 
     def flag(v):
@@ -711,6 +712,7 @@ def techniques_from(cat: "Catalog", *, draft=None, head_params_b=None, head_laye
         draft_k=number("draft length k", draft_k, int), accept=number("acceptance rate", accept, float),
         flash_attention=flag(flash_attention), attention=(attention or "").strip(),
         gpu_layers=number("GPU layers", gpu_layers, int), offload_gb=number("offload GB", offload_gb, float),
-        host_bandwidth_gb_s=number("host bandwidth", host_bandwidth_gb_s, float) or DEFAULT_HOST_BW_GB_S)
+        host_bandwidth_gb_s=(DEFAULT_HOST_BW_GB_S if host_bandwidth_gb_s in (None, "")
+                             else number("host bandwidth", host_bandwidth_gb_s, float)))
     tech.check()
     return tech

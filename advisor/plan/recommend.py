@@ -134,6 +134,10 @@ class Requirements:
             raise AdvisorError(why)
         if self.users is not None and self.users < 1:
             raise AdvisorError(f"users must be at least 1, got {self.users}")
+        if self.users is not None and self.rps is not None:
+            raise AdvisorError("give --users (clients in a closed loop) or --rps (arrivals per second), not both")
+        if self.burst and self.rps is not None:
+            raise AdvisorError("--burst is every user's prompt at the same instant: it takes --users, not --rps")
         if self.rps is not None and not (0 < self.rps < 1e6):
             raise AdvisorError(f"rps must be a positive rate, got {self.rps}")
         if self.concurrency() > MAX_BATCH:

@@ -121,3 +121,31 @@ def test_unwritable_output_is_a_clear_error(capsys, tmp_path):
 def test_console_script_runs_in_a_subprocess():
     out = subprocess.run([sys.executable, "-m", "advisor.cli.main", "list", "runtimes"], capture_output=True, text=True)
     assert out.returncode == 0 and "vLLM" in out.stdout
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["recommend", "--model", "llama-3.1-8b", "--users", "2", "--top", "-1"], "--top"),
+    (["recommend", "--model", "llama-3.1-8b", "--users", "2", "--top", "0"], "--top"),
+    (["recommend", "--model", "llama-3.1-8b", "--users", "2", "--rps", "3"], "not both"),
+    (["recommend", "--model", "llama-3.1-8b", "--burst", "--rps", "3"], "--burst"),
+    (["recommend", "--model", "llama-3.1-8b", "--users", "2", "--max-gpus", "0"], "--max-gpus"),
+    (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--gpu-layers", "20", "--host-bandwidth", "0"],
+     "host bandwidth"),
+    (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--draft-head", "nan"], "draft head"),
+    (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--accept", "inf"], "acceptance"),
+    (["predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--out", "x.csv"], "--out"),
+    (["predict", "--cases", "CASES", "--hardware", "rtx 4090"], "--hardware"),
+    (["predict", "--cases", "CASES", "--json"], "--json"),
+    (["serve", "--cases", "CASES", "--concurrency", "4"], "--concurrency"),
+    (["serve", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--out", "x.csv"], "--out"),
+])
+def test_contradictory_or_absurd_flags_are_errors_that_name_them(capsys, tmp_path, argv, says):
+    """Issue 30 (10): zero, NaN and contradictory flags used to mean "default" or drop one of the
+    pair silently; each is now an error (exit 2, one line) that names the flag."""
+    cases = tmp_path / "cases.csv"
+    cases.write_text("hardware,model,prompt,output,concurrency\nrtx 4090,llama 3.1 8b,500,100,2\n")
+    argv = [str(cases) if a == "CASES" else a for a in argv]
+    code, out, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and says in lines[0], (code, err)
+    assert not (tmp_path / "x.csv").exists()
