@@ -2,14 +2,17 @@
 
 Files there have the catalog's YAML structure and overlay the shipped catalog. Every write is
 atomic (a temporary file in the same folder, flushed, then renamed over the target), so a crash
-or a full disk never leaves a half-written file behind.
+or a full disk never leaves a half-written file behind; a read-modify-write holds an advisory lock
+(`file_lock`), so saves at the same time keep each other's entries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -81,25 +84,89 @@ def save_entries(section: str, entries: list[Mapping[str, Any]], filename: str,
     Other sections and entries already in the file are kept. Returns the file's path.
     """
     path = (folder or user_data_dir()) / filename
-    doc: dict[str, Any] = {}
-    if path.exists():
-        try:
-            from advisor.data.safe_load import load_yaml
-
-            loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
-        except AdvisorError as exc:
-            raise AdvisorError(f"{exc}; fix or move it, nothing was written") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise AdvisorError(f"{path} exists but cannot be read ({exc.__class__.__name__}); "
-                               "fix or move it, nothing was written") from None
-        if isinstance(loaded, dict):
-            doc = loaded
-        elif loaded is not None:
-            raise AdvisorError(f"{path} is not a catalog file (expected a mapping); nothing was written")
-    existing = [e for e in doc.get(section) or [] if isinstance(e, dict)]
-    new_keys = {e["key"] for e in entries}
-    doc[section] = [e for e in existing if e.get("key") not in new_keys] + [dict(e) for e in entries]
-    text = "# advisor user catalog: entries here override the shipped catalog by key\n"
-    text += yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
-    write_atomic(path, text)
+    # read, merge and write under one lock: two saves at once (ten `import-model --save` in
+    # parallel) each keep the other's entries instead of the last writer winning
+    with file_lock(path):
+        doc = _read_user_doc(path)
+        existing = [e for e in doc.get(section) or [] if isinstance(e, dict)]
+        new_keys = {e["key"] for e in entries}
+        doc[section] = [e for e in existing if e.get("key") not in new_keys] + [dict(e) for e in entries]
+        text = "# advisor user catalog: entries here override the shipped catalog by key\n"
+        text += yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+        write_atomic(path, text)
     return path
+
+
+def _read_user_doc(path: Path) -> dict[str, Any]:
+    """The user file as a mapping ({} when there is none); `AdvisorError` when it cannot be read."""
+    if not path.exists():
+        return {}
+    try:
+        from advisor.data.safe_load import load_yaml
+
+        loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
+    except AdvisorError as exc:
+        raise AdvisorError(f"{exc}; fix or move it, nothing was written") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise AdvisorError(f"{path} exists but cannot be read ({exc.__class__.__name__}); "
+                           "fix or move it, nothing was written") from None
+    if isinstance(loaded, dict):
+        return loaded
+    if loaded is not None:
+        raise AdvisorError(f"{path} is not a catalog file (expected a mapping); nothing was written")
+    return {}
+
+
+#: how long a save waits for another one to finish before it gives up
+LOCK_TIMEOUT_S = 30.0
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, timeout_s: float = LOCK_TIMEOUT_S):
+    """An exclusive advisory lock for read-modify-write of ``path``, held on a sidecar file
+    (``.NAME.lock`` beside it: the file itself is replaced by the write). POSIX `flock`, else
+    Windows' `msvcrt.locking`; released when the process ends, so a crash leaves no stale lock."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path.with_name(f".{path.name}.lock"), "a+b")
+    except OSError as exc:
+        raise AdvisorError(f"cannot write {path}: {exc.strerror or exc}") from None
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                _lock(fh)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AdvisorError(f"{path} is being written by another advisor for more than "
+                                       f"{timeout_s:g} s; nothing was written") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        try:
+            _unlock(fh)
+        except OSError:
+            pass
+        fh.close()
+
+
+if os.name == "nt":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _lock(fh) -> None:
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+
+    def _unlock(fh) -> None:
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
+else:
+    import fcntl
+
+    def _lock(fh) -> None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _unlock(fh) -> None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -123,3 +123,36 @@ def test_the_cli_refuses_a_device_as_its_output(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a regular file" in err[0]
     assert pipe.is_fifo()
+
+
+def test_parallel_saves_keep_every_entry(private_user_data):
+    """Issue 30 (2): ten `import-model --save` at once all said "saved"; three or four survived.
+    Ten processes save one entry each into the same file: all ten are there."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from advisor.data.userdata import save_entries; "
+            "save_entries('hardware', [{'key': f'box-{sys.argv[1]}', 'name': f'Box {sys.argv[1]}'}], 'hardware.yaml')")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], env={**os.environ}) for i in range(10)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    import yaml
+
+    doc = yaml.safe_load((private_user_data / "hardware.yaml").read_text())
+    assert sorted(e["key"] for e in doc["hardware"]) == sorted(f"box-{i}" for i in range(10))
+    assert not [p for p in private_user_data.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_held_lock_times_out_with_one_line(private_user_data):
+    from advisor.data.userdata import file_lock
+
+    path = private_user_data / "hardware.yaml"
+    with file_lock(path):
+        # another process waiting on it gives up after its timeout with a clear message
+        import subprocess
+        import sys
+
+        code = ("from advisor.data.userdata import file_lock; from pathlib import Path; import sys\n"
+                "try:\n    with file_lock(Path(sys.argv[1]), timeout_s=0.3): pass\n"
+                "except Exception as e: print(e); sys.exit(3)")
+        r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and "being written by another advisor" in r.stdout
