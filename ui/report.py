@@ -473,6 +473,7 @@ def write_pdf(content, charts, path, paper: str | None = None,
             for n, page in enumerate(pages, 1):
                 if n > 1:
                     writer.newPage()
+                say(f"page {n} of {len(pages)}")
                 _decorate(painter, docs, content, n, len(pages), width, height, margins)
                 for y, it in page:
                     it.draw(painter, left, y)
@@ -486,6 +487,7 @@ def write_pdf(content, charts, path, paper: str | None = None,
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
+        say("writing the file")    # the last moment a stop request leaves nothing behind
         os.replace(tmp, target)
         say(f"saved {target}")
         return target
@@ -507,8 +509,11 @@ def write_report(content, path, paper: str | None = None, progress: Callable[[st
         raise ReportError(f"paper must be one of {', '.join(PAPERS)}, got {paper!r}")
     _check_target(path)
     ensure_app()
-    (progress or (lambda m: None))("drawing the charts")
-    return write_pdf(content, build_charts(content), path, paper, progress)
+    say = progress or (lambda m: None)
+    say("drawing the charts")
+    charts = build_charts(content)
+    say("charts drawn")
+    return write_pdf(content, charts, path, paper, progress)
 
 
 # ---- the app ----------------------------------------------------------------------------------------

@@ -12,8 +12,11 @@ candidates and the closest rejected ones. The content is built in the core
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 
 from advisor.cli.options import add_memory
@@ -32,6 +35,29 @@ def _one_configuration(args: argparse.Namespace) -> bool:
     if len(names) != 1:
         return False
     return not any(getattr(args, k) for k in SEARCH_OPTIONS)
+
+
+@contextlib.contextmanager
+def deferred_interrupt():
+    """Ctrl+C while Qt draws the report: an exception raised inside Qt's C++ (a paint or export
+    callback) can crash the process or be swallowed, which left PDFs written after an interrupt and
+    an occasional segfault. Inside this block SIGINT only sets a flag; the writer's progress calls
+    ``check()`` between its steps, which raises `KeyboardInterrupt` there, in plain Python, before
+    the file is renamed into place: the temporary file is removed and the CLI exits 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    hits = []
+    previous = signal.signal(signal.SIGINT, lambda *_: hits.append(1))
+
+    def check() -> None:
+        if hits:
+            raise KeyboardInterrupt
+
+    try:
+        yield check   # a stop after the rename is too late to undo: the report is written, exit 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -75,7 +101,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from ui.report import write_report
 
-    path = write_report(content, out, paper=args.paper)
+    with deferred_interrupt() as check:
+        path = write_report(content, out, paper=args.paper, progress=lambda _msg: check())
     print(f"wrote {path} in {time.perf_counter() - t0:.1f} s")
     print(content.answer)
     return EXIT_OK

@@ -169,3 +169,32 @@ def test_export_report_in_the_background(tmp_path, qtbot):
     assert blocker.args == [str(out.absolute())]
     _valid_pdf(out)
     assert "RTX 4090" in _text(out)
+
+
+def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path):
+    """Issue 30 (3): of 26 interrupts, 6 segfaulted and 9 exited 0 with the PDF written anyway. A
+    SIGINT at any moment now ends either in exit 130, one line and no file (not even a temporary
+    one), or, once the file is renamed into place, in the finished report with exit 0."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    outcomes = []
+    for delay in (0.4, 0.9, 1.4, 1.9):
+        pdf = tmp_path / "r.pdf"
+        p = subprocess.Popen([sys.executable, "-m", "advisor.cli.main", "report", "--model", "llama 3.1 70b",
+                              "--users", "20", "--hardware-kind", "datacenter", "-o", str(pdf)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        left = sorted(x.name for x in tmp_path.iterdir())
+        if p.returncode == 130:
+            assert left == [] and err.decode().strip() == "advisor: interrupted"
+        else:
+            assert p.returncode == 0 and left == ["r.pdf"] and pdf.read_bytes()[:5] == b"%PDF-"
+            pdf.unlink()
+        outcomes.append(p.returncode)
+    assert 130 in outcomes
