@@ -1,8 +1,6 @@
 """Frozen entry point of `advisor` (the command line; no arguments opens the app); PyInstaller starts here."""
 
-import sys
-
-from advisor.cli.main import main
+from advisor.cli.entry import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
