@@ -54,6 +54,16 @@ def output_target(path) -> Path:
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically; raise `AdvisorError` with a clear reason on failure.
     ``path`` follows `output_target`'s rules (links written through, devices and folders refused)."""
+    with atomic_writer(path) as fh:
+        fh.write(text)
+
+
+@contextlib.contextmanager
+def atomic_writer(path, newline: str | None = None):
+    """A text file to write bit by bit (a long table as it is computed) that appears at ``path`` only
+    when the block ends without an error: a temporary file in the same folder, flushed and renamed
+    over the target; on any error or interrupt it is removed and the target is untouched. ``path``
+    follows `output_target`'s rules; `AdvisorError` with a clear reason on failure."""
     path = output_target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,8 +71,8 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise AdvisorError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -149,3 +149,45 @@ def test_contradictory_or_absurd_flags_are_errors_that_name_them(capsys, tmp_pat
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and says in lines[0], (code, err)
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_cases_stream_through_in_bounded_memory(tmp_path, capsys):
+    """Issue 30 (8): `--cases` held every row (829 MB at 300 s for a million) and wrote nothing until
+    the end. Rows now stream: peak memory does not grow with the table, and the output appears only
+    complete (an interrupt half-way leaves no file, not even a temporary one)."""
+    import tracemalloc
+
+    from advisor.cli.csvio import run_cases
+
+    def table(n):
+        path = tmp_path / f"in{n}.csv"
+        with path.open("w") as f:
+            f.write("hardware,model,prompt\n")
+            for i in range(n):
+                f.write(f"rtx 4090,llama 3.1 8b,{100 + i % 500}\n")
+        return path
+
+    def fill(cells, result):
+        result["echo"] = int(cells["prompt"]) * 2
+        return ""
+
+    peaks = []
+    for n in (2_000, 40_000):
+        tracemalloc.start()
+        assert run_cases(str(table(n)), str(tmp_path / f"out{n}.csv"), ["hardware", "model"],
+                         lambda cols: ["echo", "error"], fill) == 0
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        rows = (tmp_path / f"out{n}.csv").read_text().splitlines()
+        assert len(rows) == n + 1 and rows[1] == "rtx 4090,llama 3.1 8b,100,200,"
+    assert peaks[1] < 2 * peaks[0] + 2**20          # 20× the rows, not 20× the memory
+
+    def stop_half_way(cells, result):
+        if cells["prompt"] == "150":
+            raise KeyboardInterrupt
+        return ""
+
+    with pytest.raises(KeyboardInterrupt):
+        run_cases(str(table(2_000)), str(tmp_path / "never.csv"), ["hardware", "model"],
+                  lambda cols: ["error"], stop_half_way)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(("never", ".never"))]
