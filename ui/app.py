@@ -39,6 +39,51 @@ def no_display() -> bool:
             and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"))
 
 
+def display_problem() -> str | None:
+    """Why the app could not open a window here, or None. Qt aborts the whole process (five lines,
+    exit 134) when DISPLAY names an X server that is not there, so on Linux the display is tried
+    first with a plain socket: the Wayland socket, else the X server's (local socket, abstract
+    socket or TCP 6000+N for a forwarded display). A platform plugin chosen by QT_QPA_PLATFORM is
+    trusted."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if no_display():
+        return NO_DISPLAY
+    import socket
+
+    wayland = os.environ.get("WAYLAND_DISPLAY")
+    if wayland:
+        path = wayland if os.path.isabs(wayland) else os.path.join(os.environ.get("XDG_RUNTIME_DIR", ""), wayland)
+        if _connects(socket.AF_UNIX, path):
+            return None
+    display = os.environ.get("DISPLAY", "")
+    if display:
+        host, _, rest = display.rpartition(":")
+        number = rest.split(".")[0]
+        if number.isdigit():
+            if host in ("", "unix"):
+                local = f"/tmp/.X11-unix/X{number}"
+                if _connects(socket.AF_UNIX, local) or _connects(socket.AF_UNIX, "\0" + local):
+                    return None
+            elif _connects(socket.AF_INET, (host, 6000 + int(number))):
+                return None
+    shown = ", ".join(f"{k}={os.environ[k]}" for k in ("WAYLAND_DISPLAY", "DISPLAY") if os.environ.get(k))
+    return (f"advisor-gui: cannot reach the display ({shown}: nothing answers there); "
+            "use the command line instead: advisor --help")
+
+
+def _connects(family, address) -> bool:
+    import socket
+
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.settimeout(1.0)
+            sock.connect(address)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def apply_theme(app, theme: str = "system") -> None:
     """Fusion style, dark palette when the system (or ``theme``) asks for it; plots follow the palette."""
     import pyqtgraph as pg
@@ -122,12 +167,18 @@ def _settle(app, window, seconds: float = 15.0) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    if no_display():
-        print(NO_DISPLAY, file=sys.stderr)
+    problem = display_problem()
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     t0 = time.perf_counter()
-    app = create_app([], args.theme)
+    try:
+        app = create_app([], args.theme)
+    except (ImportError, OSError) as exc:   # a broken Qt or libGL install: one line, not a traceback
+        print(f"advisor-gui: the Qt libraries cannot load ({str(exc).splitlines()[0]}); "
+              "use the command line instead: advisor --help", file=sys.stderr)
+        return 2
     from ui import errors
     from ui.main_window import MainWindow
     from ui.settings import Settings

@@ -15,7 +15,6 @@ import argparse
 import contextlib
 import os
 import signal
-import sys
 import threading
 import time
 
@@ -97,8 +96,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                                    "(and no search options such as --hardware-kind)")
         req = requirements_from_args(cat, args)
         content = report_from_requirements(cat, req, top=args.top or 5)
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    # the report is drawn, never shown: no display needed (a stale DISPLAY would make Qt abort)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from ui.report import write_report
 
     with deferred_interrupt() as check:
