@@ -23,7 +23,7 @@ def cat():
     return load_catalog(user=None)
 
 
-def _write_gguf(path, moe: bool = False, name: str | None = None) -> int:
+def _write_gguf(path, moe: bool = False, name: str | None = None, tokens: int = 0) -> int:
     """A small llama GGUF (dense or MoE) with mixed tensor types, written with the `gguf` package;
     returns the sum of its tensors' bytes (what an importer must find)."""
     import gguf
@@ -33,6 +33,8 @@ def _write_gguf(path, moe: bool = False, name: str | None = None) -> int:
     w = gguf.GGUFWriter(str(path), "llama")
     h, L, V, ff, H, kv, hd, E, mi = 512, 2, 16384, 1024, 8, 2, 64, 4, 256
     w.add_name(name or ("tiny-moe" if moe else "tiny"))
+    if tokens:   # a tokenizer vocabulary of that many (one-letter) strings
+        w.add_token_list(["a"] * tokens)
     w.add_block_count(L)
     w.add_embedding_length(h)
     w.add_feed_forward_length(ff)
@@ -90,5 +92,5 @@ def _write_gguf(path, moe: bool = False, name: str | None = None) -> int:
 
 @pytest.fixture
 def write_gguf():
-    """The small-GGUF writer: write_gguf(path, moe=False, name=None) -> bytes of its tensors."""
+    """The small-GGUF writer: write_gguf(path, moe=False, name=None, tokens=0) -> bytes of its tensors."""
     return _write_gguf

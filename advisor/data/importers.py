@@ -561,10 +561,28 @@ def safetensors_bytes(folder: Path) -> tuple[float | None, str]:
 
 # ---- GGUF ---------------------------------------------------------------------------------------
 
-def _gguf_precheck(path: Path) -> None:
-    """Walk the GGUF header with caps before the reader sees it: magic, version, counts, string and
-    array lengths, tensor shapes and types, and that every tensor's data lies inside the file. Reads
-    only the header (bounded by GGUF_MAX_HEADER)."""
+#: numeric arrays up to this many items are kept (per-layer head counts and the like); longer ones
+#: (token scores, merges) are only counted
+GGUF_KEEP_ARRAY = 4096
+_GGUF_FIXED = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+
+@dataclass(frozen=True)
+class GgufTensor:
+    name: str
+    shape: tuple[int, ...]      # as stored: ne0 (the row length) first
+    type_name: str              # GGML type, e.g. Q4_K
+    n_elements: int
+    n_bytes: int
+
+
+def _read_gguf_header(path: Path) -> tuple[dict[str, Any], list[GgufTensor]]:
+    """The metadata and tensor infos of a GGUF file in one bounded pass over its header, before and
+    instead of a full reader: magic, version, counts, string and array lengths, tensor shapes and
+    types are checked against caps, every tensor's data must lie inside the file, and nothing is
+    built per array item (a file of ten million tiny strings is counted, not materialised: the
+    gguf package's reader took minutes and gigabytes on such files). Metadata values: numbers,
+    strings, numeric arrays up to `GGUF_KEEP_ARRAY` items as lists, other arrays as their length."""
     import gguf
 
     try:
@@ -591,11 +609,11 @@ def _gguf_precheck(path: Path) -> None:
     def u64() -> int:
         return struct.unpack("<Q", take(8))[0]
 
-    def string() -> None:
+    def string() -> bytes:
         n = u64()
         if n > GGUF_MAX_STRING:
             raise AdvisorError(f"{name}: a GGUF string of {n:,} bytes; refused as corrupt")
-        skip(n)
+        return take(n)
 
     def skip(n: int) -> None:
         nonlocal read
@@ -606,27 +624,57 @@ def _gguf_precheck(path: Path) -> None:
             raise AdvisorError(f"{name}: truncated GGUF file (the header ends early)")
         fh.seek(n, 1)
 
-    fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    def strings(n: int) -> None:
+        """Step over ``n`` length-prefixed strings (a tokenizer's vocabulary): a tight loop over the
+        mapped file, each length checked, none copied."""
+        nonlocal read
+        import mmap
 
-    def value(t: int, depth: int = 0) -> None:
-        if t in fixed:
-            skip(fixed[t])
-        elif t == 8:
-            string()
-        elif t == 9:
+        pos = start = fh.tell()
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            unpack = struct.Struct("<Q").unpack_from
+            for _ in range(n):
+                if pos + 8 > size:
+                    raise AdvisorError(f"{name}: truncated GGUF file (the header ends early)")
+                length = unpack(mm, pos)[0]
+                if length > GGUF_MAX_STRING:
+                    raise AdvisorError(f"{name}: a GGUF string of {length:,} bytes; refused as corrupt")
+                pos += 8 + length
+        if pos > size:
+            raise AdvisorError(f"{name}: truncated GGUF file (the header ends early)")
+        read += pos - start
+        if read > GGUF_MAX_HEADER:
+            raise AdvisorError(f"{name}: GGUF header larger than {GGUF_MAX_HEADER // 2**20} MiB; refused")
+        fh.seek(pos)
+
+    def value(t: int, depth: int = 0) -> Any:
+        if t in _GGUF_FIXED:
+            fmt = _GGUF_FIXED[t]
+            return struct.unpack(fmt, take(struct.calcsize(fmt)))[0]
+        if t == 8:
+            return string().decode("utf-8", "replace")
+        if t == 9:
             if depth > 2:
                 raise AdvisorError(f"{name}: GGUF arrays nested too deep; refused as corrupt")
             et, n = u32(), u64()
             if n > GGUF_MAX_ARRAY:
                 raise AdvisorError(f"{name}: a GGUF array of {n:,} items; refused as corrupt")
-            if et in fixed:
-                skip(fixed[et] * n)
-            else:
-                for _ in range(n):
-                    value(et, depth + 1)
-        else:
-            raise AdvisorError(f"{name}: unknown GGUF value type {t}; corrupt or unsupported file")
+            if et in _GGUF_FIXED:
+                width = struct.calcsize(_GGUF_FIXED[et])
+                if n <= GGUF_KEEP_ARRAY:
+                    return list(struct.unpack(f"<{n}{_GGUF_FIXED[et][1]}", take(width * n)))
+                skip(width * n)
+                return n
+            if et == 8:
+                strings(n)
+                return n
+            for _ in range(n):
+                value(et, depth + 1)   # nested arrays: walked and bounded, not kept
+            return n
+        raise AdvisorError(f"{name}: unknown GGUF value type {t}; corrupt or unsupported file")
 
+    meta: dict[str, Any] = {}
+    tensors: list[GgufTensor] = []
     try:
         with fh:
             if size < 24 or fh.read(4) != b"GGUF":
@@ -639,37 +687,36 @@ def _gguf_precheck(path: Path) -> None:
             if n_tensors > GGUF_MAX_TENSORS or n_kv > GGUF_MAX_KV:
                 raise AdvisorError(f"{name}: GGUF header claims {n_tensors:,} tensors and {n_kv:,} metadata "
                                    "entries; refused as corrupt")
-            alignment = 32
             for _ in range(n_kv):
                 n = u64()
                 if n > 65536:
                     raise AdvisorError(f"{name}: a GGUF key of {n:,} bytes; refused as corrupt")
-                key = take(n)
-                t = u32()
-                if key == b"general.alignment" and t == 4:
-                    alignment = u32()
-                    if alignment == 0 or alignment & (alignment - 1):
-                        raise AdvisorError(f"{name}: GGUF alignment {alignment} is not a power of two")
-                else:
-                    value(t)
+                key = take(n).decode("utf-8", "replace")
+                meta[key] = value(u32())
+            alignment = meta.get("general.alignment", 32)
+            if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+                raise AdvisorError(f"{name}: GGUF alignment {alignment} is not a power of two")
             ends = []
             for _ in range(n_tensors):
-                string()
+                tname = string().decode("utf-8", "replace")
                 nd = u32()
                 if nd == 0 or nd > GGUF_MAX_DIMS:
                     raise AdvisorError(f"{name}: a GGUF tensor with {nd} dimensions; refused as corrupt")
-                dims = [u64() for _ in range(nd)]
+                dims = tuple(u64() for _ in range(nd))
                 t = u32()
                 offset = u64()
                 try:
-                    block, tsize = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(t)]
+                    qtype = gguf.GGMLQuantizationType(t)
+                    block, tsize = gguf.GGML_QUANT_SIZES[qtype]
                 except (ValueError, KeyError):
                     raise AdvisorError(f"{name}: unknown GGML tensor type {t}; corrupt or newer than "
                                        "the gguf package") from None
                 n = math.prod(dims)
                 if n > 2**50 or n % block:
-                    raise AdvisorError(f"{name}: a GGUF tensor of shape {dims} does not fit its type; corrupt")
-                ends.append(offset + n // block * tsize)
+                    raise AdvisorError(f"{name}: a GGUF tensor of shape {list(dims)} does not fit its type; corrupt")
+                nbytes = n // block * tsize
+                ends.append(offset + nbytes)
+                tensors.append(GgufTensor(tname, dims, qtype.name, n, nbytes))
             start = fh.tell()
             data = start + (-start % alignment)
             if ends and data + max(ends) > size:
@@ -677,21 +724,7 @@ def _gguf_precheck(path: Path) -> None:
                                    f"bytes, the file has {size:,})")
     except struct.error:
         raise AdvisorError(f"{name}: truncated GGUF file") from None
-
-
-def _gguf_scalar(field_: Any) -> Any:
-    import gguf
-
-    if not field_.types:
-        return None
-    t = field_.types[0]
-    if t == gguf.GGUFValueType.ARRAY:
-        if len(field_.types) > 1 and field_.types[1] == gguf.GGUFValueType.STRING:
-            return len(field_.data)  # string arrays: only their length is used (token lists)
-        return [field_.parts[i].tolist()[0] for i in field_.data]
-    if t == gguf.GGUFValueType.STRING:
-        return bytes(field_.parts[field_.data[0]]).decode("utf-8", "replace")
-    return field_.parts[field_.data[0]].tolist()[0]
+    return meta, tensors
 
 
 def from_gguf(path: Path, *, name: str | None = None, source: str | None = None) -> ImportedModel:
@@ -699,20 +732,7 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
     import gguf
 
     path = Path(path)
-    _gguf_precheck(path)
-    try:
-        reader = gguf.GGUFReader(str(path), "r")
-    except Exception as exc:  # noqa: BLE001 - the reader raises many kinds on a bad file
-        raise AdvisorError(f"{path.name}: not a readable GGUF file ({type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0][:120] if str(exc) else ''})") from None
-    meta: dict[str, Any] = {}
-    for key, f in reader.fields.items():
-        if key.startswith("GGUF."):
-            continue
-        try:
-            meta[key] = _gguf_scalar(f)
-        except Exception:  # noqa: BLE001 - an odd field is skipped, not fatal
-            continue
+    meta, tensors = _read_gguf_header(path)
     arch = str(meta.get("general.architecture") or "")
     if not arch:
         raise AdvisorError(f"{path.name}: GGUF metadata has no general.architecture")
@@ -736,7 +756,7 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
     # tensors: element counts and bytes by group
     groups = {"non_expert": [0, 0.0], "expert": [0, 0.0], "embedding": [0, 0.0], "head": [0, 0.0]}
     types: dict[str, int] = {}
-    for t in reader.tensors:
+    for t in tensors:
         n = int(t.n_elements)
         nbytes = float(t.n_bytes)
         tname = t.name
@@ -744,8 +764,7 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
              else "expert" if "_exps" in tname else "non_expert")
         groups[g][0] += n
         groups[g][1] += nbytes
-        tn = t.tensor_type.name
-        types[tn] = types.get(tn, 0) + n
+        types[t.type_name] = types.get(t.type_name, 0) + n
     total_params = sum(v[0] for v in groups.values())
     total_bytes = sum(v[1] for v in groups.values())
     if total_params <= 0:
@@ -771,7 +790,7 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
         head_dim = hidden // heads
         notes.append(f"no {arch}.attention.key_length: head_dim = hidden/heads = {head_dim}")
     vocab = first(a("vocab_size")) or meta.get("tokenizer.ggml.tokens")
-    emb = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
+    emb = next((t for t in tensors if t.name == "token_embd.weight"), None)
     if emb is not None:
         vocab = int(emb.shape[-1]) if int(emb.shape[0]) == hidden else int(emb.shape[0])
     if not vocab:
@@ -784,24 +803,24 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
     intermediate = int(first(inter_v) or 0)
     experts = int(first(a("expert_count")) or 0) or None
     k = int(first(a("expert_used_count")) or 0) or None
-    tie = not any(t.name == "output.weight" for t in reader.tensors)
-    plain = not any(".ffn_gate" in t.name for t in reader.tensors)
+    tie = not any(t.name == "output.weight" for t in tensors)
+    plain = not any(".ffn_gate" in t.name for t in tensors)
     moe_inter = shared = shared_inter = first_dense = moe_layers = None
     if experts and k:
         moe_inter = int(first(a("expert_feed_forward_length")) or 0) or intermediate
         n_shared = int(first(a("expert_shared_count")) or 0)
         s_inter = int(first(a("expert_shared_feed_forward_length")) or 0)
-        if n_shared or any("_shexp" in t.name for t in reader.tensors):
+        if n_shared or any("_shexp" in t.name for t in tensors):
             shared = n_shared or 1
             if s_inter and s_inter != moe_inter * shared:
                 shared_inter = s_inter
         first_dense = int(first(a("leading_dense_block_count")) or 0) or None
-        moe_blocks = {t.name.split(".")[1] for t in reader.tensors if "_exps" in t.name and t.name.startswith("blk.")}
+        moe_blocks = {t.name.split(".")[1] for t in tensors if "_exps" in t.name and t.name.startswith("blk.")}
         if moe_blocks and len(moe_blocks) != layers - (first_dense or 0):
             moe_layers = len(moe_blocks)
         if not intermediate or (moe_layers is None and not first_dense):
             intermediate = moe_inter
-        plain = not any("ffn_gate" in t.name for t in reader.tensors)
+        plain = not any("ffn_gate" in t.name for t in tensors)
     else:
         experts = k = None
     if not intermediate:

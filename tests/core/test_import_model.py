@@ -282,3 +282,43 @@ def test_import_model_cli_and_save(tmp_path, monkeypatch, capsys, write_gguf):
     again = load_catalog(CATALOG_DIR, data)
     assert not again.issues and again.quants[im.quant.key].bits_per_weight == im.quant.bits_per_weight
     assert again.models[im.model.key].experts == 4
+
+
+def test_a_huge_vocabulary_is_counted_not_built(tmp_path, write_gguf):
+    """Issue 30 (6): the gguf package's reader builds an object per array item: a 27 MB file with a
+    three-million-string vocabulary took 3 min 43 s and 3.7 GiB to open. The importer walks the
+    header itself, counting such arrays: a million strings cost a few MiB (the time is measured in
+    benchmarks, not asserted here)."""
+    import tracemalloc
+
+    from advisor.data.importers import import_model
+
+    path = tmp_path / "vocab.gguf"
+    total = write_gguf(path, tokens=1_000_000)
+    tracemalloc.start()
+    imported = import_model(str(path))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 32 * 2**20
+    assert imported.model.layers == 2 and abs(imported.weight_bytes - total) <= 1
+
+
+def test_the_header_reader_agrees_with_the_gguf_package(tmp_path, write_gguf):
+    """The bounded header reader replaces gguf.GGUFReader; on a real file written by the gguf
+    package both must see the same metadata and the same tensors (names, shapes, types, bytes)."""
+    import gguf
+
+    from advisor.data.importers import _read_gguf_header
+
+    path = tmp_path / "moe.gguf"
+    write_gguf(path, moe=True, tokens=300)
+    meta, tensors = _read_gguf_header(path)
+    reader = gguf.GGUFReader(str(path), "r")
+    ours = [(t.name, t.shape, t.type_name, t.n_elements, t.n_bytes) for t in tensors]
+    theirs = [(t.name, tuple(int(d) for d in t.shape), t.tensor_type.name, int(t.n_elements), int(t.n_bytes))
+              for t in reader.tensors]
+    assert ours == theirs and len(ours) > 10
+    scalars = {k: f.contents() for k, f in reader.fields.items()
+               if not k.startswith("GGUF.") and f.types[0] != gguf.GGUFValueType.ARRAY}
+    assert scalars and all(meta[k] == v for k, v in scalars.items())
+    assert meta["tokenizer.ggml.tokens"] == 300
