@@ -1,10 +1,11 @@
 """File → Import model…: choose a config.json, a model folder, a .gguf file, a safetensors index or a
 Hub id (``hf:org/name``), see what the importer reads from it, and import it (optionally saving it to
-the user catalog). The importer is the core's (`api.import_model`): local files are read at once
-(headers only), a Hub id is fetched when the dialog is accepted, in the background."""
+the user catalog). The importer is the core's (`api.import_model`): local files are read on a worker as
+they are chosen (headers only), a Hub id is fetched when the dialog is accepted, in the background."""
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -13,6 +14,8 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog
 
 from advisor import api
 from advisor.text.format import num
+from ui.session import read_import
+from ui.workers import Workers
 
 FILE_FILTER = ("Model files (config.json *.json *.gguf *.safetensors.index.json *.safetensors);;"
                "Hugging Face config (config.json *.json);;GGUF (*.gguf);;"
@@ -58,6 +61,7 @@ class ImportDialog(QDialog):
         self.setWindowTitle("Import model")
         self.start_dir = start_dir or str(Path.home())
         self.imported: api.ImportedModel | None = None
+        self.workers = Workers(self, max_threads=1)
         lay = QVBoxLayout(self)
         lay.addWidget(QLabel("A model's <b>config.json</b>, its folder, a <b>.gguf</b> file, a "
                              "<b>model.safetensors.index.json</b>, or a Hub id such as <b>hf:Qwen/Qwen3-8B</b>:"))
@@ -114,7 +118,7 @@ class ImportDialog(QDialog):
             self.read_source()
 
     def read_source(self) -> None:
-        """Read a local source at once and show what it holds, or why it cannot be imported."""
+        """Read a local source (on a worker) and show what it holds, or why it cannot be imported."""
         self._timer.stop()
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         text = self.source()
@@ -128,15 +132,21 @@ class ImportDialog(QDialog):
                                  "Import, from the local Hugging Face cache or the network.")
             ok.setEnabled(True)
             return
-        try:
-            self.imported = api.import_model(text)
-        except api.AdvisorError as exc:
-            self.preview.setText(f"<span style='color:#d23c3c'>{exc}</span>")
+        if not Path(text).expanduser().exists():
+            self.preview.setText(f"<span style='color:#d23c3c'>{escape(text)}: no such file or folder</span>")
             ok.setEnabled(False)
             return
-        except OSError as exc:
-            self.preview.setText(f"<span style='color:#d23c3c'>{text}: {exc.strerror or exc}</span>")
-            ok.setEnabled(False)
-            return
-        self.preview.setText(describe_import(self.imported))
-        ok.setEnabled(True)
+        # read on a worker: a file on a slow or hung disk must not freeze the dialog
+        self.preview.setText("<span style='color:#888'>Reading…</span>")
+        ok.setEnabled(True)   # Import while reading imports it in the background, as a drop does
+        self.workers.run("preview", lambda: read_import(text), self._show, self._show_error)
+
+    def _show(self, imported: "api.ImportedModel") -> None:
+        self.imported = imported
+        self.preview.setText(describe_import(imported))
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(True)
+
+    def _show_error(self, exc: BaseException, _tb: str) -> None:
+        self.imported = None
+        self.preview.setText(f"<span style='color:#d23c3c'>{escape(str(exc))}</span>")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(False)

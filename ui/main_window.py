@@ -20,7 +20,7 @@ from advisor import api
 from advisor.text.format import num
 from ui import sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
-from ui.session import Session, describe
+from ui.session import Session, describe, read_import
 from ui.settings import Settings
 from ui.views.compare import CompareView
 from ui.views.curves import CurvesView
@@ -315,18 +315,33 @@ class MainWindow(QMainWindow):
             self.open_file(path)
 
     def open_file(self, path) -> bool:
-        """Load a sizing file; a bad one leaves the inputs as they were and says why in the status bar."""
+        """Load a sizing file; a bad one leaves the inputs as they were and says why in the status bar.
+        A sizing of an imported model reads that model again from where it came from, on a worker (a
+        file on a slow or hung disk never freezes the window); the inputs load when it is read."""
         try:
             inputs, targets, source, technique = sizing_file.read_all(path)
         except sizing_file.SizingFileError as exc:
             self.show_error(str(exc))
             return False
-        if source and inputs["model"] not in self.session.cat.models:
-            try:  # a sizing of an imported model: import it again from where it came from
-                self.session.restore_import(source)
-            except api.AdvisorError as exc:
-                self.show_error(f"{Path(path).name}: its model could not be imported again ({exc})")
-                return False
+        if not (source and inputs["model"] not in self.session.cat.models):
+            return self._finish_open(path, inputs, targets, technique)
+        missing = _missing_local(source)
+        if missing:
+            self.show_error(f"{Path(path).name}: its model could not be imported again ({missing})")
+            return False
+
+        def read(results) -> None:
+            imported = results[0][1]
+            if isinstance(imported, str):
+                self.show_error(f"{Path(path).name}: its model could not be imported again ({imported})")
+                return
+            self.session.adopt_import(imported, source)
+            self._finish_open(path, inputs, targets, technique)
+
+        self._read_imports("open", [source], read, f"Reading the model of {Path(path).name} ({source})…")
+        return True
+
+    def _finish_open(self, path, inputs, targets, technique) -> bool:
         if not self.session.load_keys(inputs, targets):
             self.show_error(f"{Path(path).name}: {self.session.last_error}")
             return False
@@ -372,24 +387,45 @@ class MainWindow(QMainWindow):
             self.import_source(dlg.source(), save=dlg.save.isChecked(), imported=dlg.imported)
 
     def import_source(self, source: str, save: bool = False, imported=None) -> bool:
-        """Import a model file, folder or ``hf:org/name`` and make it the model in use; a bad source
-        leaves everything as it was and says why in the status bar. A Hub id is fetched in the
-        background (it may need the network)."""
+        """Import a model file, folder or ``hf:org/name`` and make it the model in use. It is read on a
+        worker (a Hub id may need the network; a file may sit on a slow disk), so this returns at once:
+        True when the reading started, False when the source is plainly missing. A source that cannot
+        be imported leaves everything as it was and says why in the status bar."""
         source = import_path(source)
         if imported is not None:
             return self.session.add_imported(imported, save, source) is not None
-        if source.startswith("hf:"):
-            self.statusBar().showMessage(f"Fetching {source}…")
-            self.workers.run("import", lambda: api.import_model(source),
-                             lambda im: self.session.add_imported(im, save, source),
-                             lambda exc, _tb: self.show_error(str(exc) if isinstance(exc, api.AdvisorError)
-                                                              else f"{source}: {exc}"))
-            return True
-        if self.session.import_model(source, save) is None:
+        missing = _missing_local(source)
+        if missing:
+            self.session.last_error = missing
+            self.show_error(missing)
             return False
-        p = Path(source)
-        self.settings.set("files/last_dir", str(p if p.is_dir() else p.parent))
+
+        def read(results) -> None:
+            imported = results[0][1]
+            if isinstance(imported, str):
+                self.show_error(imported)
+            elif self.session.add_imported(imported, save, source) is not None and not source.startswith("hf:"):
+                p = Path(source)
+                self.settings.set("files/last_dir", str(p if p.is_dir() else p.parent))
+
+        self._read_imports("import", [source], read, f"{'Fetching' if source.startswith('hf:') else 'Reading'} {source}…")
         return True
+
+    def _read_imports(self, channel: str, sources: list[str], on_done, message: str) -> None:
+        """Read import sources on the worker pool; ``on_done`` gets ``[(source, ImportedModel or the
+        reason it failed)]`` on the GUI thread. A newer read on the same channel makes an older one stale."""
+        def job():
+            out = []
+            for source in sources:
+                try:
+                    out.append((source, read_import(source)))
+                except api.AdvisorError as exc:
+                    out.append((source, str(exc)))
+            return out
+
+        self.statusBar().showMessage(message)
+        self.workers.run(channel, job, on_done,
+                         lambda exc, _tb: self.show_error(f"{', '.join(sources)}: {type(exc).__name__}: {exc}"))
 
     def save_imported_model(self) -> bool:
         return self.session.save_imported() is not None
@@ -417,19 +453,30 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"Opened {paths[0].name}; one sizing file is opened at a time, "
                                              f"{len(paths) - 1} other(s) left alone")
             return
-        # every model file, folder or GGUF joins the picker; the last that imports is the one in use
-        done, failed = [], []
-        for p in models:
-            self.session.last_error = ""
-            if self.import_source(str(p)):
-                done.append(p.name)
-            else:
-                failed.append(f"{p.name} ({self.session.last_error or 'not imported'})")
-        if len(models) > 1:
-            text = f"Imported {len(done)} of {len(models)} models" + (f"; {done[-1]} is in use" if done else "")
-            if failed:
-                text += f"; not imported: {'; '.join(failed)}"
-            self.statusBar().showMessage(("⚠ " if failed else "") + text)
+        # every model file, folder or GGUF joins the picker; the last that imports is the one in use.
+        # They are read together on a worker and applied here in the order dropped.
+        sources = [import_path(str(p)) for p in models]
+
+        def read(results) -> None:
+            done, failed = [], []
+            for p, (source, imported) in zip(models, results):
+                self.session.last_error = ""
+                if not isinstance(imported, str) and self.session.add_imported(imported, False, source) is not None:
+                    done.append(p.name)
+                else:
+                    failed.append(f"{p.name} ({imported if isinstance(imported, str) else self.session.last_error})")
+            if len(models) > 1:
+                text = f"Imported {len(done)} of {len(models)} models" + (f"; {done[-1]} is in use" if done else "")
+                if failed:
+                    text += f"; not imported: {'; '.join(failed)}"
+                self.statusBar().showMessage(("⚠ " if failed else "") + text)
+            elif failed:
+                self.show_error(failed[0].split(" (", 1)[1][:-1])
+            elif done:
+                p = models[0]
+                self.settings.set("files/last_dir", str(p if p.is_dir() else p.parent))
+
+        self._read_imports("drop", sources, read, f"Reading {', '.join(p.name for p in models)}…")
 
     # ------------------------------------------------------------------ export / copy
     def current_table_rows(self) -> list[list[str]]:
@@ -578,26 +625,54 @@ class MainWindow(QMainWindow):
             self.session.clear_history()
 
     def _restore_session(self, st) -> None:
-        """The last session's imports, inputs and what-if, from the settings."""
+        """The last session's imports, inputs and what-if, from the settings. Imported models are read
+        again from their files on a worker, so a referenced file on a slow or hung disk never holds up
+        the start: the window opens on the defaults and the last inputs follow when the files are read
+        (unless the user has changed something by then)."""
         inputs = st.get("session/inputs")
         imported = inputs.get("imported") if isinstance(inputs.get("imported"), dict) else {}
-        for key, source in imported.items():
-            # the last session's imports, from their files (a Hub id is not fetched at start-up)
-            if key in self.session.cat.models or not isinstance(source, str) or source.startswith("hf:"):
-                continue
-            try:
-                self.session.restore_import(source)
-            except api.AdvisorError as exc:
-                st.notices.append(f"the imported model {key} could not be read again: {exc}")
-        if inputs:
-            if self.session.load_keys(inputs.get("inputs", {}), inputs.get("targets")):
-                self.session.clear_history()
-                technique = inputs.get("technique")
-                if isinstance(technique, dict) and technique and not self.session.load_technique_keys(technique):
-                    st.notices.append(f"the last what-if could not be restored ({self.session.last_error})")
+        pending = [(key, source) for key, source in imported.items()
+                   # a Hub id is not fetched at start-up
+                   if key not in self.session.cat.models and isinstance(source, str) and not source.startswith("hf:")]
+        if not pending:
+            self._restore_inputs(inputs, st.notices)
+            return
+        start = self.session.state
+
+        def read(results) -> None:
+            notices: list[str] = []
+            for (key, _), (source, model) in zip(pending, results):
+                if isinstance(model, str):
+                    notices.append(f"the imported model {key} could not be read again: {model}")
+                else:
+                    try:
+                        self.session.adopt_import(model, source)
+                    except api.AdvisorError as exc:
+                        notices.append(f"the imported model {key} could not be read again: {exc}")
+            if self.session.state == start:
+                self._restore_inputs(inputs, notices)
             else:
-                st.notices.append(f"the last inputs could not be restored ({self.session.last_error}); "
-                                  "starting from the defaults")
+                notices.append("the last inputs were not restored: they were changed while the imported "
+                               "models were read")
+            if notices:
+                self.show_error("; ".join(notices))
+            else:
+                self.statusBar().showMessage("Restored the last session", 5000)
+
+        self._read_imports("restore", [source for _, source in pending], read,
+                           "Reading the last session's imported models…")
+
+    def _restore_inputs(self, inputs: dict, notices: list[str]) -> None:
+        if not inputs:
+            return
+        if self.session.load_keys(inputs.get("inputs", {}), inputs.get("targets")):
+            self.session.clear_history()
+            technique = inputs.get("technique")
+            if isinstance(technique, dict) and technique and not self.session.load_technique_keys(technique):
+                notices.append(f"the last what-if could not be restored ({self.session.last_error})")
+        else:
+            notices.append(f"the last inputs could not be restored ({self.session.last_error}); "
+                           "starting from the defaults")
 
     def _clamp_to_screen(self) -> None:
         screen = QGuiApplication.screenAt(self.frameGeometry().center())
@@ -625,3 +700,16 @@ class MainWindow(QMainWindow):
             log.warning("could not save settings: %s", exc)
         self.workers.wait(3000)
         super().closeEvent(event)
+
+
+def _missing_local(source: str) -> str:
+    """Why a local import source cannot be read, found without opening it ("" when it may be): checked
+    on the GUI thread so that a plainly missing file answers at once."""
+    if source.startswith("hf:") or not source.strip():
+        return ""
+    p = Path(source).expanduser()
+    if not p.exists():
+        return f"{source}: no such file or folder"
+    if not (p.is_dir() or p.is_file()):
+        return f"{source}: not a regular file (a pipe, socket or device); give a model file or folder"
+    return ""

@@ -439,7 +439,7 @@ class Session(QObject):
         catalog and make it the model in use, everything recomputed (undoable). With ``save`` it is
         also written to the user catalog. A bad source is refused with `sig_error` and nothing changes."""
         try:
-            imported = _read_import(source)
+            imported = read_import(source)
         except api.AdvisorError as exc:
             self._refuse(str(exc))
             return None
@@ -481,7 +481,11 @@ class Session(QObject):
     def restore_import(self, source: str) -> str:
         """Import ``source`` into this session's catalog without changing the inputs (a sizing or the
         last session that used an imported model); the model's key, or `api.AdvisorError`."""
-        imported = _read_import(source)
+        return self.adopt_import(read_import(source), source)
+
+    def adopt_import(self, imported: "api.ImportedModel", source: str) -> str:
+        """Add a model read (on a worker) from ``source`` to this session's catalog without changing
+        the inputs; its key."""
         self.cat, imported = api.catalog_with_imported(self.cat, imported)
         self._remember(imported, source)
         self.sig_catalog_changed.emit()
@@ -634,8 +638,9 @@ def _spread(value: Any) -> float:
     return float(value)
 
 
-def _read_import(source: str) -> "api.ImportedModel":
-    """`api.import_model`, with an unreadable file or folder as an `api.AdvisorError` too."""
+def read_import(source: str) -> "api.ImportedModel":
+    """`api.import_model`, with an unreadable file or folder as an `api.AdvisorError` too. Plain data in
+    and out: the window calls it on a worker thread."""
     try:
         return api.import_model(source)
     except OSError as exc:

@@ -106,6 +106,8 @@ def _read_json(path: Path, what: str) -> Any:
         size = path.stat().st_size
     except OSError as exc:
         raise AdvisorError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not path.is_file():
+        raise AdvisorError(f"{path}: not a regular file (a pipe, socket or device)")
     if size > MAX_JSON_BYTES:
         raise AdvisorError(f"{path} is {size / 2**20:.0f} MiB, too large for a {what} "
                            f"(at most {MAX_JSON_BYTES // 2**20} MiB)")
@@ -587,6 +589,8 @@ def _read_gguf_header(path: Path) -> tuple[dict[str, Any], list[GgufTensor]]:
 
     try:
         size = path.stat().st_size
+        if not path.is_file():   # opening a pipe blocks until a writer comes
+            raise AdvisorError(f"{path}: not a regular file (a pipe, socket or device)")
         fh = open(path, "rb")
     except OSError as exc:
         raise AdvisorError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -1010,6 +1014,8 @@ def import_model(source: str, *, name: str | None = None, cache_dir: str | None 
         nbytes, how = safetensors_bytes(path)
         return from_hf_config(_read_json(cfg, "config.json"), name=name or path.resolve().name,
                               source=f"{cfg.resolve()} {stamp}", checkpoint_bytes=nbytes)
+    if not path.is_file():   # a pipe or a device would block the read or never end
+        raise AdvisorError(f"{text}: not a regular file (a pipe, socket or device); give a model file or folder")
     if path.suffix.lower() == ".gguf" or _has_gguf_magic(path):
         return from_gguf(path, name=name, source=f"{path.resolve()} {stamp}")
     if path.suffix.lower() == ".safetensors":

@@ -43,3 +43,13 @@ def make_window(qtbot, app_catalog, settings_path):
 @pytest.fixture
 def window(make_window):
     return make_window()
+
+
+@pytest.fixture
+def settle(qtbot):
+    """settle(window_or_dialog): wait until its background jobs (imports are read on a worker) have
+    delivered their results on the GUI thread."""
+    def wait(owner, timeout: int = 20000) -> None:
+        qtbot.waitUntil(lambda: owner.workers.busy == 0, timeout=timeout)
+
+    return wait
