@@ -26,6 +26,16 @@ def run() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)   # main turns it into exit 130
     code = main()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if code == 130:
+        # main reported the interrupt, but CPython may have marked it "unhandled" on the way (seen in
+        # about one run in forty) and would end the process by SIGINT instead of this status: leave
+        # here, the output flushed (temporary files are already gone)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
     sys.exit(code)
 
 

@@ -356,6 +356,18 @@ def _extra_commands():
     return [cli_recommend.register, cli_serve.register, cli_fidelity.register, cli_report.register, cli_import_model.register]
 
 
+def _refuse_blank_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A flag given an empty or blank value (``--batch ""``, ``--gpus " "``) is an error that names it,
+    not the flag's default in disguise."""
+    command = getattr(args, "command", None)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    actions = list(parser._actions) + (list(sub.choices[command]._actions) if sub and command in sub.choices else [])
+    for action in actions:
+        value = getattr(args, action.dest, None) if action.option_strings else None
+        if isinstance(value, str) and not value.strip() and value != action.default:
+            raise UsageError(f"{action.option_strings[-1]} is empty; give a value or leave the flag out")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("ADVISOR_DEBUG"))
@@ -364,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return gui_main([])
         parser = build_parser()
         args = parser.parse_args(argv)
+        _refuse_blank_values(parser, args)
         if args.probe:
             if getattr(args, "command", None):
                 raise UsageError("--probe takes no subcommand")

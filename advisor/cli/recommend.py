@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from advisor.cli.options import add_memory
 from advisor.data.catalog import Catalog, user_catalog
@@ -27,10 +28,16 @@ def _csv_list(text: str | None) -> list[str]:
 def _number(name: str, text, kind=float):
     if text is None:
         return None
+    t = str(text).strip()
+    if "," in t and not re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?", t):
+        # thousands separators only where they group thousands: "2,048" is 2048, "1,2" is not 12
+        raise AdvisorError(f"--{name} must be a number, got {text!r}")
     try:
-        v = kind(str(text).replace("_", "").replace(",", ""))
+        v = kind(t.replace("_", "").replace(",", ""))
     except ValueError:
         raise AdvisorError(f"--{name} must be a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise AdvisorError(f"--{name} must be a finite number, got {text!r}")
     return v
 
 

@@ -38,7 +38,7 @@ def _one_configuration(args: argparse.Namespace) -> bool:
 
 @contextlib.contextmanager
 def deferred_interrupt():
-    """Ctrl+C while Qt draws the report: an exception raised inside Qt's C++ (a paint or export
+    """Ctrl+C while Qt loads or draws the report: an exception raised inside Qt's C++ (a paint or export
     callback) can crash the process or be swallowed, which left PDFs written after an interrupt and
     an occasional segfault. Inside this block SIGINT only sets a flag; the writer's progress calls
     ``check()`` between its steps, which raises `KeyboardInterrupt` there, in plain Python, before
@@ -98,9 +98,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         content = report_from_requirements(cat, req, top=args.top or 5)
     # the report is drawn, never shown: no display needed (a stale DISPLAY would make Qt abort)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from ui.report import write_report
-
     with deferred_interrupt() as check:
+        # importing Qt runs shiboken's bootstrap, which aborts the process on a KeyboardInterrupt
+        # raised inside it: the import is covered too
+        from ui.report import write_report
+
+        check()
         path = write_report(content, out, paper=args.paper, progress=lambda _msg: check())
     print(f"wrote {path} in {time.perf_counter() - t0:.1f} s")
     print(content.answer)

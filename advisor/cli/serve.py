@@ -143,8 +143,10 @@ def _print_sweep(reports) -> None:
 
 
 def _optional_number(name: str, text) -> float | None:
-    if text in (None, ""):
+    if text is None:
         return None
+    if not str(text).strip():
+        raise AdvisorError(f"--{name} is empty; give a number or leave the flag out")
     v = _fraction(name, text)
     if v <= 0:
         raise AdvisorError(f"{name} must be positive, got {text!r}")
@@ -152,7 +154,15 @@ def _optional_number(name: str, text) -> float | None:
 
 
 def _count(name: str, text) -> int | None:
-    return None if text in (None, "") else whole_number(name, text, 0)
+    """A count flag of the disaggregated split: None when not given, else a whole number ≥ 1."""
+    if text is None:
+        return None
+    if not str(text).strip():
+        raise AdvisorError(f"--{name} is empty; give a number or leave the flag out")
+    n = whole_number(name, text, 0)
+    if n < 1:
+        raise AdvisorError(f"--{name} must be at least 1, got {text!r}")
+    return n
 
 
 def _disaggregated(cat: Catalog, cfg, load: Load, args: argparse.Namespace) -> int:
@@ -212,8 +222,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      prompt_spread=args.prompt_spread, lengths=args.lengths,
                      chunk_tokens=args.chunk_tokens, requests=args.requests)
-    if args.disaggregate or args.prefill_instances or args.decode_instances or getattr(args, "prefill_gpus", None):
+    if args.disaggregate or any(v is not None for v in (args.prefill_instances, args.decode_instances,
+                                                        getattr(args, "prefill_gpus", None))):
         return _disaggregated(cat, cfg, load, args)
+    for flag, value in (("--ttft-ms", args.ttft_ms), ("--tok-s", args.tok_s)):
+        if value is not None:   # once silently ignored
+            raise AdvisorError(f"{flag} goes with --disaggregate (a target for choosing its split); serve "
+                               "reports TTFT and speed for the load given, and recommend sizes for targets")
     if args.sweep:
         reports = concurrency_sweep(cat, cfg, load)
         if args.json:

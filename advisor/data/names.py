@@ -221,7 +221,8 @@ class NameIndex:
         """(key, how, size): as `match`, with the memory size the name states, GB (None if none)."""
         q = tokens(query or "")
         if not q:
-            raise UnknownName(f"empty {self._label()} name")
+            raise UnknownName(f"{query!r} is not a {self._label()} name (no letters or digits)"
+                              if (query or "").strip() else f"empty {self._label()} name")
         qwords = [SYNONYMS.get(w, w) for w in words(query)]
         size = None
         if self.section == "hardware":
@@ -253,6 +254,11 @@ class NameIndex:
                     return self._one(query, hits), "partial", size
             if hits:
                 return self._one(query, hits), "exact", size
+        if not any(t.isalpha() or len(t) >= 3 for t in q):
+            # a bare small number ("1", "-1", "70") is part of too many names to stand for one; a
+            # product number ("4090") is long enough
+            raise UnknownName(f"{query!r} is too short to name a {self._label()}; give its name "
+                              f"(e.g. {next(iter(sorted(self._display.values())))!r})")
         for stage in (0, 1):
             qt = frozenset(q if stage == 0 else _drop_decorations(q))
             # each typed word must appear unbroken in the name ("m40" is not "M3 Max 40-core")

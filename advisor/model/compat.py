@@ -129,7 +129,7 @@ def gpus_refusal(hw: Hardware, gpus) -> str | None:
         return f"gpus must be a whole number of at least 1, got {gpus!r}"
     limit = max_gpus(hw)
     if gpus > limit:
-        return f"{hw.name} is used {limit} at a time at most here (asked for {gpus})"
+        return f"{hw.name} is used {limit} at a time at most here (asked for {gpus} GPUs)"
     return None
 
 

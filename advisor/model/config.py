@@ -9,6 +9,7 @@ defaults — runtime for the hardware, weight format for the runtime — are cho
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -243,7 +244,11 @@ def whole_number(name: str, value, default: int) -> int:
         raise AdvisorError(f"{name} must be a whole number, got {value!r}")
     if isinstance(value, int):
         return value
-    text = str(value).strip().replace("_", "").replace(",", "")
+    text = str(value).strip()
+    if "," in text and not re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.0*)?", text):
+        # thousands separators only where they group thousands: "2,048" is 2048, "1,2" is not 12
+        raise AdvisorError(f"{name} must be a whole number, got {value!r}")
+    text = text.replace("_", "").replace(",", "")
     try:
         f = float(text)
     except ValueError:

@@ -544,16 +544,18 @@ def _offload_arrays(cfg: Config, eff: Efficiency, r: Result, gpu_layers, offload
 
 def _offload_check(cfg: Config, tech: Techniques) -> None:
     rt = cfg.runtime.key
+    which = "--gpu-layers" if tech.gpu_layers is not None else "--offload-gb"
     if cfg.gpus != 1:
-        raise AdvisorError("partial offload is modelled for one GPU")
+        raise AdvisorError(f"{which}: partial offload is modelled for one GPU")
     if cfg.hardware.unified_memory or cfg.hardware.kind in ("apple", "soc", "cpu"):
-        raise AdvisorError(f"{cfg.hardware.name} has one memory for CPU and GPU: there is nothing to offload to")
+        raise AdvisorError(f"{which}: {cfg.hardware.name} has one memory for CPU and GPU: there is nothing to "
+                           "offload to")
     if tech.gpu_layers is not None and rt not in OFFLOAD_LAYER_RUNTIMES:
         raise AdvisorError(f"--gpu-layers is llama.cpp's -ngl; {cfg.runtime.name} offloads by size (--offload-gb)"
-                           if rt in OFFLOAD_GB_RUNTIMES else f"{cfg.runtime.name} has no partial offload")
+                           if rt in OFFLOAD_GB_RUNTIMES else f"--gpu-layers: {cfg.runtime.name} has no partial offload")
     if tech.offload_gb is not None and rt not in OFFLOAD_GB_RUNTIMES:
-        raise AdvisorError(f"{cfg.runtime.name} offloads whole layers: use --gpu-layers (-ngl)"
-                           if rt in OFFLOAD_LAYER_RUNTIMES else f"{cfg.runtime.name} has no partial offload")
+        raise AdvisorError(f"--offload-gb: {cfg.runtime.name} offloads whole layers: use --gpu-layers (-ngl)"
+                           if rt in OFFLOAD_LAYER_RUNTIMES else f"--offload-gb: {cfg.runtime.name} has no partial offload")
 
 
 def offload_curve(cat: "Catalog | None", cfg: Config, tech: Techniques | None = None, profiles=None) -> OffloadCurve:

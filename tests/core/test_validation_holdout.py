@@ -120,6 +120,7 @@ def test_holdout_coverage_uses_bands_from_the_other_sources(cat):
     assert report.seconds > 0
 
 
+@pytest.mark.slow   # held out by source, era and family: ~30-50 s each
 def test_validate_holdout_cli(capsys):
     assert main(["validate", "--holdout", "source", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -139,6 +140,7 @@ def test_validate_holdout_cli(capsys):
     assert "llama.cpp-2023" in out and "by the era left out" in out
 
 
+@pytest.mark.slow   # held out by source, era and family: ~30-50 s each
 def test_holdout_covers_every_mapped_row(cat):
     cases, _ = load_cases(_bare(cat))
     report = holdout(_bare(cat), cases, "era")

@@ -171,6 +171,7 @@ def test_export_report_in_the_background(tmp_path, qtbot):
     assert "RTX 4090" in _text(out)
 
 
+@pytest.mark.slow   # six runs of the report; the storm in tests/hostile sends twenty
 def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path):
     """Issue 30 (3): of 26 interrupts, 6 segfaulted and 9 exited 0 with the PDF written anyway. A
     SIGINT at any moment now ends either in exit 130, one line and no file (not even a temporary

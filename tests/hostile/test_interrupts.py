@@ -1,0 +1,62 @@
+"""Issue 30, the interrupt storm (slow tier): `report` and a large `recommend`, each sent SIGINT at
+random moments (seeded, so a failure can be replayed), 20 times in all. Every run ends in exit 130
+with the one line "advisor: interrupted" and no output, or, when the signal came after the work was
+done, in the complete output with the command's own exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+
+
+def _interrupt(argv: list[str], delay_s: float) -> tuple[int, str, str]:
+    p = subprocess.Popen([sys.executable, "-m", "advisor.cli.entry", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=ENV)
+    time.sleep(delay_s)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    return p.returncode, out.decode(), err.decode()
+
+
+def test_report_interrupted_at_random_moments(tmp_path):
+    rng = random.Random(3010)
+    codes = []
+    for i in range(10):
+        pdf = tmp_path / f"r{i}.pdf"
+        delay = rng.uniform(0.02, 3.5)
+        code, _out, err = _interrupt(["report", "--model", "llama 3.1 70b", "--users", "20",
+                                      "--hardware-kind", "datacenter", "-o", str(pdf)], delay)
+        left = sorted(p.name for p in tmp_path.iterdir())
+        if code == 130:
+            assert err.strip() == "advisor: interrupted" and left == [], (delay, err, left)
+        else:
+            assert code == 0 and left == [pdf.name] and pdf.read_bytes()[:5] == b"%PDF-", (delay, code, err)
+            assert pdf.read_bytes().rstrip().endswith(b"%%EOF")
+            pdf.unlink()
+        codes.append(code)
+    assert codes.count(130) >= 5, codes     # most signals land while it works
+
+
+def test_a_large_recommend_interrupted_at_random_moments():
+    rng = random.Random(3011)
+    codes = []
+    for _ in range(10):
+        delay = rng.uniform(0.02, 6.0)
+        code, out, err = _interrupt(["recommend", "--model", "llama 3.1 70b", "--users", "100", "--json"], delay)
+        if code == 130:
+            assert err.strip() == "advisor: interrupted" and out == "", (delay, err, out[:200])
+        else:
+            assert code in (0, 1) and json.loads(out)["model"] == "Llama 3.1 70B", (delay, code, err)
+        codes.append(code)
+    assert codes.count(130) >= 5, codes
