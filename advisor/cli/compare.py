@@ -1,0 +1,102 @@
+"""`advisor compare-measured FILE…`: a user's own benchmark results beside the predictions.
+
+The files are the ones benchmark clients write (llama-bench, llama-batched-bench, vllm bench serve,
+SGLang's bench_serving and bench_one_batch, GenAI-Perf/AIPerf, GuideLLM), recognised by content. What
+a file does not say (often the GPU) is given with a flag; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from advisor.data.catalog import user_catalog
+from advisor.data.errors import AdvisorError
+from advisor.fit.bench_records import METRICS
+from advisor.fit.bench_results import read_results
+from advisor.fit.compare import Comparison, Overrides, compare, summarise
+from advisor.model.config import whole_number
+from advisor.text.format import json_text, num, table
+
+EXIT_OK = 0
+UNITS = {"prefill_tok_s": "tok/s", "decode_tok_s": "tok/s", "batch_decode_tok_s": "tok/s", "ttft_ms": "ms",
+         "itl_ms": "ms", "tpot_ms": "ms", "e2e_ms": "ms", "throughput_tok_s": "tok/s",
+         "request_throughput_rps": "req/s"}
+LABELS = {"prefill_tok_s": "prefill", "decode_tok_s": "decode", "batch_decode_tok_s": "decode (batch)",
+          "ttft_ms": "TTFT", "itl_ms": "ITL", "tpot_ms": "TPOT", "e2e_ms": "end to end",
+          "throughput_tok_s": "throughput", "request_throughput_rps": "requests/s"}
+
+
+def load_text(c: Comparison) -> str:
+    """The conditions of a row, short: "b1 · pp512", "32 clients · 1,024/256", "2 req/s · 1,000/200"."""
+    r = c.record
+    lengths = (f"{r.prompt_tokens:,}/{r.output_tokens:,}" if r.prompt_tokens and r.output_tokens
+               else f"pp{r.prompt_tokens}" if r.prompt_tokens else f"tg{r.output_tokens}" if r.output_tokens else "")
+    depth = f" @ d{r.depth_tokens:,}" if r.depth_tokens else ""
+    if r.concurrency:
+        who = f"{num(r.concurrency)} clients"
+    elif r.request_rate_rps is not None:
+        who = "all at once" if math.isinf(r.request_rate_rps) else f"{num(r.request_rate_rps)} req/s"
+    else:
+        who = f"b{r.batch or 1}"
+    return f"{who} · {lengths}{depth}".strip(" ·")
+
+
+def _row(c: Comparison) -> list[str]:
+    r = c.record
+    unit = UNITS.get(r.metric, "")
+    metric = f"{LABELS.get(r.metric, r.metric)}" + ("" if r.stat == "mean" else f" {r.stat}")
+    if c.predicted is None:
+        return [metric, load_text(c), f"{num(r.value)} {unit}", "—", "—", "—", c.skipped]
+    band = f"{num(c.low)}–{num(c.high)}" if c.low is not None and not math.isnan(c.low) else "—"
+    mark = "" if c.within_band is None else (" in band" if c.within_band else " outside")
+    return [metric, load_text(c), f"{num(r.value)} {unit}", f"{num(c.predicted)} {unit}", band,
+            f"{100 * c.error:+.0f} %{mark}", ""]
+
+
+def cmd_compare_measured(args: argparse.Namespace) -> int:
+    cat = user_catalog()
+    gpus = whole_number("gpus", args.gpus, 0) if args.gpus is not None else None
+    if gpus is not None and gpus < 1:
+        raise AdvisorError(f"--gpus must be at least 1, got {args.gpus!r}")
+    overrides = Overrides(hardware=args.hardware, model=args.model, quant=args.quant, runtime=args.runtime,
+                          gpus=gpus)
+    files = []
+    for path in args.files:
+        tool, records = read_results(path)
+        files.append((path, tool, compare(cat, records, overrides)))
+    every = [c for _, _, cs in files for c in cs]
+    summary = summarise(every)
+    if summary.compared == 0:
+        reasons = sorted({c.skipped for c in every if c.skipped})
+        raise AdvisorError("no row could be compared: " + "; ".join(reasons[:3]))
+    if args.json:
+        print(json_text({"files": [{"file": str(p), "tool": tool, "rows": [c.to_dict() for c in cs]}
+                                   for p, tool, cs in files],
+                         "summary": summary.to_dict()}))
+        return EXIT_OK
+    for path, tool, cs in files:
+        configs = sorted({c.configuration for c in cs if c.configuration})
+        print(f"{path} — {tool}, {len(cs)} rows" + (f"; predicted for {'; '.join(configs)}" if configs else ""))
+        print(table(["metric", "load", "measured", "predicted", "band", "error", "note"], [_row(c) for c in cs],
+                    right=[False, False, True, True, True, True, False]))
+        print()
+    err = f"{100 * summary.median_abs_error:.1f} %" if summary.median_abs_error is not None else "—"
+    print(f"{summary.compared} of {summary.rows} rows compared · median |error| {err} · "
+          f"{summary.within_band} of {summary.compared} measurements inside the predicted band")
+    print("error = predicted / measured − 1; metrics: " +
+          "; ".join(f"{LABELS[m]}: {METRICS[m]}" for m in sorted({c.record.metric for c in every}) if m in LABELS))
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare-measured", help="your benchmark results (llama-bench, vllm bench serve, SGLang, "
+                                                "GenAI-Perf/AIPerf, GuideLLM files) beside the predictions")
+    p.add_argument("files", nargs="+", metavar="FILE", help="result files, recognised by their content")
+    p.add_argument("--hardware", help="the hardware the results were measured on (most files do not say)")
+    p.add_argument("--model", help="the model, where the file's name for it does not resolve")
+    p.add_argument("--quant", help="the weight format, where the file does not say")
+    p.add_argument("--runtime", help="the runtime, where the file does not say")
+    p.add_argument("--gpus", help="GPUs the server used, where the file does not say (default 1)")
+    p.add_argument("--json", action="store_true", help="rows with metric, measured, predicted, low, high, error")
+    p.set_defaults(func=cmd_compare_measured)
