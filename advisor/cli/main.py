@@ -351,10 +351,10 @@ def _extra_commands():
     from advisor.cli import fidelity as cli_fidelity, recommend as cli_recommend, serve as cli_serve
     from advisor.cli import report as cli_report
 
-    from advisor.cli import compare as cli_compare, import_model as cli_import_model
+    from advisor.cli import compare as cli_compare, import_model as cli_import_model, measure as cli_measure
 
     return [cli_recommend.register, cli_serve.register, cli_fidelity.register, cli_report.register,
-            cli_import_model.register, cli_compare.register]
+            cli_import_model.register, cli_compare.register, cli_measure.register]
 
 
 def _refuse_blank_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

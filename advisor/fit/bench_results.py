@@ -23,7 +23,8 @@ from advisor.fit.bench_records import BenchRecord
 
 MAX_RESULT_BYTES = 64 * 2**20
 #: the format modules, most specific first (a module's sniff must not claim another's files)
-FORMAT_MODULES = ("llama_bench", "batched_bench", "vllm_serve", "sglang_bench", "genai_perf", "guidellm")
+FORMAT_MODULES = ("advisor_measure", "llama_bench", "batched_bench", "vllm_serve", "sglang_bench", "genai_perf",
+                  "guidellm")
 
 
 def _formats() -> list[Any]:

@@ -1,0 +1,304 @@
+"""Measure a live OpenAI-compatible server (llama-server, vLLM, SGLang, TensorRT-LLM's trtllm-serve,
+Ollama, LM Studio, mlx_lm.server): a short, bounded benchmark at a few concurrencies.
+
+Each level sends ``requests`` streamed completions, ``concurrency`` at a time (a closed loop: a
+client sends its next request when the last is answered), with a synthetic prompt and a fixed
+number of output tokens (``ignore_eos``, where the server honours it). The definitions are vLLM's
+(`vllm bench serve`), stated in the output:
+- TTFT: from sending the request to the first streamed token;
+- ITL: the gaps between successive streamed chunks that carry tokens;
+- TPOT: per request, (end − first token) / (output tokens − 1);
+- output throughput: output tokens of the level's completed requests / the level's wall time.
+Token counts are the server's own (``usage``) where it reports them, else the streamed chunks.
+
+Bounds: a hard time budget for the whole run and a per-request timeout; a level stops early when
+the budget runs out or ``cancel()`` says so, and keeps what it measured. A server that is down,
+answers with an HTTP error, or does not stream OpenAI-style events gets one clear line.
+
+The HTTP client is httpx (imported here only: the rest of the core does not need it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from advisor.data.errors import AdvisorError
+from advisor.fit.bench_records import BenchRecord
+
+TOOL = "advisor measure"
+DEFINITIONS = ("TTFT: request sent → first streamed token; ITL: gaps between streamed chunks carrying tokens; "
+               "TPOT: (last − first token) / (output tokens − 1) per request; throughput: output tokens / wall time "
+               "of the level (vLLM's definitions)")
+MAX_REQUESTS = 1000
+MAX_CONCURRENCY = 256
+
+
+@dataclass
+class RequestResult:
+    ok: bool
+    ttft_s: float = math.nan
+    e2e_s: float = math.nan
+    gaps_s: list[float] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    output_tokens: int = 0
+    error: str = ""
+
+
+@dataclass
+class LevelResult:
+    concurrency: int
+    requests: list[RequestResult]
+    wall_s: float
+    stopped: str = ""          # why the level ended early ("time budget", "cancelled"), else ""
+
+    @property
+    def completed(self) -> list[RequestResult]:
+        return [r for r in self.requests if r.ok]
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.requests if not r.ok)
+
+    def stats(self) -> dict:
+        ok = self.completed
+        out_tokens = sum(r.output_tokens for r in ok)
+        tpot = [(r.e2e_s - r.ttft_s) / (r.output_tokens - 1) for r in ok if r.output_tokens > 1]
+        prompts = [r.prompt_tokens for r in ok if r.prompt_tokens]
+        return {
+            "concurrency": self.concurrency, "completed": len(ok), "failed": self.failed,
+            "ttft_ms": _dist([r.ttft_s * 1e3 for r in ok]),
+            "itl_ms": _dist([g * 1e3 for r in ok for g in r.gaps_s]),
+            "tpot_ms": _dist([t * 1e3 for t in tpot]),
+            "e2e_ms": _dist([r.e2e_s * 1e3 for r in ok]),
+            "output_throughput_tok_s": out_tokens / self.wall_s if self.wall_s > 0 and ok else None,
+            "mean_prompt_tokens": float(np.mean(prompts)) if prompts else None,
+            "mean_output_tokens": float(np.mean([r.output_tokens for r in ok])) if ok else None,
+            "wall_s": self.wall_s, "stopped_early": self.stopped or None,
+            "errors": sorted({r.error for r in self.requests if r.error})[:5],
+        }
+
+
+def _dist(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    a = np.asarray(values, dtype=float)
+    return {"mean": float(a.mean()), "p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
+            "p99": float(np.percentile(a, 99))}
+
+
+@dataclass
+class Measurement:
+    url: str
+    model: str
+    prompt_tokens: int
+    output_tokens: int
+    levels: list[LevelResult]
+    started_at: str
+
+    def to_dict(self) -> dict:
+        return {"advisor_measure": 1, "url": self.url, "model": self.model, "started_at": self.started_at,
+                "prompt_tokens_requested": self.prompt_tokens, "output_tokens_requested": self.output_tokens,
+                "definitions": DEFINITIONS, "levels": [lv.stats() for lv in self.levels]}
+
+
+def records_from(d: dict, source: str = "") -> list[BenchRecord]:
+    """The `BenchRecord`s of a measurement (as `Measurement.to_dict` writes it)."""
+    out = []
+    for i, lv in enumerate(d.get("levels") or []):
+        common = dict(tool=TOOL, model=d.get("model") or None, concurrency=float(lv["concurrency"]),
+                      prompt_tokens=round(lv["mean_prompt_tokens"]) if lv.get("mean_prompt_tokens") else
+                      d.get("prompt_tokens_requested"),
+                      output_tokens=round(lv["mean_output_tokens"]) if lv.get("mean_output_tokens") else None,
+                      requests_completed=lv.get("completed"), requests_failed=lv.get("failed"),
+                      measured_at=d.get("started_at"), source=f"{source} level {i + 1}",
+                      missing=("hardware", "runtime"))
+        for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+            dist = lv.get(metric) or {}
+            for stat, key in (("mean", "mean"), ("median", "p50"), ("p90", "p90"), ("p99", "p99")):
+                v = dist.get(key)
+                if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
+                    out.append(BenchRecord(metric=metric, value=float(v), stat=stat, **common))
+        thr = lv.get("output_throughput_tok_s")
+        if isinstance(thr, (int, float)) and math.isfinite(thr) and thr > 0:
+            out.append(BenchRecord(metric="throughput_tok_s", value=float(thr), **common))
+    return out
+
+
+def _prompt(tokens: int) -> str:
+    # about one token per word for the common tokenizers; the server's usage count says how many it was
+    words = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while")
+    return " ".join(words[i % len(words)] for i in range(max(tokens - 1, 1)))
+
+
+def _base(url: str) -> str:
+    u = url.strip().rstrip("/")
+    if not u.startswith(("http://", "https://")):
+        raise AdvisorError(f"--url must start with http:// or https://, got {url!r}")
+    return u if u.endswith("/v1") else u + "/v1"
+
+
+def _http_error(exc: Exception, url: str) -> AdvisorError:
+    import httpx
+
+    if isinstance(exc, httpx.ConnectError):
+        return AdvisorError(f"cannot reach {url}: connection refused or no route (is the server running, on that port?)")
+    if isinstance(exc, httpx.TimeoutException):
+        return AdvisorError(f"{url}: no answer within the timeout")
+    if isinstance(exc, httpx.HTTPStatusError):
+        return AdvisorError(f"{url}: the server answered HTTP {exc.response.status_code}")
+    return AdvisorError(f"{url}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
+async def _model_id(client, base: str) -> str:
+    import httpx
+
+    try:
+        r = await client.get(f"{base}/models")
+        r.raise_for_status()
+        data = r.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise AdvisorError(f"{base}/models did not list a model ({_http_error(exc, base) if isinstance(exc, httpx.HTTPError) else 'not JSON'}); "
+                           "give --model") from None
+    models = data.get("data") if isinstance(data, dict) else None
+    if not models or not isinstance(models, list) or not isinstance(models[0], dict) or not models[0].get("id"):
+        raise AdvisorError(f"{base}/models lists no model; give --model")
+    return str(models[0]["id"])
+
+
+async def _one(client, base: str, model: str, prompt: str, output_tokens: int, timeout_s: float) -> RequestResult:
+    import httpx
+
+    body = {"model": model, "prompt": prompt, "max_tokens": output_tokens, "stream": True, "temperature": 0,
+            "ignore_eos": True, "stream_options": {"include_usage": True}}
+    t0 = time.perf_counter()
+    first = last = None
+    gaps: list[float] = []
+    chunks = 0
+    usage: dict = {}
+
+    async def stream() -> str:
+        """Read the event stream; "" when it ended well, else what was wrong."""
+        nonlocal first, last, chunks, usage
+        async with client.stream("POST", f"{base}/completions", json=body) as resp:
+            if resp.status_code >= 400:
+                await resp.aread()
+                return f"HTTP {resp.status_code}"
+            async for line in resp.aiter_lines():
+                line = line.strip()
+                if not line or line.startswith(":"):
+                    continue
+                if not line.startswith("data:"):
+                    return "not an OpenAI-style event stream"
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                try:
+                    event = json.loads(payload)
+                except ValueError:
+                    return "a malformed stream event"
+                if not isinstance(event, dict):
+                    return "a malformed stream event"
+                if isinstance(event.get("usage"), dict):
+                    usage = event["usage"]
+                choices = event.get("choices") or []
+                text = choices[0].get("text") if choices and isinstance(choices[0], dict) else None
+                if text:
+                    now = time.perf_counter()
+                    if first is None:
+                        first = now
+                    else:
+                        gaps.append(now - last)
+                    last = now
+                    chunks += 1
+        return ""
+
+    try:
+        problem = await asyncio.wait_for(stream(), timeout_s)
+    except asyncio.TimeoutError:
+        return RequestResult(False, error=f"no complete answer within {timeout_s:g} s")
+    except httpx.HTTPError as exc:
+        return RequestResult(False, error=str(_http_error(exc, base)))
+    if problem:
+        return RequestResult(False, error=problem)
+    if first is None:
+        return RequestResult(False, error="the server streamed no tokens")
+    n_out = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else chunks
+    n_in = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
+    return RequestResult(True, ttft_s=first - t0, e2e_s=last - t0, gaps_s=gaps, prompt_tokens=n_in,
+                         output_tokens=max(int(n_out), chunks))
+
+
+async def _run(url: str, model: str | None, concurrencies: list[int], requests: int, prompt_tokens: int,
+               output_tokens: int, timeout_s: float, budget_s: float, progress, cancel) -> Measurement:
+    import httpx
+
+    base = _base(url)
+    deadline = time.perf_counter() + budget_s
+    limits = httpx.Limits(max_connections=max(concurrencies) + 2)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), limits=limits) as client:
+        try:
+            model = model or await _model_id(client, base)
+        except httpx.HTTPError as exc:
+            raise _http_error(exc, base) from None
+        prompt = _prompt(prompt_tokens)
+        # one request first: a server that is down, refuses or does not stream answers in one line
+        probe = await _one(client, base, model, prompt, min(output_tokens, 8), timeout_s)
+        if not probe.ok:
+            raise AdvisorError(f"{base}/completions: {probe.error}")
+        levels = []
+        done_total, total = 0, requests * len(concurrencies)
+        for c in concurrencies:
+            results: list[RequestResult] = []
+            queue = list(range(requests))
+            stopped = ""
+            t0 = time.perf_counter()
+
+            async def client_loop() -> None:
+                nonlocal done_total, stopped
+                while queue:
+                    if cancel is not None and cancel():
+                        stopped = "cancelled"
+                        return
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        stopped = "time budget"
+                        return
+                    queue.pop()
+                    results.append(await _one(client, base, model, prompt, output_tokens, min(timeout_s, left)))
+                    done_total += 1
+                    if progress is not None:
+                        progress(done_total, total, f"concurrency {c}: {len(results)} of {requests} requests")
+
+            await asyncio.gather(*(client_loop() for _ in range(c)))
+            levels.append(LevelResult(c, results, time.perf_counter() - t0, stopped))
+            if stopped:
+                break
+    return Measurement(url, model, prompt_tokens, output_tokens, levels,
+                       _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+def measure(url: str, *, model: str | None = None, concurrencies=(1, 4), requests: int = 8, prompt_tokens: int = 256,
+            output_tokens: int = 64, timeout_s: float = 60.0, budget_s: float = 300.0,
+            progress: Callable[[int, int, str], None] | None = None,
+            cancel: Callable[[], bool] | None = None) -> Measurement:
+    """Run the bounded benchmark (see the module's docstring); `AdvisorError` for a server that is down,
+    refuses, or is not OpenAI-compatible."""
+    levels = sorted({int(c) for c in concurrencies})
+    if not levels or levels[0] < 1 or levels[-1] > MAX_CONCURRENCY:
+        raise AdvisorError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+    if not 1 <= requests <= MAX_REQUESTS:
+        raise AdvisorError(f"--requests must be between 1 and {MAX_REQUESTS} per concurrency")
+    if not 1 <= prompt_tokens <= 200_000 or not 2 <= output_tokens <= 100_000:
+        raise AdvisorError("--prompt must be 1–200,000 tokens and --output 2–100,000")
+    if not (0 < timeout_s <= 3600 and 0 < budget_s <= 24 * 3600):
+        raise AdvisorError("--timeout-s must be at most an hour")
+    return asyncio.run(_run(url, model, levels, requests, prompt_tokens, output_tokens, timeout_s, budget_s,
+                            progress, cancel))
