@@ -54,6 +54,8 @@ __all__ = [
     "ImportedModel", "import_model", "is_import_source", "add_imported", "catalog_with_imported",
     "save_imported_model", "imported_weight_bytes", "draft_refusal", "technique_rows",
     "technique_details", "load_json", "load_yaml", "output_target",
+    "BenchRecord", "read_results", "MeasuredComparison", "MeasuredOverrides", "compare_measured", "summarise_measured",
+    "measure_endpoint", "measured_records",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -64,6 +66,11 @@ from advisor.data.catalog import (MEMORY_SIZE_HINT, Catalog, LoadIssue, load_cat
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.safe_load import load_json, load_yaml
 from advisor.data.userdata import output_target
+from advisor.fit.bench_records import BenchRecord
+from advisor.fit.bench_results import read_results
+from advisor.fit.endpoint import measure as measure_endpoint, records_from as measured_records
+from advisor.fit.compare import (Comparison as MeasuredComparison, Overrides as MeasuredOverrides,
+                                 compare as compare_measured, summarise as summarise_measured)
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-VIEW_NAMES = ("roofline", "curves", "serving", "whatifs", "recommend", "compare", "will-it-run", "probe")
+VIEW_NAMES = ("roofline", "curves", "serving", "whatifs", "recommend", "compare", "will-it-run", "probe", "measured")
 NO_DISPLAY = ("advisor-gui: no display found (DISPLAY and WAYLAND_DISPLAY are unset); "
               "use the command line instead: advisor --help")
 

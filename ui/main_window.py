@@ -25,6 +25,7 @@ from ui.settings import Settings
 from ui.views.compare import CompareView
 from ui.views.curves import CurvesView
 from ui.views.inputs import InputsPanel
+from ui.views.measured import MeasuredView
 from ui.views.probe import ProbeView
 from ui.views.recommend import RecommendView
 from ui.views.results import ResultsView
@@ -39,7 +40,8 @@ log = logging.getLogger(__name__)
 
 TABS = (("roofline", "&Roofline"), ("curves", "C&urves"), ("serving", "&Serving"), ("whatifs", "&What-ifs"),
         ("recommend", "Reco&mmendations"),
-        ("compare", "Com&pare"), ("will_it_run", "W&ill it run"), ("probe", "Probe this &machine"))
+        ("compare", "Com&pare"), ("will_it_run", "W&ill it run"), ("probe", "Probe this &machine"),
+        ("measured", "Meas&ured"))
 DATA_SOURCES = ("vendor datasheets and whitepapers (each hardware entry cites its own)",
                 "model config.json files on Hugging Face (each model entry cites its own)",
                 "llama.cpp, vLLM, SGLang and TensorRT-LLM sources for formats and runtime defaults",
@@ -95,7 +97,8 @@ class MainWindow(QMainWindow):
             "roofline": lambda: RooflineView(s), "curves": lambda: CurvesView(s), "serving": lambda: ServingView(s),
             "whatifs": lambda: TechniquesView(s),
             "recommend": lambda: RecommendView(s, self.workers), "compare": lambda: CompareView(s),
-            "will_it_run": lambda: WillItRunView(s, self.workers), "probe": lambda: ProbeView(s, self.workers)}
+            "will_it_run": lambda: WillItRunView(s, self.workers), "probe": lambda: ProbeView(s, self.workers),
+            "measured": lambda: MeasuredView(s, self.workers)}
         for name, title in TABS:
             self.add_panel(name, title, self._factories[name])
         self.tabs.currentChanged.connect(lambda _i: self.view(self.current_view_name()))
@@ -175,6 +178,7 @@ class MainWindow(QMainWindow):
     compare = property(lambda self: self.view("compare"))
     will_it_run = property(lambda self: self.view("will_it_run"))
     probe = property(lambda self: self.view("probe"))
+    measured = property(lambda self: self.view("measured"))
 
     def show_view(self, name: str) -> bool:
         name = name.replace("-", "_")
@@ -211,6 +215,9 @@ class MainWindow(QMainWindow):
         self._action(f, "&Save sizing", self.file_save, QKeySequence.StandardKey.Save)
         self._action(f, "Save sizing &as…", self.file_save_as, QKeySequence.StandardKey.SaveAs)
         f.addSeparator()
+        self._action(f, "Compare &measurements…", self.open_measurements, "Ctrl+Shift+M",
+                     "Your benchmark results (llama-bench, vllm bench serve, SGLang, GenAI-Perf/AIPerf, GuideLLM) "
+                     "beside the predictions")
         self._action(f, "&Import model…", self.import_dialog, "Ctrl+I",
                      "Size your own model: a config.json, a model folder, a .gguf file or hf:org/name "
                      "(or drop one on the window)")
@@ -378,6 +385,14 @@ class MainWindow(QMainWindow):
         self._update_title()
         self.statusBar().showMessage(f"Saved {path}", 5000)
         return True
+
+    def open_measurements(self, paths=None) -> None:
+        """File → Compare measurements…: the Measured tab, reading the chosen result files."""
+        self.show_view("measured")
+        if paths:
+            self.measured.open_files(paths)
+        else:
+            self.measured.pick_files()
 
     # ------------------------------------------------------------------ imported models
     def import_dialog(self) -> None:

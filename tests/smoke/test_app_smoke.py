@@ -24,7 +24,7 @@ def _run(args, env, timeout=60):
 def test_smoke_renders_every_view(tmp_path):
     out = _run(["--smoke"], _env(QT_QPA_PLATFORM="offscreen", ADVISOR_DATA_DIR=str(tmp_path)))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "rendered 10 views" in out.stdout and "whatifs" in out.stdout and "0 errors" in out.stdout
+    assert "rendered 11 views" in out.stdout and "whatifs" in out.stdout and "0 errors" in out.stdout
 
 
 def test_screenshot_writes_a_png(tmp_path):

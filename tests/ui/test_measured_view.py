@@ -1,0 +1,79 @@
+"""Issue 27: the Measured tab. A real result file opens into a table and a chart of measured against
+predicted; a live server (the loopback stand-in) is measured from the tab with progress and Stop."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fake_openai import FakeServer
+
+RESULTS = Path(__file__).resolve().parents[1] / "data" / "bench_results"
+
+
+def test_a_llama_bench_file_opens_into_table_and_chart(window, settle):
+    path = RESULTS / "llama_bench.json"
+    if not path.is_file():
+        pytest.skip("the llama-bench fixture is not there")
+    window.session.set_inputs(hardware="rtx 4090")
+    window.open_measurements([str(path)])
+    view = window.measured
+    settle(window)
+    assert view.comparisons and view.model.rowCount() == len(view.comparisons)
+    compared = [c for c in view.comparisons if c.predicted is not None]
+    assert compared, [c.skipped for c in view.comparisons]
+    assert "rows compared" in view.heading.text() and "median |error|" in view.heading.text()
+    items = view.plot.getPlotItem().listDataItems()
+    assert len(items) >= 3          # the diagonal, the ±25 % lines
+    scatters = [i for i in view.plot.getPlotItem().items if i.__class__.__name__ == "ScatterPlotItem"]
+    assert sum(len(s.data) for s in scatters) == len([c for c in compared if c.predicted > 0])
+    assert window.current_view_name() == "measured"
+
+
+def test_a_file_that_is_no_result_says_so(window, settle, tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello, these are my notes\n")
+    window.open_measurements([str(bad)])
+    settle(window)
+    assert "not a benchmark result" in window.measured.heading.text()
+    assert window.measured.model.rowCount() == 0
+
+
+def test_measure_a_server_from_the_tab(window, settle):
+    view = window.view("measured")
+    window.session.set_inputs(hardware="rtx 4090")
+    with FakeServer(first_s=0.01, gap_s=0.002) as srv:
+        view.url.setText(srv.url)
+        view.levels.setText("1,2")
+        view.spin_requests.setValue(3)
+        view.measure_or_stop()
+        assert view.btn_measure.text() == "&Stop"
+        settle(window)
+        assert view.btn_measure.text() == "Measure &server"
+        metrics = {c.record.metric for c in view.comparisons}
+        assert {"ttft_ms", "itl_ms", "throughput_tok_s"} <= metrics
+        # the stand-in serves "tiny-test", no catalog model: each row says what to give, nothing is guessed
+        assert all(c.predicted is None and "model" in c.skipped for c in view.comparisons)
+        view.model_name.setText("llama 3.1 8b")
+        view.measure_or_stop()
+        settle(window)
+    compared = [c for c in view.comparisons if c.predicted is not None]
+    assert compared and all("RTX 4090" in c.configuration for c in compared)
+    assert "median |error|" in view.heading.text()
+
+
+def test_stop_keeps_what_was_measured(window, settle):
+    view = window.view("measured")
+    with FakeServer(first_s=0.05, gap_s=0.01) as srv:
+        view.url.setText(srv.url)
+        view.levels.setText("1")
+        view.spin_requests.setValue(200)
+        view.measure_or_stop()
+        time.sleep(0.8)                 # a few requests in
+        view.measure_or_stop()          # Stop
+        settle(window)
+    assert view.btn_measure.isEnabled() and view.btn_measure.text() == "Measure &server"
+    done = [c for c in view.comparisons if c.record.metric == "ttft_ms" and c.record.stat == "mean"]
+    assert done and 1 <= done[0].record.requests_completed < 200
