@@ -55,7 +55,8 @@ __all__ = [
     "save_imported_model", "imported_weight_bytes", "draft_refusal", "technique_rows",
     "technique_details", "load_json", "load_yaml", "output_target",
     "BenchRecord", "read_results", "MeasuredComparison", "MeasuredOverrides", "compare_measured", "summarise_measured",
-    "measure_endpoint", "measured_records",
+    "measure_endpoint", "measured_records", "MEASURED_LABELS", "MEASURED_UNITS", "measured_load_text",
+    "measured_metric_text",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -69,8 +70,10 @@ from advisor.data.userdata import output_target
 from advisor.fit.bench_records import BenchRecord
 from advisor.fit.bench_results import read_results
 from advisor.fit.endpoint import measure as measure_endpoint, records_from as measured_records
-from advisor.fit.compare import (Comparison as MeasuredComparison, Overrides as MeasuredOverrides,
-                                 compare as compare_measured, summarise as summarise_measured)
+from advisor.fit.compare import (METRIC_LABELS as MEASURED_LABELS, METRIC_UNITS as MEASURED_UNITS,
+                                 Comparison as MeasuredComparison, Overrides as MeasuredOverrides,
+                                 compare as compare_measured, load_text as measured_load_text,
+                                 metric_text as measured_metric_text, summarise as summarise_measured)
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload

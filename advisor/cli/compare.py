@@ -14,43 +14,23 @@ from advisor.data.catalog import user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.fit.bench_records import METRICS
 from advisor.fit.bench_results import read_results
-from advisor.fit.compare import Comparison, Overrides, compare, summarise
+from advisor.fit.compare import (METRIC_LABELS as LABELS, METRIC_UNITS as UNITS, Comparison, Overrides, compare,
+                                 load_text, metric_text, summarise)
 from advisor.model.config import whole_number
 from advisor.text.format import json_text, num, table
 
 EXIT_OK = 0
-UNITS = {"prefill_tok_s": "tok/s", "decode_tok_s": "tok/s", "batch_decode_tok_s": "tok/s", "ttft_ms": "ms",
-         "itl_ms": "ms", "tpot_ms": "ms", "e2e_ms": "ms", "throughput_tok_s": "tok/s",
-         "request_throughput_rps": "req/s"}
-LABELS = {"prefill_tok_s": "prefill", "decode_tok_s": "decode", "batch_decode_tok_s": "decode (batch)",
-          "ttft_ms": "TTFT", "itl_ms": "ITL", "tpot_ms": "TPOT", "e2e_ms": "end to end",
-          "throughput_tok_s": "throughput", "request_throughput_rps": "requests/s"}
-
-
-def load_text(c: Comparison) -> str:
-    """The conditions of a row, short: "b1 · pp512", "32 clients · 1,024/256", "2 req/s · 1,000/200"."""
-    r = c.record
-    lengths = (f"{r.prompt_tokens:,}/{r.output_tokens:,}" if r.prompt_tokens and r.output_tokens
-               else f"pp{r.prompt_tokens}" if r.prompt_tokens else f"tg{r.output_tokens}" if r.output_tokens else "")
-    depth = f" @ d{r.depth_tokens:,}" if r.depth_tokens else ""
-    if r.concurrency:
-        who = f"{num(r.concurrency)} clients"
-    elif r.request_rate_rps is not None:
-        who = "all at once" if math.isinf(r.request_rate_rps) else f"{num(r.request_rate_rps)} req/s"
-    else:
-        who = f"b{r.batch or 1}"
-    return f"{who} · {lengths}{depth}".strip(" ·")
 
 
 def _row(c: Comparison) -> list[str]:
     r = c.record
     unit = UNITS.get(r.metric, "")
-    metric = f"{LABELS.get(r.metric, r.metric)}" + ("" if r.stat == "mean" else f" {r.stat}")
+    metric = metric_text(r)
     if c.predicted is None:
-        return [metric, load_text(c), f"{num(r.value)} {unit}", "—", "—", "—", c.skipped]
+        return [metric, load_text(r), f"{num(r.value)} {unit}", "—", "—", "—", c.skipped]
     band = f"{num(c.low)}–{num(c.high)}" if c.low is not None and not math.isnan(c.low) else "—"
     mark = "" if c.within_band is None else (" in band" if c.within_band else " outside")
-    return [metric, load_text(c), f"{num(r.value)} {unit}", f"{num(c.predicted)} {unit}", band,
+    return [metric, load_text(r), f"{num(r.value)} {unit}", f"{num(c.predicted)} {unit}", band,
             f"{100 * c.error:+.0f} %{mark}", ""]
 
 

@@ -45,13 +45,13 @@ def structured(text: str, where: str) -> Any:
         return None
     try:
         return load_json(stripped, where)
-    except AdvisorError:
+    except (AdvisorError, ValueError):   # not one JSON value: perhaps JSON Lines
         pass
     lines = [ln for ln in stripped.splitlines() if ln.strip()]
     if len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines):
         try:
             return [load_json(ln, f"{where}, line {i + 1}") for i, ln in enumerate(lines)]
-        except AdvisorError:
+        except (AdvisorError, ValueError):   # not JSON Lines either: the sniffs see the text
             return None
     return None
 

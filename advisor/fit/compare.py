@@ -32,6 +32,13 @@ from advisor.model.predict import predict
 from advisor.model.roofline import Workload
 from advisor.model.serving import Load, ServeReport, serve
 
+#: how a metric is shown to people, and its unit
+METRIC_LABELS = {"prefill_tok_s": "prefill", "decode_tok_s": "decode", "batch_decode_tok_s": "decode (batch)",
+                 "ttft_ms": "TTFT", "itl_ms": "ITL", "tpot_ms": "TPOT", "e2e_ms": "end to end",
+                 "throughput_tok_s": "throughput", "request_throughput_rps": "requests/s"}
+METRIC_UNITS = {"prefill_tok_s": "tok/s", "decode_tok_s": "tok/s", "batch_decode_tok_s": "tok/s", "ttft_ms": "ms",
+                "itl_ms": "ms", "tpot_ms": "ms", "e2e_ms": "ms", "throughput_tok_s": "tok/s",
+                "request_throughput_rps": "req/s"}
 SERVING_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "throughput_tok_s", "request_throughput_rps")
 #: runtime names as benchmark files write them → the catalog's runtime keys
 RUNTIME_NAMES = {"llama.cpp": "llama.cpp", "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "vllm": "vllm",
@@ -80,6 +87,25 @@ class Comparison:
                 "batch": r.batch, "concurrency": r.concurrency, "request_rate_rps": _finite_or_text(r.request_rate_rps),
                 "prompt_tokens": r.prompt_tokens, "output_tokens": r.output_tokens, "depth_tokens": r.depth_tokens,
                 "tool": r.tool, "source": r.source}
+
+
+def metric_text(r: BenchRecord) -> str:
+    """"TTFT", "ITL p99", "decode (batch) median"."""
+    return METRIC_LABELS.get(r.metric, r.metric) + ("" if r.stat == "mean" else f" {r.stat}")
+
+
+def load_text(r: BenchRecord) -> str:
+    """The conditions of a record, short: "batch 1 · pp512", "32 clients · 1,024/256", "2 req/s · …"."""
+    lengths = (f"{r.prompt_tokens:,}/{r.output_tokens:,}" if r.prompt_tokens and r.output_tokens
+               else f"pp{r.prompt_tokens}" if r.prompt_tokens else f"tg{r.output_tokens}" if r.output_tokens else "")
+    depth = f" @ d{r.depth_tokens:,}" if r.depth_tokens else ""
+    if r.concurrency:
+        who = f"{r.concurrency:g} clients"
+    elif r.request_rate_rps is not None:
+        who = "all at once" if math.isinf(r.request_rate_rps) else f"{r.request_rate_rps:g} req/s"
+    else:
+        who = f"batch {r.batch or 1}"
+    return f"{who} · {lengths}{depth}".strip(" ·")
 
 
 def _finite_or_text(v: float | None):

@@ -26,11 +26,6 @@ from advisor.text.format import num
 from ui.views.table import Column, RowsModel, make_table, selected_text
 
 FILE_FILTER = "Benchmark results (*.json *.jsonl *.csv *.md *.txt *.log);;All files (*)"
-UNITS = {"prefill_tok_s": "tok/s", "decode_tok_s": "tok/s", "batch_decode_tok_s": "tok/s", "ttft_ms": "ms",
-         "itl_ms": "ms", "tpot_ms": "ms", "e2e_ms": "ms", "throughput_tok_s": "tok/s", "request_throughput_rps": "req/s"}
-LABELS = {"prefill_tok_s": "prefill", "decode_tok_s": "decode", "batch_decode_tok_s": "decode (batch)",
-          "ttft_ms": "TTFT", "itl_ms": "ITL", "tpot_ms": "TPOT", "e2e_ms": "end to end",
-          "throughput_tok_s": "throughput", "request_throughput_rps": "requests/s"}
 #: one colour per metric family: speeds, first-token latencies, per-token latencies, whole requests
 COLOURS = {"prefill_tok_s": "#1f77b4", "decode_tok_s": "#2ca02c", "batch_decode_tok_s": "#2ca02c",
            "throughput_tok_s": "#17becf", "request_throughput_rps": "#17becf", "ttft_ms": "#d62728",
@@ -38,22 +33,11 @@ COLOURS = {"prefill_tok_s": "#1f77b4", "decode_tok_s": "#2ca02c", "batch_decode_
 
 
 def _metric(c) -> str:
-    r = c.record
-    return LABELS.get(r.metric, r.metric) + ("" if r.stat == "mean" else f" {r.stat}")
+    return api.measured_metric_text(c.record)
 
 
 def _load(c) -> str:
-    r = c.record
-    lengths = (f"{r.prompt_tokens:,}/{r.output_tokens:,}" if r.prompt_tokens and r.output_tokens
-               else f"pp{r.prompt_tokens}" if r.prompt_tokens else f"tg{r.output_tokens}" if r.output_tokens else "")
-    depth = f" @ d{r.depth_tokens:,}" if r.depth_tokens else ""
-    if r.concurrency:
-        who = f"{num(r.concurrency)} clients"
-    elif r.request_rate_rps is not None:
-        who = "all at once" if math.isinf(r.request_rate_rps) else f"{num(r.request_rate_rps)} req/s"
-    else:
-        who = f"batch {r.batch or 1}"
-    return f"{who} · {lengths}{depth}"
+    return api.measured_load_text(c.record)
 
 
 def _band(c) -> str:
@@ -72,7 +56,7 @@ COLUMNS = [
     Column("Error", lambda c: 100 * c.error if c.error is not None else float("nan"),
            "predicted / measured − 1", fmt=lambda v: "—" if math.isnan(v) else f"{v:+.0f} %",
            colour=lambda c: None if c.within_band is None else ("#2e9d3a" if c.within_band else "#d23c3c")),
-    Column("Unit", lambda c: UNITS.get(c.record.metric, "")),
+    Column("Unit", lambda c: api.MEASURED_UNITS.get(c.record.metric, "")),
     Column("Configuration", lambda c: c.configuration or "—"),
     Column("Note", lambda c: c.skipped or ("inside the band" if c.within_band else
                                             "outside the band" if c.within_band is False else "")),
@@ -283,7 +267,8 @@ class MeasuredView(QWidget):
             idx = [i for i, c in enumerate(rows) if c.record.metric == metric]
             tips = [f"{_metric(rows[i])} · {_load(rows[i])}: measured {num(x[i])}, predicted {num(y[i])} "
                     f"({100 * rows[i].error:+.0f} %)" for i in idx]
-            p.addItem(pg.ScatterPlotItem(x=np.log10(x[idx]), y=np.log10(y[idx]), size=9, name=LABELS.get(metric, metric),
+            p.addItem(pg.ScatterPlotItem(x=np.log10(x[idx]), y=np.log10(y[idx]), size=9,
+                                         name=api.MEASURED_LABELS.get(metric, metric),
                                          brush=pg.mkBrush(COLOURS.get(metric, "#444")), pen=None, hoverable=True,
                                          data=tips, tip=lambda x, y, data: data))
 
