@@ -183,14 +183,75 @@ def _print_bands(bands) -> None:
               f"the same share (efficiency.py uses ×{SIBLING_BAND_WIDENING[kind]:.2f})")
 
 
+def cmd_calibrate_mine(args: argparse.Namespace) -> int:
+    """`calibrate --mine FILE…` (a personal profile per runtime × hardware) and `--mine --reset`."""
+    from advisor.data.userdata import user_data_dir
+    from advisor.fit.bench_results import read_results
+    from advisor.fit.compare import Overrides
+    from advisor.fit.personal import PERSONAL_FILE, cases_from, fit_personal, personal_profiles, reset, write_personal
+    from advisor.model.efficiency import PERSONAL_PREFIX
+
+    folder = user_data_dir()
+    if args.reset:
+        if args.mine:
+            raise AdvisorError("--reset removes your personal calibration: give it without files")
+        print(f"removed your personal calibration ({folder / PERSONAL_FILE})" if reset(folder)
+              else "there was no personal calibration to remove")
+        return EXIT_OK
+    if not args.mine:
+        raise AdvisorError("--mine needs result files (llama-bench, llama-batched-bench or bench_one_batch output), "
+                           "or --reset")
+    for flag in ("data", "out"):
+        if getattr(args, flag):
+            raise AdvisorError(f"--{flag} is for the shipped calibration, not --mine")
+    cat = user_catalog()    # the user's hardware ("this machine") and imported models resolve too
+    overrides = Overrides(hardware=args.hardware, model=args.model, quant=args.quant, runtime=args.runtime)
+    cases, skipped = [], []
+    for path in args.mine:
+        _tool, records = read_results(path)
+        c, s = cases_from(cat, records, overrides)
+        cases += c
+        skipped += s
+    if not cases:
+        reasons = sorted({why for _, why in skipped})
+        raise AdvisorError("nothing to fit: " + ("; ".join(reasons[:3]) if reasons else "no rows"))
+    fits = fit_personal(cat, cases)
+    rows = []
+    for f in fits:
+        p = f.profile
+        held = f"{100 * f.error_held_out:.1f} %" if f.error_held_out is not None else "— (< 3 rows)"
+        rows.append([p.key, f"{p.decode_rows} / {p.prefill_rows}", f"{100 * f.error_before:.1f} %",
+                     f"{100 * f.error_after:.1f} %", held, f"{p.decode_low:.2f}–{p.decode_high:.2f}",
+                     f"{p.prefill_low:.2f}–{p.prefill_high:.2f}"])
+    print(table(["profile", "decode / prefill rows", "|err| before", "|err| after", "|err| held out",
+                 "decode band", "prefill band"], rows))
+    print("|err| = median |predicted / measured − 1| on your rows: before = today's profiles; after = fitted on all "
+          "of them; held out = each row predicted by a fit on the others")
+    if skipped:
+        print(f"{len(skipped)} rows not fitted: " + "; ".join(sorted({why for _, why in skipped})[:3]))
+    if args.dry_run:
+        return EXIT_OK
+    path = write_personal(fits, folder, keep=personal_profiles(cat))
+    print(f"wrote {path}: predictions for {', '.join(f.profile.key[len(PERSONAL_PREFIX):] for f in fits)} now use it "
+          "(undo: advisor calibrate --mine --reset)")
+    return EXIT_OK
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from advisor.fit.calibration import calibrate, iter_levels, write_profiles
-    from advisor.data.catalog import CATALOG_DIR, load_catalog
     from advisor.fit.measurements import DEFAULT_DATA, load_cases
 
+    if args.mine is not None or args.reset:
+        if args.mine is None:
+            raise AdvisorError("--reset goes with --mine: advisor calibrate --mine --reset")
+        return cmd_calibrate_mine(args)
+    for flag in ("hardware", "model", "quant", "runtime"):
+        if getattr(args, flag):
+            raise AdvisorError(f"--{flag} goes with --mine (your own results)")
     data = Path(args.data) if args.data else DEFAULT_DATA
-    # fit against the shipped catalog without its current profiles, so results do not feed back
-    base = load_catalog(CATALOG_DIR, user=None)
+    # fit against the catalog without its current profiles, so results do not feed back; with the
+    # user's hardware and models, so rows about "this machine" or an imported model map
+    base = user_catalog()
     cat = Catalog(hardware=base.hardware, models=base.models, quants=base.quants, kv_dtypes=base.kv_dtypes,
                   runtimes=base.runtimes, profiles={})
     cases, unmapped = load_cases(cat, data)
@@ -249,4 +310,13 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="fit and print, write nothing")
     p.add_argument("--held-out", action="store_true",
                    help="also refit with each device left out and print the error on it (slower)")
+    p.add_argument("--mine", nargs="*", metavar="FILE",
+                   help="fit a personal profile to your own benchmark results (llama-bench, llama-batched-bench, "
+                        "bench_one_batch files): later predictions for that runtime and hardware use it")
+    p.add_argument("--reset", action="store_true", help="with --mine: remove your personal calibration")
+    p.add_argument("--hardware", help="with --mine: the hardware the results were measured on, where the file "
+                                      "does not say")
+    p.add_argument("--model", help="with --mine: the model, where the file's name for it does not resolve")
+    p.add_argument("--quant", help="with --mine: the weight format, where the file does not say")
+    p.add_argument("--runtime", help="with --mine: the runtime, where the file does not say")
     p.set_defaults(func=cmd_calibrate)

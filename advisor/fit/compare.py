@@ -129,7 +129,8 @@ def gguf_quant(text: str) -> str | None:
     return m.group(1).upper() if m else None
 
 
-def _config(cat, r: BenchRecord, o: Overrides) -> Config:
+def config_for(cat, r: BenchRecord, o: Overrides) -> Config:
+    """The configuration a record was measured on: its names resolved, the user's overrides first."""
     hardware = o.hardware or r.hardware
     if not hardware:
         raise AdvisorError("the file does not say which hardware: give it (--hardware)")
@@ -202,7 +203,7 @@ def compare(cat, records: Sequence[BenchRecord], overrides: Overrides | None = N
         key = (r.hardware, r.model, r.quant, r.runtime, r.gpus)
         if key not in configs:
             try:
-                configs[key] = _config(cat, r, o)
+                configs[key] = config_for(cat, r, o)
             except AdvisorError as exc:
                 configs[key] = str(exc)
         cfg = configs[key]

@@ -129,7 +129,8 @@ def gpus_refusal(hw: Hardware, gpus) -> str | None:
         return f"gpus must be a whole number of at least 1, got {gpus!r}"
     limit = max_gpus(hw)
     if gpus > limit:
-        return f"{hw.name} is used {limit} at a time at most here (asked for {gpus} GPUs)"
+        asked = f"{gpus:,}" if gpus < 10**9 else f"{float(gpus):.3g}"
+        return f"{hw.name} is used {limit} at a time at most here (asked for {asked} GPUs)"
     return None
 
 

@@ -100,7 +100,8 @@ class Efficiency:
                    p.request_overhead_us if p.request_overhead_us is not None else rt.request_overhead_us,
                    decode_low=p.decode_low / decode_widen, decode_high=p.decode_high * decode_widen,
                    prefill_low=p.prefill_low / prefill_widen, prefill_high=p.prefill_high * prefill_widen,
-                   basis=p.key, level=level)
+                   basis=(f"{p.key} (calibrated on your {p.decode_rows + p.prefill_rows} measurements)"
+                          if p.key.startswith(PERSONAL_PREFIX) else p.key), level=level)
 
     def rates(self) -> tuple:
         return tuple(getattr(self, f) for f in RATE_FIELDS)
@@ -143,6 +144,10 @@ SIBLING_BAND_WIDENING = {"decode": 1.50, "prefill": 1.45}
 EXTRAPOLATION_BAND_WIDENING = {"decode": 1.02, "prefill": 1.11}
 
 
+#: the key prefix of the profiles `calibrate --mine` fits to a user's own measurements
+PERSONAL_PREFIX = "mine+"
+
+
 def _level(p: Profile, hw: Hardware) -> str | None:
     """How specifically profile ``p`` matches ``hw``; None if it does not apply."""
     if p.hardware:
@@ -167,7 +172,9 @@ def ranked_profiles(profiles: dict[str, Profile] | None, runtime: Runtime, hw: H
         if level is None:
             continue
         if p.runtime == runtime.key:
-            own.setdefault(level, p)
+            # the user's own calibration (`calibrate --mine`) comes before a shipped profile of the level
+            if level not in own or (p.key.startswith(PERSONAL_PREFIX) and not own[level].key.startswith(PERSONAL_PREFIX)):
+                own[level] = p
         elif p.formats_of and p.formats_of == runtime.format_family and level != "runtime":
             sibling.setdefault(level, p)
     ranked = [(own[lv], lv) for lv in ("hardware", "family", "vendor") if lv in own]

@@ -68,7 +68,7 @@ def _check(argv, flag, value, code, err):
         shown = {value.strip()[:40], repr(value.strip())[1:-1][:40]} - {""}
         try:
             x = float(value)
-            shown |= {f"{x:g}", f"{x:,.0f}", f"{x:.0f}"} if abs(x) < 1e300 else {f"{x:g}"}
+            shown |= {f"{x:g}", f"{x:.3g}", f"{x:,.0f}", f"{x:.0f}"} if abs(x) < 1e300 else {f"{x:g}", f"{x:.3g}"}
         except ValueError:
             pass
         assert (any(n in lines[0] for n in named | shown)
@@ -79,7 +79,10 @@ def _check(argv, flag, value, code, err):
 
 
 @pytest.mark.parametrize("command", ["predict", "serve", "will-it-run"])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomized: CI explores the same 120 examples each run (a new failure is found by running with
+# HYPOTHESIS_SEED / derandomize off locally, not by chance in someone's CI)
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_flag_refuses_hostile_values_in_one_line(command, data, capsys):
     flag = data.draw(st.sampled_from(FLAGS[command]), label="flag")
