@@ -1,0 +1,107 @@
+"""A llama-architecture GGUF with random weights, written with the `gguf` package: a model llama.cpp
+loads and runs (llama-bench, llama-server) so the real measuring path can be tried without
+downloading one. Its tokenizer is SentencePiece-style with byte fallback (every text tokenizes);
+its output is noise, which a speed benchmark does not mind.
+
+`write_llama(path, dims, dtype)` with ``dtype`` F16 or Q8_0 (quantized by gguf-py); other formats
+come from llama.cpp's own llama-quantize run on the F16 file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Dims:
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    context: int = 4096
+
+    @property
+    def params(self) -> int:
+        hd = self.hidden // self.heads
+        attn = self.hidden * self.hidden * 2 + self.hidden * hd * self.kv_heads * 2
+        return self.layers * (attn + 3 * self.hidden * self.ffn + 2 * self.hidden) + 2 * self.vocab * self.hidden + self.hidden
+
+
+#: seconds-scale for tests
+TINY = Dims(layers=4, hidden=512, heads=8, kv_heads=2, ffn=1536, vocab=4096, context=2048)
+#: TinyLlama 1.1B's shape (22 layers, 2048 wide, 32 heads, 4 KV heads, 5632 FFN, 32000 tokens)
+TINYLLAMA = Dims(layers=22, hidden=2048, heads=32, kv_heads=4, ffn=5632, vocab=32000, context=2048)
+
+
+def _tokenizer(w, vocab: int) -> None:
+    specials = ["<unk>", "<s>", "</s>"]
+    byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
+    filler = [f"\u2581t{i}" for i in range(vocab - len(specials) - len(byte_tokens))]
+    tokens = specials + byte_tokens + filler
+    types = [2, 3, 3] + [6] * 256 + [1] * len(filler)   # unknown, control, byte, normal
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * 3 + [0.0] * 256 + [-float(i) for i in range(len(filler))])
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+
+
+def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: int = 0, name: str = "random-llama") -> Path:
+    import gguf
+    from gguf import GGMLQuantizationType as T
+    from gguf.quants import quantize
+
+    rng = np.random.default_rng(seed)
+    path = Path(path)
+    w = gguf.GGUFWriter(str(path), "llama")
+    hd = dims.hidden // dims.heads
+    w.add_name(name)
+    w.add_context_length(dims.context)
+    w.add_embedding_length(dims.hidden)
+    w.add_block_count(dims.layers)
+    w.add_feed_forward_length(dims.ffn)
+    w.add_head_count(dims.heads)
+    w.add_head_count_kv(dims.kv_heads)
+    w.add_rope_dimension_count(hd)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_file_type({"F16": 1, "Q8_0": 7}[dtype])
+    _tokenizer(w, dims.vocab)
+
+    def matrix(name: str, rows: int, cols: int) -> None:
+        # small values: activations stay finite through the layers; stored as the row-major
+        # (rows, cols) array gguf expects, ne0 = cols
+        a = (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02)
+        if dtype == "Q8_0":
+            w.add_tensor(name, quantize(a, T.Q8_0), raw_dtype=T.Q8_0)
+        else:
+            w.add_tensor(name, a.astype(np.float16))
+
+    def norm(name: str) -> None:
+        w.add_tensor(name, np.ones(dims.hidden, dtype=np.float32))
+
+    matrix("token_embd.weight", dims.vocab, dims.hidden)
+    for i in range(dims.layers):
+        norm(f"blk.{i}.attn_norm.weight")
+        matrix(f"blk.{i}.attn_q.weight", dims.hidden, dims.hidden)
+        matrix(f"blk.{i}.attn_k.weight", dims.kv_heads * hd, dims.hidden)
+        matrix(f"blk.{i}.attn_v.weight", dims.kv_heads * hd, dims.hidden)
+        matrix(f"blk.{i}.attn_output.weight", dims.hidden, dims.hidden)
+        norm(f"blk.{i}.ffn_norm.weight")
+        matrix(f"blk.{i}.ffn_gate.weight", dims.ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_up.weight", dims.ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_down.weight", dims.hidden, dims.ffn)
+    norm("output_norm.weight")
+    matrix("output.weight", dims.vocab, dims.hidden)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path

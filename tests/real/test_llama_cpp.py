@@ -1,0 +1,112 @@
+"""Issue 27, the real path (CI's `real` tier, after scripts/llama_cpp.sh built llama.cpp for this CPU):
+a random-weight llama GGUF written with `gguf`, llama-bench run on it and its JSON imported,
+llama-server started on 127.0.0.1 and measured with `advisor measure`, both compared with the
+predictions for the same model, and the app's Measured tab shows the comparison. Runs are short
+(seconds) and bounded; the server is stopped at the end whatever happens.
+
+Without ADVISOR_LLAMA_CPP_BIN (the folder holding the binaries) these tests are skipped in the
+default run; .ci/run sets it after building."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.cli.main import main
+from advisor.fit.bench_results import read_results
+from tests.llama_model import TINY, write_llama
+
+pytestmark = pytest.mark.real
+BIN = Path(os.environ.get("ADVISOR_LLAMA_CPP_BIN", "/nonexistent"))
+needs_llama = pytest.mark.skipif(not (BIN / "llama-server").is_file(),
+                                 reason="ADVISOR_LLAMA_CPP_BIN is not set to a built llama.cpp (scripts/llama_cpp.sh)")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    return write_llama(tmp_path_factory.mktemp("m") / "random-llama-16m-F16.gguf", TINY, "F16")
+
+
+@pytest.fixture(scope="module")
+def server(model):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    proc = subprocess.Popen([str(BIN / "llama-server"), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
+                             "-t", "2", "-c", "2048", "-np", "2", "--no-webui"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"llama-server exited: {proc.stderr.read()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail("llama-server did not become healthy within 60 s")
+        yield f"{url}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@needs_llama
+def test_llama_bench_output_imports_and_compares(model, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    run = subprocess.run([str(BIN / "llama-bench"), "-m", str(model), "-p", "128", "-n", "32", "-t", "2", "-r", "2",
+                          "-o", "json"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out.write_text(run.stdout)
+    tool, records = read_results(out)
+    assert tool == "llama-bench" and {r.metric for r in records} == {"prefill_tok_s", "decode_tok_s"}
+    assert all(r.runtime == "llama.cpp" and r.threads == 2 and r.value > 0 for r in records)
+    # the model is the file itself (imported), the hardware a CPU the user names
+    code = main(["compare-measured", str(out), "--model", str(model), "--hardware", "epyc 9654", "--json"])
+    if code != 0:
+        pytest.skip(f"no CPU entry to compare with: {capsys.readouterr().err.strip()}")
+    rows = json.loads(capsys.readouterr().out)["files"][0]["rows"]
+    assert rows and all(r["measured"] > 0 for r in rows)
+
+
+@needs_llama
+def test_advisor_measure_against_a_real_llama_server(server, tmp_path, capsys):
+    out = tmp_path / "measured.json"
+    code = main(["measure", "--url", server, "--concurrency", "1,2", "--requests", "4", "--prompt", "64",
+                 "--output", "16", "--timeout-s", "60", "--budget-s", "120", "--out", str(out), "--json"])
+    assert code == 0, capsys.readouterr().err
+    d = json.loads(capsys.readouterr().out)
+    for level in d["levels"]:
+        assert level["completed"] == 4 and level["failed"] == 0
+        assert level["ttft_ms"]["mean"] > 0 and level["itl_ms"]["p50"] > 0 and level["output_throughput_tok_s"] > 0
+        assert level["mean_output_tokens"] == 16            # llama-server honours ignore_eos and counts
+    tool, records = read_results(out)
+    assert tool == "advisor measure" and records
+
+
+@needs_llama
+def test_the_app_shows_the_real_server_against_its_prediction(server, window, settle, model):
+    view = window.view("measured")
+    view.url.setText(server)
+    view.levels.setText("1")
+    view.spin_requests.setValue(3)
+    view.model_name.setText(str(model))
+    view.measure_or_stop()
+    settle(window, timeout=120000)
+    assert view.comparisons and {c.record.metric for c in view.comparisons} >= {"ttft_ms", "itl_ms"}
