@@ -3,7 +3,7 @@
 # from the llama.cpp source that the llama-cpp-python source distribution on PyPI carries (pinned
 # below), into a cache folder kept between runs; prints the folder holding the binaries.
 #   scripts/llama_cpp.sh            build if missing, print the bin folder
-# The first build takes about 15-25 minutes on two cores; later calls return at once.
+# The first build takes about 10 minutes on two cores; later calls return at once.
 # Needs cmake, a C/C++ compiler and ninja or make (apt: cmake g++ ninja-build).
 set -euo pipefail
 VERSION=0.3.36     # llama-cpp-python 0.3.36 vendors llama.cpp at commit 0c1e5709
@@ -17,6 +17,14 @@ TARGETS=(llama-server llama-bench llama-batched-bench llama-quantize)
 have_all() { for t in "${TARGETS[@]}"; do [ -x "$BIN/$t" ] || return 1; done; }
 if have_all; then echo "$BIN"; exit 0; fi
 
+if ! command -v cmake >/dev/null || ! command -v c++ >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    echo "llama_cpp.sh: installing cmake, g++ and ninja" >&2
+    $SUDO apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends cmake g++ ninja-build >&2
+  fi
+fi
 for tool in cmake c++; do
   command -v "$tool" >/dev/null || { echo "llama_cpp.sh: $tool is missing (apt-get install cmake g++ ninja-build)" >&2; exit 2; }
 done

@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeServer:
-    """mode: ok | http500-after-N | empty | endless | garbage | no-models"""
+    """mode: ok | empty | endless | garbage | no-models | reject (HTTP 400 with an OpenAI-style error);
+    fail_after=N: HTTP 500 from the N+1st completion on"""
 
     def __init__(self, mode="ok", first_s=0.02, gap_s=0.005, fail_after=None):
         self.mode, self.first_s, self.gap_s, self.fail_after = mode, first_s, gap_s, fail_after
@@ -40,6 +41,15 @@ class FakeServer:
                 with server.lock:
                     server.calls += 1
                     call = server.calls
+                if server.mode == "reject":   # llama-server's answer to a prompt longer than a slot
+                    body = json.dumps({"error": {"code": 400, "type": "exceed_context_size_error",
+                                                 "message": "the request exceeds the available context size"}}).encode()
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 if server.fail_after is not None and call > server.fail_after:
                     self.send_error(500)
                     return

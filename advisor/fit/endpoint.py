@@ -157,6 +157,20 @@ def _http_error(exc: Exception, url: str) -> AdvisorError:
     return AdvisorError(f"{url}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
 
 
+def _error_text(body: bytes) -> str:
+    """": <the server's own message>" from an OpenAI-style error body (llama-server and vLLM say
+    why: a prompt longer than the context, an unknown model …), or "" when it has none."""
+    try:
+        d = json.loads(body[:65536])
+    except ValueError:
+        return ""
+    err = d.get("error") if isinstance(d, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
+    if not isinstance(msg, str) or not msg.strip():
+        msg = d.get("message") if isinstance(d, dict) and isinstance(d.get("message"), str) else None
+    return f": {' '.join(msg.split())[:200]}" if msg else ""
+
+
 async def _model_id(client, base: str) -> str:
     import httpx
 
@@ -189,8 +203,7 @@ async def _one(client, base: str, model: str, prompt: str, output_tokens: int, t
         nonlocal first, last, chunks, usage
         async with client.stream("POST", f"{base}/completions", json=body) as resp:
             if resp.status_code >= 400:
-                await resp.aread()
-                return f"HTTP {resp.status_code}"
+                return f"HTTP {resp.status_code}{_error_text(await resp.aread())}"
             async for line in resp.aiter_lines():
                 line = line.strip()
                 if not line or line.startswith(":"):

@@ -51,7 +51,8 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize("mode, words", [("garbage", "not an openai-style event stream"),
-                                         ("empty", "streamed no tokens")])
+                                         ("empty", "streamed no tokens"),
+                                         ("reject", "http 400: the request exceeds the available context size")])
 def test_a_server_that_does_not_stream_tokens_is_one_line(mode, words):
     with FakeServer(mode) as srv, pytest.raises(AdvisorError) as err:
         measure(srv.url, requests=2, output_tokens=4, timeout_s=5)
