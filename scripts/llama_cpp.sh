@@ -3,7 +3,7 @@
 # from the llama.cpp source that the llama-cpp-python source distribution on PyPI carries (pinned
 # below), into a cache folder kept between runs; prints the folder holding the binaries.
 #   scripts/llama_cpp.sh            build if missing, print the bin folder
-# The first build takes about 10 minutes on two cores; later calls return at once.
+# The first build took 5 minutes on two cores here; later calls return at once.
 # Needs cmake, a C/C++ compiler and ninja or make (apt: cmake g++ ninja-build).
 set -euo pipefail
 VERSION=0.3.36     # llama-cpp-python 0.3.36 vendors llama.cpp at commit 0c1e5709

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from statistics import median
 from typing import Sequence
 
@@ -134,7 +134,11 @@ def config_for(cat, r: BenchRecord, o: Overrides) -> Config:
     hardware = o.hardware or r.hardware
     if not hardware:
         raise AdvisorError("the file does not say which hardware: give it (--hardware)")
-    model = o.model or (model_name(r.model) if r.model else None)
+    model = o.model
+    if not model and r.model:
+        # a local llama-bench names the file it ran: where it is still there, it is the model itself
+        local = Path(r.model).expanduser()
+        model = str(local) if local.suffix.lower() == ".gguf" and local.is_file() else model_name(r.model)
     if not model:
         raise AdvisorError("the file does not say which model: give it (--model)")
     runtime = o.runtime
