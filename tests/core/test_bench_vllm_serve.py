@@ -167,11 +167,3 @@ def test_empty_result_list():
         vllm_serve.parse("[]", [], "empty.json")
     with pytest.raises(AdvisorError):
         parse_results("[]", "empty.json")
-
-
-def test_sniff_claims_only_its_own_files():
-    for path in sorted(DATA.iterdir()):
-        if path.name == "vllm_serve.md":    # the fixtures' notes; other .md files may be other tools' tables
-            continue
-        text = path.read_text()
-        assert vllm_serve.sniff(text, structured(text, path.name)) == path.name.startswith("vllm_serve"), path.name

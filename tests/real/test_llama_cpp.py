@@ -114,3 +114,21 @@ def test_the_app_shows_the_real_server_against_its_prediction(server, window, se
     settle(window, timeout=120000)
     assert view.comparisons, view.heading.text()
     assert {c.record.metric for c in view.comparisons} >= {"ttft_ms", "itl_ms"}
+
+
+@needs_llama
+def test_calibrate_mine_on_this_cpu_moves_predictions_toward_llama_bench(model, tmp_path, capsys):
+    """The loop the issue asks for, on this machine: llama-bench rows of the local CPU, a personal
+    profile fitted to them, and the error on rows left out of the fit below the error before."""
+    out = tmp_path / "grid.json"
+    run = subprocess.run([str(BIN / "llama-bench"), "-m", str(model), "-p", "64,256", "-n", "16,64", "-d", "0,512",
+                          "-t", "2", "-r", "2", "-o", "json"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out.write_text(run.stdout)
+    assert main(["--probe", "--save"]) in (0, 3)
+    capsys.readouterr()
+    assert main(["calibrate", "--mine", str(out), "--hardware", "this machine"]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("mine+llama.cpp+this-machine"))
+    before, after, held = [float(c.strip().rstrip(" %")) for c in row.split("  ") if c.strip().endswith("%")][:3]
+    assert after < before and held < before, text
