@@ -33,8 +33,24 @@ class CpuInfo:
     add_gb_s: float | None = None          # measured a = b + c bandwidth (2 reads + 1 write)
     fp32_gflops: float | None = None       # measured float32 matrix product
     fp64_gflops: float | None = None
+    #: instruction-set features that set the int8 dot-product rate (x86: avx2, avx512_vnni, avx_vnni;
+    #: Arm: asimddp, i8mm), read from /proc/cpuinfo or sysctl
+    features: tuple[str, ...] = ()
     threads_used: int = 0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def int8_per_fp32(self) -> int:
+        """How many int8 multiply-adds one vector instruction does per float32 multiply-add of the same
+        width: 4 with dot-product instructions (x86 VNNI's VPDPBUSD and Arm's SDOT sum four byte
+        products into each 32-bit lane), 2 with AVX2's byte multiply-adds (VPMADDUBSW pairs), else 1.
+        llama.cpp's quantized CPU kernels are built on these (ggml-cpu's quants)."""
+        f = set(self.features)
+        if f & {"avx512_vnni", "avx_vnni", "asimddp", "i8mm", "dotprod"}:
+            return 4
+        if "avx2" in f:
+            return 2
+        return 1
 
     @property
     def bandwidth_gb_s(self) -> float | None:
@@ -65,6 +81,10 @@ def describe() -> CpuInfo:
         cpuinfo = _read("/proc/cpuinfo")
         m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M) or re.search(r"^Hardware\s*:\s*(.+)$", cpuinfo, re.M)
         info.model = m.group(1).strip() if m else ""
+        flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", cpuinfo, re.M)
+        if flags:
+            wanted = {"avx2", "avx512_vnni", "avx_vnni", "avx512_bf16", "asimddp", "i8mm"}
+            info.features = tuple(sorted(set(flags.group(1).split()) & wanted))
         cores = {(p, c) for p, c in re.findall(r"physical id\s*:\s*(\d+).*?core id\s*:\s*(\d+)", cpuinfo, re.S)}
         info.cores_physical = len(cores) or None
         mem = re.search(r"^MemTotal:\s*(\d+)\s*kB", _read("/proc/meminfo"), re.M)
@@ -72,6 +92,8 @@ def describe() -> CpuInfo:
             info.ram_gb = int(mem.group(1)) * 1024 / 1e9
     elif sys.platform == "darwin":
         info.model = _sysctl("machdep.cpu.brand_string")
+        if _sysctl("hw.optional.arm.FEAT_DotProd") == "1":
+            info.features = ("asimddp",) + (("i8mm",) if _sysctl("hw.optional.arm.FEAT_I8MM") == "1" else ())
         phys = _sysctl("hw.physicalcpu")
         info.cores_physical = int(phys) if phys.isdigit() else None
         mem = _sysctl("hw.memsize")

@@ -229,8 +229,16 @@ def cmd_calibrate_mine(args: argparse.Namespace) -> int:
           "of them; held out = each row predicted by a fit on the others")
     if skipped:
         print(f"{len(skipped)} rows not fitted: " + "; ".join(sorted({why for _, why in skipped})[:3]))
-    if args.dry_run:
+    # a profile is kept only where it predicts the user's rows better than today's, held out (or, with
+    # fewer than 3 rows, in the fit): one efficiency per phase cannot always hold every format at once
+    better = [f for f in fits if (f.error_held_out if f.error_held_out is not None else f.error_after) < f.error_before]
+    for f in fits:
+        if f not in better:
+            print(f"{f.profile.key}: not kept: it does not predict your rows better than today's profile "
+                  f"({100 * f.error_before:.1f} % before); fit one weight format at a time to see which differs")
+    if args.dry_run or not better:
         return EXIT_OK
+    fits = better
     path = write_personal(fits, folder, keep=personal_profiles(cat))
     print(f"wrote {path}: predictions for {', '.join(f.profile.key[len(PERSONAL_PREFIX):] for f in fits)} now use it "
           "(undo: advisor calibrate --mine --reset)")

@@ -144,10 +144,15 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
             "kind": "cpu", "family": f"cpu-{c.architecture or 'unknown'}".lower(),
             "memory_gib": round(c.ram_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(c.bandwidth_gb_s, 2),
             "fp32_tflops": round(c.fp32_gflops / 1000, 4), "unified_memory": True,
+            # quantized weights run on int8 dot products: the same vector width does more of them
+            **({"int8_dense_tops": round(c.fp32_gflops / 1000 * c.int8_per_fp32, 4)} if c.int8_per_fp32 > 1 else {}),
             "source": f"measured by advisor --probe on {when} (numpy: {c.threads_used}-thread copy/add bandwidth, "
                       f"float32 matrix product)",
         }
         notes.append("CPU inference: bandwidth and FLOP/s are measured, not datasheet peaks")
+        if c.int8_per_fp32 > 1:
+            notes.append(f"int8_dense_tops = the measured float32 rate × {c.int8_per_fp32} "
+                         f"({', '.join(c.features)}: int8 multiply-adds per float32 one of the same width)")
     entry["key"] = THIS_MACHINE_KEY
     entry["notes"] = "; ".join(notes)
     try:  # validate exactly as the loader will

@@ -177,3 +177,30 @@ def test_probe_never_imports_qt_or_the_core():
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 assert not any(n.split(".")[0] in ("advisor", "ui", "PySide6", "pyqtgraph") for n in names), path
+
+
+@pytest.mark.parametrize("features, ratio", [((), 1), (("avx2",), 2), (("avx2", "avx512_vnni"), 4),
+                                             (("avx_vnni",), 4), (("asimddp",), 4), (("i8mm", "asimddp"), 4)])
+def test_the_cpu_int8_rate_follows_its_dot_product_instructions(features, ratio, monkeypatch):
+    """Issue 27: quantized weights run on int8 dot products, so a CPU's int8 rate is its float32 rate
+    times the int8 multiply-adds one instruction does per float32 one (measured llama.cpp Q4_K_M
+    prefill here was 1.5x the numpy float32 "ceiling" before)."""
+    from probes.cpu import CpuInfo
+
+    cpu = CpuInfo(model="Some CPU", architecture="x86_64", cores_logical=8, ram_gb=64.0, copy_gb_s=60.0,
+                  add_gb_s=62.0, fp32_gflops=500.0, features=features, threads_used=8)
+    assert cpu.int8_per_fp32 == ratio
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    result = probes.probe(quick=True)
+    result.cpu = cpu
+    entry = this_machine_entry(user_catalog(), result, [])
+    assert entry.get("int8_dense_tops") == (pytest.approx(0.5 * ratio) if ratio > 1 else None)
+    assert (("int8 multiply-adds" in entry["notes"]) == (ratio > 1))
+
+
+def test_this_machine_reads_its_instruction_set():
+    from probes.cpu import describe
+
+    info = describe()
+    flags = open("/proc/cpuinfo").read() if sys.platform.startswith("linux") else ""
+    assert ("avx2" in info.features) == (" avx2" in flags)

@@ -51,15 +51,18 @@ COLUMNS = [
     Column("Metric", _metric),
     Column("Load", _load, "Batch (static runs), clients (closed loop) or arrival rate, and prompt/output tokens"),
     Column("Measured", lambda c: float(c.record.value), fmt=lambda v: num(v)),
-    Column("Predicted", lambda c: float(c.predicted) if c.predicted is not None else float("nan")),
+    Column("Predicted", lambda c: float(c.predicted) if c.predicted is not None else float("nan"),
+           row_tip=lambda c: c.skipped),
     Column("Band", _band, "The prediction's band: where the measurement should fall"),
     Column("Error", lambda c: 100 * c.error if c.error is not None else float("nan"),
            "predicted / measured − 1", fmt=lambda v: "—" if math.isnan(v) else f"{v:+.0f} %",
            colour=lambda c: None if c.within_band is None else ("#2e9d3a" if c.within_band else "#d23c3c")),
     Column("Unit", lambda c: api.MEASURED_UNITS.get(c.record.metric, "")),
-    Column("Configuration", lambda c: c.configuration or "—"),
+    # what to give when a row could not be predicted: before the long configuration column
     Column("Note", lambda c: c.skipped or ("inside the band" if c.within_band else
-                                            "outside the band" if c.within_band is False else "")),
+                                            "outside the band" if c.within_band is False else ""),
+           row_tip=lambda c: c.skipped),
+    Column("Configuration", lambda c: c.configuration or "—"),
 ]
 
 
@@ -126,15 +129,16 @@ class MeasuredView(QWidget):
         p.showGrid(True, True, 0.25)
         p.setLabel("bottom", "measured")
         p.setLabel("left", "predicted")
+        self.legend = p.addLegend(offset=(8, 8))
         self.chart = self.plot
         split.addWidget(self.plot)
         self.model = RowsModel(COLUMNS, self)
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("measured_table")
-        for i, w in enumerate((150, 110, 150, 80, 80, 110, 70, 50, 260, 240)):
+        for i, w in enumerate((100, 90, 130, 65, 65, 95, 75, 40, 300, 320)):
             self.table.setColumnWidth(i, w)
         split.addWidget(self.table)
-        split.setSizes([420, 800])
+        split.setSizes([360, 900])
         lay.addWidget(split, 1)
         self.btn_open.clicked.connect(self.pick_files)
         self.btn_measure.clicked.connect(self.measure_or_stop)
@@ -246,7 +250,7 @@ class MeasuredView(QWidget):
 
     def _draw(self) -> None:
         p = self.plot.getPlotItem()
-        p.clear()
+        p.clear()       # the legend empties with it
         rows = [c for c in self.comparisons if c.predicted is not None and c.predicted > 0 and c.record.value > 0]
         if not rows:
             return
