@@ -56,7 +56,7 @@ __all__ = [
     "technique_details", "load_json", "load_yaml", "output_target",
     "BenchRecord", "read_results", "MeasuredComparison", "MeasuredOverrides", "compare_measured", "summarise_measured",
     "measure_endpoint", "measured_records", "MEASURED_LABELS", "MEASURED_UNITS", "measured_load_text",
-    "measured_metric_text",
+    "measured_metric_text", "measured_report_section",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -89,6 +89,7 @@ from advisor.model.techniques import (Effect as TechniqueEffect, Figures as Tech
                                       speculative_curve, techniques_from, tokenizer_refusal as draft_refusal,
                                       what_if as techniques)
 from advisor.text.techniques import technique_details, technique_rows
+from advisor.text.report import measured_section as _measured_section
 from advisor.text.report import (ReportContent, SourceEntry, Table as ReportTable, catalog_data_date,
                                  report_from_config, report_from_requirements)
 
@@ -163,3 +164,8 @@ def imported_weight_bytes(cat: Catalog, imported: ImportedModel) -> dict[str, fl
         quants[imported.quant.key] = imported.quant
     return {q.key: float(_weight_bytes(g, _weight_bits(q))) for q in quants.values()
             if not (q.non_expert_bits_per_weight is not None and not m.is_moe)}
+
+
+def measured_report_section(comparisons, files) -> dict:
+    """The report's "measured on your machine" fields (`ReportContent.measured`, ``measured_points``)."""
+    return _measured_section(comparisons, files, measured_metric_text, measured_load_text)

@@ -13,6 +13,7 @@ complete, so a failed or unwritable export leaves nothing behind.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import sys
@@ -338,7 +339,17 @@ def _build(b: _Builder, content, charts) -> None:
     b.page_break()
     b.heading(f"The chosen configuration: {c.label}")
     for ch in charts:
-        b.chart(ch)
+        if ch.key != "measured":
+            b.chart(ch)
+
+    if c.measured is not None:
+        b.heading("Measured on your machine")
+        b.para("Your own benchmark results beside the predictions for the same workload and load "
+               "(advisor compare-measured; the app's Measured tab).", before=2)
+        mc = next((ch for ch in charts if ch.key == "measured"), None)
+        if mc is not None:
+            b.chart(mc)
+        b.table(c.measured, widths=[1.0, 1.5, 0.8, 0.8, 1.1, 0.6, 2.2], pt=TABLE_PT)
 
     if c.what_ifs:
         b.heading("What if")
@@ -600,7 +611,18 @@ def export_report(parent, session, path: str | None = None, paper: str | None = 
         fail(exc)
         return job
     step("computing the figures")
-    pool.run("report", lambda: content_for_session(session), have_content, fail)
+    # the Measured tab's comparisons, when it holds some, become the report's "measured" page
+    view = getattr(parent, "_built", {}).get("measured")
+    measured = list(getattr(view, "comparisons", None) or [])
+    files = [Path(p).name for p in getattr(view, "paths", [])] or ["a live server"]
+
+    def content():
+        c = content_for_session(session)
+        if measured:
+            c = dataclasses.replace(c, **api.measured_report_section(measured, files))
+        return c
+
+    pool.run("report", content, have_content, fail)
     return job
 
 

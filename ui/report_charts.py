@@ -309,13 +309,44 @@ def concurrency_chart(content) -> Chart | None:
     return _record("concurrency", "Throughput vs latency", cap, w)
 
 
+def measured_chart(content) -> Chart | None:
+    """The user's measurements against the predictions, log-log, each band as an error bar, with the
+    diagonal and ±25 %."""
+    pts = content.measured_points
+    if not pts:
+        return None
+    w, plot = _new(300, "Measured on your machine vs predicted", "measured", "predicted", legend=(10, 5))
+    x = np.array([m for _, m, _, _, _ in pts])
+    y = np.array([p for _, _, p, _, _ in pts])
+    lo = np.array([low for *_, low, _ in pts])
+    hi = np.array([high for *_, high in pts])
+    a, b = float(min(x.min(), lo.min())) / 1.5, float(max(x.max(), hi.max())) * 1.5
+    plot.plot([a, b], [a, b], pen=pg.mkPen(COLORS["muted"], width=1.2), name="agreement")
+    for k in (0.75, 1.25):
+        plot.plot([a, b], [a * k, b * k], pen=pg.mkPen(COLORS["muted"], width=1, style=Qt.PenStyle.DotLine),
+                  name="±25 %" if k > 1 else None)
+    plot.addItem(pg.ErrorBarItem(x=np.log10(x), y=np.log10(y), top=np.log10(hi / y), bottom=np.log10(y / lo),
+                                 beam=0.0, pen=pg.mkPen(COLORS["muted"])))
+    palette = [COLORS["a"], COLORS["b"], COLORS["c"], COLORS["d"]]
+    for i, label in enumerate(sorted({lbl for lbl, *_ in pts})):
+        idx = [j for j, p in enumerate(pts) if p[0] == label]
+        plot.plot(x[idx], y[idx], pen=None, symbol="o", symbolSize=8, symbolBrush=palette[i % len(palette)],
+                  name=label)
+    frame(plot, [np.array([a, b])], [np.array([a, b])])
+    within = int(np.sum((lo <= x) & (x <= hi)))
+    cap = (f"Each point is one of your measurements (x) against the prediction for the same workload and load (y); "
+           f"the bar is the prediction's band, the line is agreement and the dotted lines ±25 %. {within} of "
+           f"{len(pts)} measurements lie inside their band.")
+    return _record("measured", "Measured vs predicted", cap, w)
+
+
 def build_charts(content) -> list[Chart]:
     """Every chart of the report, in order (GUI thread)."""
     _ensure_app()
     charts = [memory_chart(content), roofline_chart(content), batch_chart(content), prompt_chart(content)]
-    c = concurrency_chart(content)
-    if c is not None:
-        charts.append(c)
+    for extra in (concurrency_chart(content), measured_chart(content)):
+        if extra is not None:
+            charts.append(extra)
     return charts
 
 

@@ -96,6 +96,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                                    "(and no search options such as --hardware-kind)")
         req = requirements_from_args(cat, args)
         content = report_from_requirements(cat, req, top=args.top or 5)
+    if args.measured:
+        content = _with_measured(cat, content, args.measured)
     # the report is drawn, never shown: no display needed (a stale DISPLAY would make Qt abort)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     with deferred_interrupt() as check:
@@ -110,10 +112,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _with_measured(cat, content, paths):
+    """The content with the user's results beside their predictions. A row whose file does not say its
+    hardware, model or format is taken as measured on the report's configuration (and says so)."""
+    import dataclasses
+
+    from advisor.fit.bench_results import read_results
+    from advisor.fit.compare import compare, load_text, metric_text
+    from advisor.text.report import measured_section
+
+    cfg = content.config
+    rows, files = [], []
+    for path in paths:
+        _tool, records = read_results(path)
+        files.append(os.path.basename(path))
+        rows += [dataclasses.replace(r, hardware=r.hardware or cfg.hardware.key, model=r.model or cfg.model.key,
+                                     quant=r.quant or (cfg.quant.key if not r.model else None),
+                                     runtime=r.runtime or cfg.runtime.key) for r in records]
+    comparisons = compare(cat, rows)
+    section = measured_section(comparisons, files + [f"rows without hardware: {cfg.hardware.name}"], metric_text,
+                               load_text)
+    return dataclasses.replace(content, **section)
+
+
 def register(sub) -> None:
     p = sub.add_parser("report", help="a PDF sizing report: the recommendation (or one configuration), charts, "
                                       "method and sources")
     p.add_argument("-o", "--out", required=True, metavar="REPORT.pdf", help="the PDF file to write")
+    p.add_argument("--measured", nargs="+", metavar="FILE",
+                   help="your benchmark results (the files compare-measured reads): a page of them beside the "
+                        "predictions; rows that do not name their hardware are taken as the report's")
     p.add_argument("--paper", type=str.lower, choices=("a4", "letter"),
                    help="paper size (default: your locale's, Letter in the US and Canada, else A4)")
     p.add_argument("--model", required=True, help="model name")

@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -128,6 +128,10 @@ class ReportContent:
     extra: dict[str, Any] = field(default_factory=dict)
     #: the what-ifs chosen (the app's What-ifs tab): one before → after table per technique, its notes below
     what_ifs: tuple[Table, ...] = ()
+    #: the user's own measurements beside the predictions (`report --measured`, the app's Measured tab):
+    #: the table, and (metric label, measured, predicted, low, high) per compared row for the chart
+    measured: Table | None = None
+    measured_points: tuple[tuple[str, float, float, float, float], ...] = ()
 
     @property
     def label(self) -> str:
@@ -634,3 +638,32 @@ def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = N
 
 __all__ = ["ReportContent", "SourceEntry", "Table", "catalog_data_date", "report_from_config",
            "report_from_requirements"]
+
+
+def measured_section(comparisons, files: Sequence[str], metric_text: Callable[[Any], str],
+                     load_text: Callable[[Any], str]) -> dict[str, Any]:
+    """The ``measured`` and ``measured_points`` fields of a `ReportContent` from comparisons of the user's
+    results with the predictions (`advisor.fit.compare.Comparison`, read by their fields; the metric and
+    load wording is the caller's, `fit.compare.metric_text` / `load_text`)."""
+    rows, points = [], []
+    errors = []
+    for c in comparisons:
+        r = c.record
+        label = metric_text(r)
+        if c.predicted is None:
+            rows.append((label, load_text(r), num(r.value), "—", "—", "—", c.skipped))
+            continue
+        err = c.predicted / r.value - 1.0
+        errors.append(abs(err))
+        inside = c.low is not None and c.high is not None and c.low <= r.value <= c.high
+        rows.append((label, load_text(r), num(r.value), num(c.predicted), f"{num(c.low)}–{num(c.high)}",
+                     f"{100 * err:+.0f} %", "inside the band" if inside else "outside the band"))
+        points.append((label, float(r.value), float(c.predicted), float(c.low), float(c.high)))
+    med = float(np.median(errors)) if errors else None
+    note = (f"{len(errors)} of {len(rows)} rows predicted; median |error| {100 * med:.0f} % (error = predicted / "
+            f"measured − 1). From: {', '.join(files)}." if med is not None else
+            f"No row could be predicted. From: {', '.join(files)}.")
+    table = Table("Measured on your machine", ("metric", "load", "measured", "predicted", "band", "error", "note"),
+                  tuple(rows), note)
+    return {"measured": table, "measured_points": tuple(points)}
+

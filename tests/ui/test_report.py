@@ -199,3 +199,37 @@ def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path):
             pdf.unlink()
         outcomes.append(p.returncode)
     assert 130 in outcomes
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "data" / "bench_results"
+
+
+def test_report_with_the_users_measurements(tmp_path):
+    """Issue 27: `report --measured FILE…` adds a page of the user's results beside the predictions:
+    the chart and the table, each row's error, and the rows that could not be predicted with why."""
+    out = tmp_path / "measured.pdf"
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.entry", "report", "--model", "qwen2.5 7b", "--hardware",
+                        "rtx 4080", "--quant", "q4_k_m", "-o", str(out), "--measured", str(RESULTS / "llama_bench.json"),
+                        str(RESULTS / "llama_bench_depth.md")],
+                       capture_output=True, text=True, env=dict(os.environ, QT_QPA_PLATFORM="offscreen"), timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = _text(out)
+    assert "Measured on your machine vs predicted" in text and "2 of 6 rows predicted" in text
+    assert "7,100 7,577 3,667–9,797 +7 % inside the band" in text       # llama-bench's pp512 row
+    assert "give --model to say what it was" in text                    # the table's model type does not resolve
+
+
+def test_the_apps_report_carries_the_measured_tab(window, settle, tmp_path):
+    from ui.report import export_report
+
+    window.session.set_inputs(hardware="rtx 4080", model="qwen2.5 7b", quant="q4_k_m")
+    window.open_measurements([str(RESULTS / "llama_bench.json")])
+    settle(window)
+    out = tmp_path / "app.pdf"
+    job = export_report(window, window.session, path=str(out), paper="a4")
+    done = []
+    job.done.connect(done.append)
+    settle(window)
+    assert done, "the report was not written"
+    text = _text(out)
+    assert "Measured on your machine" in text and "From: llama_bench.json" in text
