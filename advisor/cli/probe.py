@@ -49,7 +49,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     else:
         _print(result, matches)
         if saved:
-            print(f"\nSaved as 'this machine' in {saved}: use --hardware \"this machine\" in predict and recommend.")
+            print(f"\nSaved as 'this machine' in {saved}: use --hardware \"this machine\" in predict and recommend "
+                  "(advisor predict --hardware \"this machine\" --model \"llama 3.1 8b\").")
+        elif not args.quick:
+            print("\nTo size models for this machine: advisor --probe --save, then --hardware \"this machine\" in "
+                  "predict, serve and recommend; compare with your own llama-bench results: advisor "
+                  "compare-measured FILE --hardware \"this machine\".")
     if save_error:
         print(f"advisor: error: {save_error}", file=sys.stderr)
         return 2

@@ -21,7 +21,7 @@ import yaml
 from advisor.data import specs
 from advisor.data.prices import Quote, load_quotes
 from advisor.data.eras import at_date
-from advisor.data.errors import AdvisorError
+from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.names import NameIndex
 from advisor.data.names import tokens as names_tokens
 
@@ -34,6 +34,9 @@ CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalog"
 #: the dated price quotes beside the YAML (a CSV: one row per quote)
 PRICES_FILE = "prices.csv"
 SECTIONS = tuple(specs.ENTRY_TYPES)
+#: the entry `advisor --probe --save` writes to the user's catalog, and the names it answers to
+THIS_MACHINE_KEY = "this-machine"
+THIS_MACHINE_ALIASES = ("this machine", "local", "localhost", "my machine")
 _KEY_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
 # YAML 1.1 reads "3.35e12" (no sign in the exponent) as a string; accept such plain numerals.
 _NUMERAL_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -302,7 +305,13 @@ class Catalog:
         """The hardware ``name`` designates, in the memory size the name states ("M3 Max 64GB") or
         ``memory_gib`` (--memory-gb), else its default size; its ``assumed`` notes say what the name
         left open (the size of a chip that ships in several, the GPU-core bin of an Apple chip)."""
-        key, how, stated = self.index("hardware").match_sized(name)
+        try:
+            key, how, stated = self.index("hardware").match_sized(name)
+        except UnknownName:
+            if " ".join(str(name).lower().split()) in THIS_MACHINE_ALIASES:
+                raise UnknownName(f"{name!r} is not measured yet: run 'advisor --probe --save' first (it measures "
+                                  "this computer and saves it to your catalog as 'this machine')") from None
+            raise
         hw = self.hardware[key]
         if how == "exact" and stated is not None and stated not in memory_options(hw):
             stated = None  # a size inside an exact alias that is not this memory ("NVIDIA GH200 480GB": CPU + GPU)

@@ -7,14 +7,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.data.catalog import Catalog, EntryError, _build, _check_entry
+from advisor.data.catalog import THIS_MACHINE_ALIASES, THIS_MACHINE_KEY, Catalog, EntryError, _build, _check_entry
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.specs import Hardware
 from advisor.data.userdata import save_entries
 
-THIS_MACHINE_KEY = "this-machine"
 THIS_MACHINE_FILE = "this-machine.yaml"
-THIS_MACHINE_ALIASES = ["this machine", "local", "localhost", "my machine"]
 #: a probed figure further than this from the catalog's is shown next to it
 DIFFERENCE_SHOWN = 0.05
 #: NVML compute capability → architecture family
@@ -94,7 +92,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
         entry = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(base).items()
                  if k != "origin" and v not in (None, "", (), [])}
         entry.pop("price", None)
-        entry["aliases"] = THIS_MACHINE_ALIASES
+        entry["aliases"] = list(THIS_MACHINE_ALIASES)
         entry["name"] = f"This machine ({base.name})"
         entry["source"] = f"advisor --probe on {when}; spec figures from the catalog entry {base.key} ({base.source})"
         if result.nvidia.gpus:
@@ -123,7 +121,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
         cc = gpu.compute_capability
         entry = {
             "key": THIS_MACHINE_KEY, "vendor": "NVIDIA", "name": f"This machine ({gpu.name})",
-            "aliases": THIS_MACHINE_ALIASES, "kind": "consumer" if "GeForce" in gpu.name else "workstation",
+            "aliases": list(THIS_MACHINE_ALIASES), "kind": "consumer" if "GeForce" in gpu.name else "workstation",
             "family": CC_FAMILY.get(cc, CC_FAMILY.get(cc.split(".")[0], "nvidia-unknown")),
             "memory_gib": round(gpu.memory_total_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(gpu.bandwidth_gb_s, 1),
             "source": f"advisor --probe on {when}: NVML (memory, bus width × memory clock)",
@@ -140,7 +138,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
             raise AdvisorError("no accelerator found, and the CPU was not measured: run 'advisor --probe --save' "
                                "without --quick")
         entry = {
-            "key": THIS_MACHINE_KEY, "vendor": "CPU", "name": f"This machine ({c.model})", "aliases": THIS_MACHINE_ALIASES,
+            "key": THIS_MACHINE_KEY, "vendor": "CPU", "name": f"This machine ({c.model})", "aliases": list(THIS_MACHINE_ALIASES),
             "kind": "cpu", "family": f"cpu-{c.architecture or 'unknown'}".lower(),
             "memory_gib": round(c.ram_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(c.bandwidth_gb_s, 2),
             "fp32_tflops": round(c.fp32_gflops / 1000, 4), "unified_memory": True,

@@ -79,3 +79,11 @@ def test_serving_metrics_and_statistics(cat):
     assert "std" in got[6].skipped
     s = summarise(got)
     assert s.rows == 7 and s.compared == 6 and s.median_abs_error is not None
+
+
+def test_this_machine_before_the_probe_says_how_to_get_it(capsys):
+    from advisor.cli.main import main
+
+    assert main(["predict", "--hardware", "this machine", "--model", "llama 3.1 8b"]) == 2
+    err = capsys.readouterr().err
+    assert "advisor --probe --save" in err and "nearest" not in err and err.count("\n") == 1
