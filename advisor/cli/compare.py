@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections import Counter
 
 from advisor.data.catalog import user_catalog
 from advisor.data.errors import AdvisorError
@@ -48,8 +49,10 @@ def cmd_compare_measured(args: argparse.Namespace) -> int:
     every = [c for _, _, cs in files for c in cs]
     summary = summarise(every)
     if summary.compared == 0:
-        reasons = sorted({c.skipped for c in every if c.skipped})
-        raise AdvisorError("no row could be compared: " + "; ".join(reasons[:3]))
+        # the reasons most rows share first; a statistic that is never predicted (std) only if alone
+        counts = Counter(c.skipped for c in every if c.skipped)
+        reasons = [r for r, _ in counts.most_common() if "is not predicted" not in r] or list(counts)
+        raise AdvisorError("no row could be compared: " + "; ".join(reasons[:2]))
     if args.json:
         print(json_text({"files": [{"file": str(p), "tool": tool, "rows": [c.to_dict() for c in cs]}
                                    for p, tool, cs in files],

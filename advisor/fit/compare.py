@@ -149,10 +149,15 @@ def config_for(cat, r: BenchRecord, o: Overrides) -> Config:
     try:
         return configure(cat, hardware=hardware, model=model, quant=quant, runtime=runtime, gpus=gpus)
     except AdvisorError as exc:
-        which = ("--hardware" if "hardware" in str(exc).lower() else "--model" if "model" in str(exc).lower()
-                 else "--quant" if "format" in str(exc).lower() or "quant" in str(exc).lower() else "")
+        msg = str(exc).splitlines()[0]
+        given = [f"--{k} {v!r}" for k, v in (("hardware", o.hardware), ("model", o.model), ("quant", o.quant),
+                                              ("runtime", o.runtime)) if v]
+        if given:   # the user's own inputs are part of what failed: name them
+            raise AdvisorError(f"{msg} (with {', '.join(given)})") from None
+        which = ("--hardware" if "hardware" in msg.lower() else "--model" if "model" in msg.lower()
+                 else "--quant" if "format" in msg.lower() or "quant" in msg.lower() else "")
         hint = f" (give {which} to say what it was)" if which else ""
-        raise AdvisorError(f"{str(exc).splitlines()[0]}{hint}") from None
+        raise AdvisorError(f"{msg}{hint}") from None
 
 
 def _load(r: BenchRecord) -> Load:
@@ -200,6 +205,9 @@ _COMPARABLE_STATS = {"mean", "median", "p90", "p95", "p99"}
 def compare(cat, records: Sequence[BenchRecord], overrides: Overrides | None = None) -> list[Comparison]:
     """One `Comparison` per record, in the file's order; identical loads are solved once."""
     o = overrides or Overrides()
+    named = [f"--{k} {v!r}" for k, v in (("hardware", o.hardware), ("model", o.model), ("quant", o.quant),
+                                          ("runtime", o.runtime)) if v]
+    given = f" (with {', '.join(named)})" if named else ""   # the user's inputs are part of what failed
     out: list[Comparison] = []
     configs: dict[tuple, Config | str] = {}
     served: dict[tuple, ServeReport] = {}
@@ -238,7 +246,7 @@ def compare(cat, records: Sequence[BenchRecord], overrides: Overrides | None = N
             mid, low, high = _serving_figure(r, rep, load)
             out.append(Comparison(r, label, mid, low, high))
         except AdvisorError as exc:
-            out.append(Comparison(r, label, skipped=str(exc).splitlines()[0]))
+            out.append(Comparison(r, label, skipped=str(exc).splitlines()[0] + given))
     return out
 
 

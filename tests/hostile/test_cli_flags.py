@@ -6,6 +6,7 @@ a non-finite number is always refused, never read as "default"."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,8 @@ BASE = {
     "serve": ["serve", "--hardware", "h100 sxm", "--model", "llama 3.1 8b", "--concurrency", "8"],
     "will-it-run": ["will-it-run", "--hardware", "rtx 4090", "--model", "llama 3.1 8b"],
     "recommend": ["recommend", "--model", "llama 3.1 8b", "--users", "4", "--hardware", "rtx 4090,l40s"],
+    "compare-measured": ["compare-measured", str(Path(__file__).resolve().parents[1] / "data" / "bench_results"
+                                                 / "vllm_serve.json"), "--hardware", "h100 sxm"],
 }
 NON_FINITE = ["nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1e999"]
 HOSTILE_TEXT = NON_FINITE + ["0", "-0", "-1", "1e308", "1e-308", "0.0000001", "", " ", "abc", "9" * 40,
@@ -78,7 +81,7 @@ def _check(argv, flag, value, code, err):
         assert code == 2, f"{argv}: a non-finite {flag} was accepted"
 
 
-@pytest.mark.parametrize("command", ["predict", "serve", "will-it-run"])
+@pytest.mark.parametrize("command", ["predict", "serve", "will-it-run", "compare-measured"])
 # derandomized: CI explores the same 120 examples each run (a new failure is found by running with
 # HYPOTHESIS_SEED / derandomize off locally, not by chance in someone's CI)
 @settings(max_examples=120, deadline=None, derandomize=True,

@@ -77,3 +77,14 @@ def test_stop_keeps_what_was_measured(window, settle):
     assert view.btn_measure.isEnabled() and view.btn_measure.text() == "Measure &server"
     done = [c for c in view.comparisons if c.record.metric == "ttft_ms" and c.record.stat == "mean"]
     assert done and 1 <= done[0].record.requests_completed < 200
+
+
+def test_a_bad_file_among_good_ones_is_named_and_the_good_ones_kept(window, settle, tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"mean_ttft_ms": ')
+    window.session.set_inputs(hardware="rtx 4080")
+    window.open_measurements([str(RESULTS / "llama_bench.json"), str(bad)])
+    settle(window)
+    view = window.measured
+    assert view.comparisons and all("llama_bench.json" in c.record.source for c in view.comparisons)
+    assert "Not read:" in view.heading.text() and "broken.json" in view.heading.text()

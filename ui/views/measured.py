@@ -167,14 +167,20 @@ class MeasuredView(QWidget):
                                           model=self.model_name.text().strip() or None)
 
         def job():
-            out = []
-            for path in paths:
-                tool, records = api.read_results(path)
+            out, problems = [], []
+            for path in paths:   # a file that cannot be read is named; the others are still compared
+                try:
+                    tool, records = api.read_results(path)
+                except api.AdvisorError as exc:
+                    problems.append(str(exc))
+                    continue
                 out.append((path, tool, api.compare_measured(cat, records, overrides)))
-            return out
+            if not out and problems:
+                raise api.AdvisorError("; ".join(problems))
+            return out, problems
 
         self.heading.setText(f"Reading {', '.join(Path(p).name for p in paths)}…")
-        self.workers.run("measured", job, self._on_done, self._on_error)
+        self.workers.run("measured", job, lambda result: self._on_done(*result), self._on_error)
 
     def measure_or_stop(self) -> None:
         """Measure the server in the URL field (on a worker, with progress), or stop the run in progress
@@ -229,16 +235,18 @@ class MeasuredView(QWidget):
         self._end_measure()
         self._on_error(exc, tb)
 
-    def _on_done(self, files) -> None:
+    def _on_done(self, files, problems=()) -> None:
         self.comparisons = [c for _, _, cs in files for c in cs]
         self.model.set_rows(self.comparisons)
         s = api.summarise_measured(self.comparisons)
         tools = ", ".join(sorted({tool for _, tool, _ in files}))
         err = f"median |error| <b>{100 * s.median_abs_error:.0f} %</b>" if s.median_abs_error is not None else \
             "no row could be predicted (see the Note column)"
+        skipped = (f" <span style='color:#d23c3c'>Not read: {'; '.join(problems)}</span>" if problems else "")
         self.heading.setText(f"{len(files)} file(s) from {tools}: {s.compared} of {s.rows} rows compared · {err} · "
                              f"{s.within_band} of {s.compared} measurements inside the predicted band. "
-                             f"Rows without hardware in the file: predicted for {self.hardware.text() or '—'}.")
+                             f"Rows without hardware in the file: predicted for {self.hardware.text() or '—'}."
+                             f"{skipped}")
         self._draw()
 
     def _on_error(self, exc, _tb) -> None:
