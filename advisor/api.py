@@ -56,7 +56,7 @@ __all__ = [
     "technique_details", "load_json", "load_yaml", "output_target",
     "BenchRecord", "read_results", "MeasuredComparison", "MeasuredOverrides", "compare_measured", "summarise_measured",
     "measure_endpoint", "measured_records", "MEASURED_LABELS", "MEASURED_UNITS", "measured_load_text",
-    "measured_metric_text", "measured_report_section",
+    "measured_metric_text", "measured_report_section", "PersonalFit", "fit_mine", "save_mine", "reset_mine",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -70,6 +70,7 @@ from advisor.data.userdata import output_target
 from advisor.fit.bench_records import BenchRecord
 from advisor.fit.bench_results import read_results
 from advisor.fit.endpoint import measure as measure_endpoint, records_from as measured_records
+from advisor.fit.personal import PersonalFit
 from advisor.fit.compare import (METRIC_LABELS as MEASURED_LABELS, METRIC_UNITS as MEASURED_UNITS,
                                  Comparison as MeasuredComparison, Overrides as MeasuredOverrides,
                                  compare as compare_measured, load_text as measured_load_text,
@@ -169,3 +170,30 @@ def imported_weight_bytes(cat: Catalog, imported: ImportedModel) -> dict[str, fl
 def measured_report_section(comparisons, files) -> dict:
     """The report's "measured on your machine" fields (`ReportContent.measured`, ``measured_points``)."""
     return _measured_section(comparisons, files, measured_metric_text, measured_load_text)
+
+
+def fit_mine(cat: Catalog, records, overrides=None) -> "tuple[list[PersonalFit], list]":
+    """`calibrate --mine` on records already read: (fits, skipped (record, reason) pairs)."""
+    from advisor.fit.personal import cases_from, fit_personal
+
+    cases, skipped = cases_from(cat, records, overrides)
+    return (fit_personal(cat, cases) if cases else []), skipped
+
+
+def save_mine(cat: Catalog, fits) -> "Path":
+    """Write the fits that predict their rows better held out (as `calibrate --mine` does); the path."""
+    from advisor.data.userdata import user_data_dir
+    from advisor.fit.personal import personal_profiles, write_personal
+
+    kept = [f for f in fits if f.improves]
+    if not kept:
+        raise AdvisorError("no personal profile predicts your rows better than today's: nothing saved")
+    return write_personal(kept, user_data_dir(), keep=personal_profiles(cat))
+
+
+def reset_mine() -> bool:
+    """Remove the personal calibration (`calibrate --mine --reset`); False when there was none."""
+    from advisor.data.userdata import user_data_dir
+    from advisor.fit.personal import reset
+
+    return reset(user_data_dir())

@@ -229,9 +229,8 @@ def cmd_calibrate_mine(args: argparse.Namespace) -> int:
           "of them; held out = each row predicted by a fit on the others")
     if skipped:
         print(f"{len(skipped)} rows not fitted: " + "; ".join(sorted({why for _, why in skipped})[:3]))
-    # a profile is kept only where it predicts the user's rows better than today's, held out (or, with
-    # fewer than 3 rows, in the fit): one efficiency per phase cannot always hold every format at once
-    better = [f for f in fits if (f.error_held_out if f.error_held_out is not None else f.error_after) < f.error_before]
+    # a profile is kept only where it predicts the user's rows better than today's (`PersonalFit.improves`)
+    better = [f for f in fits if f.improves]
     for f in fits:
         if f not in better:
             print(f"{f.profile.key}: not kept: it does not predict your rows better than today's profile "

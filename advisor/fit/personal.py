@@ -52,6 +52,14 @@ class PersonalFit:
     error_after: float         # the same with the personal profile fitted on all of them
     error_held_out: float | None   # each row predicted by a fit on the others (None: too few rows)
 
+    @property
+    def improves(self) -> bool:
+        """Whether it predicts the user's rows better than today's profile: held out, or with fewer
+        than 3 rows in the fit. One efficiency per phase cannot always hold every format at once, so a
+        fit that does not is not kept."""
+        err = self.error_held_out if self.error_held_out is not None else self.error_after
+        return err < self.error_before
+
 
 def cases_from(cat, records: Sequence[BenchRecord], overrides: Overrides | None = None
                ) -> tuple[list[Case], list[tuple[BenchRecord, str]]]:

@@ -88,3 +88,41 @@ def test_a_bad_file_among_good_ones_is_named_and_the_good_ones_kept(window, sett
     view = window.measured
     assert view.comparisons and all("llama_bench.json" in c.record.source for c in view.comparisons)
     assert "Not read:" in view.heading.text() and "broken.json" in view.heading.text()
+
+
+def test_learn_from_these_and_forget(window, settle, tmp_path, private_user_data):
+    """The app's `calibrate --mine`: the rows on screen fit a personal profile that the session's
+    predictions then use; Forget removes it."""
+    import json
+
+    from advisor.model.config import configure
+    from advisor.model.predict import predict
+    from advisor.model.roofline import Workload
+
+    cat = window.session.cat
+    template = json.loads((RESULTS / "llama_bench.json").read_text())[0]
+    cfg = configure(cat, hardware="rtx 4080", model="qwen2.5 7b", quant="q4_k_m", runtime="llama.cpp")
+    rows = []
+    for pp, tg, d in [(512, 0, 0), (1024, 0, 0), (0, 128, 0), (0, 128, 4096), (0, 64, 8192)]:
+        p = predict(cat, cfg.replace(workload=Workload(1, pp, tg, d)), check_context=False)
+        v = p.decode_tok_s * 0.7 if tg else p.prefill_tok_s * 1.3
+        rows.append(dict(template, n_prompt=pp, n_gen=tg, n_depth=d, avg_ts=v, samples_ts=[v]))
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(rows))
+    window.session.set_inputs(hardware="rtx 4080", model="qwen2.5 7b", quant="q4_k_m")
+    window.open_measurements([str(path)])
+    settle(window)
+    view = window.measured
+    before = sorted(abs(c.error) for c in view.comparisons)
+    assert view.btn_learn.isEnabled()
+    view.learn()
+    settle(window)
+    assert (private_user_data / "my-calibration.yaml").is_file()
+    assert "kept" in view.heading.text() and "Saved to" in view.heading.text()
+    after = sorted(abs(c.error) for c in view.comparisons)
+    assert after[len(after) // 2] < before[len(before) // 2]
+    assert "calibrated on your 5 measurements" in window.session.prediction.efficiency_basis
+    view.forget()
+    settle(window)
+    assert not (private_user_data / "my-calibration.yaml").exists() and "removed" in view.heading.text()
+    assert "mine+" not in window.session.prediction.efficiency_basis

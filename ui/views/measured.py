@@ -86,11 +86,19 @@ class MeasuredView(QWidget):
         self.model_name.setObjectName("measured_model")
         self.model_name.setPlaceholderText("model, if the file's name for it does not resolve")
         self.btn_again = QPushButton("Compare &again")
+        self.btn_learn = QPushButton("&Learn from these")
+        self.btn_learn.setToolTip("Fit a personal profile to these rows (advisor calibrate --mine): later predictions "
+                                  "for this runtime and hardware use it, where it predicts your rows better held out")
+        self.btn_learn.setEnabled(False)
+        self.btn_forget = QPushButton("&Forget my calibration")
+        self.btn_forget.setToolTip("Remove the personal profiles (advisor calibrate --mine --reset)")
         bar.addWidget(self.btn_open)
         bar.addWidget(QLabel("Measured on:"))
         bar.addWidget(self.hardware, 2)
         bar.addWidget(self.model_name, 2)
         bar.addWidget(self.btn_again)
+        bar.addWidget(self.btn_learn)
+        bar.addWidget(self.btn_forget)
         lay.addLayout(bar)
         live = QHBoxLayout()
         self.url = QLineEdit()
@@ -117,6 +125,7 @@ class MeasuredView(QWidget):
         live.addWidget(self.btn_measure)
         lay.addLayout(live)
         self._stop: list[int] | None = None
+        self._note = ""     # what the last learn/forget said, shown before the next comparison's summary
         self.heading = QLabel("Open the result files your benchmark client wrote to see how close the "
                               "predictions are on your machine.")
         self.heading.setWordWrap(True)
@@ -142,6 +151,8 @@ class MeasuredView(QWidget):
         lay.addWidget(split, 1)
         self.btn_open.clicked.connect(self.pick_files)
         self.btn_measure.clicked.connect(self.measure_or_stop)
+        self.btn_learn.clicked.connect(self.learn)
+        self.btn_forget.clicked.connect(self.forget)
         self.btn_again.clicked.connect(self.run)
         self.hardware.returnPressed.connect(self.run)
         self.model_name.returnPressed.connect(self.run)
@@ -238,16 +249,65 @@ class MeasuredView(QWidget):
     def _on_done(self, files, problems=()) -> None:
         self.comparisons = [c for _, _, cs in files for c in cs]
         self.model.set_rows(self.comparisons)
+        self.btn_learn.setEnabled(any(c.record.metric in ("prefill_tok_s", "decode_tok_s", "batch_decode_tok_s")
+                                      for c in self.comparisons))
         s = api.summarise_measured(self.comparisons)
         tools = ", ".join(sorted({tool for _, tool, _ in files}))
         err = f"median |error| <b>{100 * s.median_abs_error:.0f} %</b>" if s.median_abs_error is not None else \
             "no row could be predicted (see the Note column)"
         skipped = (f" <span style='color:#d23c3c'>Not read: {'; '.join(problems)}</span>" if problems else "")
-        self.heading.setText(f"{len(files)} file(s) from {tools}: {s.compared} of {s.rows} rows compared · {err} · "
+        note, self._note = self._note, ""
+        self.heading.setText(f"{note}{len(files)} file(s) from {tools}: {s.compared} of {s.rows} rows compared · {err} · "
                              f"{s.within_band} of {s.compared} measurements inside the predicted band. "
                              f"Rows without hardware in the file: predicted for {self.hardware.text() or '—'}."
                              f"{skipped}")
         self._draw()
+
+    def learn(self) -> None:
+        """Fit and save a personal profile to the rows on screen (on a worker), then reload the catalog
+        so every prediction uses it; says before → after → held out, or why nothing was kept."""
+        records = [c.record for c in self.comparisons]
+        if not records:
+            return
+        cat = self.session.cat
+        overrides = api.MeasuredOverrides(hardware=self.hardware.text().strip() or None,
+                                          model=self.model_name.text().strip() or None)
+
+        def job():
+            fits, skipped = api.fit_mine(cat, records, overrides)
+            if not fits:
+                reasons = sorted({why for _, why in skipped})
+                raise api.AdvisorError("nothing to fit: " + ("; ".join(reasons[:2]) if reasons else "no rows"))
+            path = api.save_mine(cat, fits) if any(f.improves for f in fits) else None
+            return fits, path
+
+        self.heading.setText("Fitting a personal profile to these rows…")
+        self.workers.run("measured-learn", job, self._learned, self._on_error)
+
+    def _learned(self, result) -> None:
+        fits, path = result
+        parts = []
+        for f in fits:
+            held = f"{100 * f.error_held_out:.0f} %" if f.error_held_out is not None else "—"
+            verdict = "kept" if f.improves else "not kept (it does not predict your rows better)"
+            parts.append(f"{f.profile.key.split('+', 1)[1]}: |error| {100 * f.error_before:.0f} % → "
+                         f"{100 * f.error_after:.0f} % (held out {held}), {verdict}")
+        note = "Personal calibration: " + "; ".join(parts) + (f". Saved to {path}." if path is not None else ".")
+        self.heading.setText(note)
+        if path is not None:
+            self.session.reload_catalog()
+            self._note = note + " "
+            self.run()   # the rows again, now predicted with the personal profile
+
+    def forget(self) -> None:
+        removed = api.reset_mine()
+        note = ("Your personal calibration was removed." if removed else
+                "There was no personal calibration to remove.")
+        self.heading.setText(note)
+        if removed and self.paths:
+            self.session.reload_catalog()
+            self._note = note + " "
+            self.run()
 
     def _on_error(self, exc, _tb) -> None:
         msg = str(exc) if isinstance(exc, api.AdvisorError) else f"{type(exc).__name__}: {exc}"
