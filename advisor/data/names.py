@@ -10,6 +10,17 @@ at the first that decides:
    ("3090" → RTX 3090, not RTX 3090 Ti), otherwise it is ambiguous;
 3. the same after dropping memory sizes and decorations ("Instruct", "GGUF", "it").
 
+Model names also carry numbers that tokens alone would blur: a version ("3.1", "2.5", "4") and a
+size ("8b", "70b", "a3b"). Tokens split "3.3" into "3", "3" and "8b" into "8", "b", so as token
+sets "llama 3.3 8b" ⊂ "Llama 3 8B" and "gemma 4" ⊂ "Gemma 3 4B". Each number a model query states is
+therefore read whole (`numbers`) and must be one of the entry name's own numbers: a version never
+matches another version or a size, and a query whose numbers no entry has is unknown, its message
+naming the entries that differ only in those numbers. Among several matches, one whose name adds a
+number the others do not ("llama 8b": Llama 3 8B vs Llama 3.1 8B) is not preferred for being
+shorter: it is ambiguous. An Ollama tag's quantization or ":latest" ("qwen2.5:7b-instruct-q4_K_M")
+and a Hugging Face owner ("bartowski/…") are dropped when the name as typed matches nothing; the
+weight format is chosen apart (--quant), so the tag's quantization is not applied.
+
 Hardware names may carry a memory size ("M3 Max 40-core 64GB", "RTX 3060 12GB"): only entries that
 ship in that size (``memory_gib`` or one of ``memory_options_gib``; a unified-memory entry without
 ``memory_options_gib``: any size up to ``memory_gib``) match, and `match_sized` returns
@@ -89,6 +100,42 @@ def normalise(text: str) -> str:
     return " ".join(tokens(text))
 
 
+#: a number as written, with the letters around it: "llama3.1" → ("llama", "3.1", ""), "a3b" → ("a", "3", "b")
+_NUMBER_RE = re.compile(r"([a-z]*)(\d+(?:\.\d+)*)([a-z]*)")
+#: an Ollama tag's or GGUF file's quantization at the end of a model name ("-q4_K_M", ":latest", ".gguf")
+_MODEL_TAIL_RE = re.compile(r"[-_:.](?:latest|gguf|i?q\d(?:_[a-z0-9]+)*|f16|fp16|bf16|f32|fp32|fp8|mxfp4)$")
+
+
+def numbers(text: str) -> Counter:
+    """The numbers a model name states, each whole, as a multiset: a size keeps its unit ("8b", "0.6b",
+    "128k"; an active or effective size its letter: "a3b", "e4b"), a version its dots ("3.1");
+    a memory size ("24GB") is not one. "Llama-3.1-8B" → {"3.1", "8b"}; "Gemma 3 4B" → {"3", "4b"}."""
+    out: Counter = Counter()
+    for before, num, after in _NUMBER_RE.findall(str(text).lower()):
+        if after in ("gb", "gib"):
+            continue
+        if after in ("b", "k"):
+            out[(before if len(before) == 1 else "") + num + after] += 1
+        else:
+            out[num] += 1
+    return out
+
+
+def _model_query(text: str) -> str:
+    """A model name without a Hugging Face owner or URL ("hf.co/bartowski/…") and without an Ollama
+    tag's or GGUF file's quantization ("llama3.1:8b-instruct-q4_K_M" → "llama3.1:8b-instruct").
+    An owner has no digits: "DeepSeek-V3/R1" names two models, not R1 by its owner."""
+    parts = str(text).strip().split("/")
+    while len(parts) > 1 and not any(ch.isdigit() for ch in parts[0]):
+        parts.pop(0)
+    t = "/".join(parts)
+    while True:
+        shorter = _MODEL_TAIL_RE.sub("", t.lower())
+        if shorter == t.lower():
+            return t
+        t = t[:len(shorter)]
+
+
 def memory_sizes(toks: list[str]) -> list[float]:
     """Memory sizes a name's tokens state, GB: each number followed by "gb" ("64GB", "64 GB")."""
     return [float(t) for t, nxt in zip(toks, toks[1:]) if t.isdigit() and nxt == "gb"]
@@ -141,6 +188,8 @@ class NameIndex:
         # per entry: list of token sets (one per name) and the extra tokens it may be called by
         self._names: dict[str, list[frozenset[str]]] = {}
         self._compact: dict[str, list[str]] = {}
+        #: per entry, aligned with its token sets: the numbers of the names that give each (models)
+        self._numbers: dict[str, list[list[Counter]]] = {}
         self._extra: dict[str, frozenset[str]] = {}
         #: per entry: the memory sizes it ships in, GiB (hardware only)
         self._sizes: dict[str, frozenset[float]] = {}
@@ -153,12 +202,21 @@ class NameIndex:
             self._display[e.key] = e.name
             self._names[e.key] = []
             self._compact[e.key] = []
+            self._numbers[e.key] = []
             distinct: list[tuple[str, ...]] = []
             for n in names:
                 toks = _tokens(n)
-                if not toks or toks in distinct:
-                    continue  # names that tokenise alike ("RTX 4090", "rtx4090") match alike
+                # a model name's numbers, without a quantization it names ("gemma-3-12b-it-qat-q4_0-gguf")
+                nums = numbers(_model_query(n)) if section == "models" else Counter()
+                if toks in distinct:  # names that tokenise alike ("RTX 4090", "rtx4090") match alike
+                    alike = self._numbers[e.key][distinct.index(toks)]
+                    if nums not in alike:
+                        alike.append(nums)  # … whichever way each writes its numbers
+                    continue
+                if not toks:
+                    continue
                 distinct.append(toks)
+                self._numbers[e.key].append([nums])
                 compact = "".join(toks)
                 for form in (" ".join(toks), compact):
                     self._exact.setdefault(form, set()).add(e.key)
@@ -254,11 +312,23 @@ class NameIndex:
                     return self._one(query, hits), "partial", size
             if hits:
                 return self._one(query, hits), "exact", size
+        qnums = None  # the numbers a model name states, each to be one of the entry's own
+        if self.section == "models":
+            plain = _model_query(query)
+            if plain != str(query).strip() and tokens(plain):
+                # an Ollama tag's quantization or a Hugging Face owner: "qwen2.5:7b-instruct-q4_K_M"
+                q, qwords = tokens(plain), [SYNONYMS.get(w, w) for w in words(plain)]
+                for form in (" ".join(q), "".join(q)):
+                    hits = self._exact.get(form)
+                    if hits:
+                        return self._one(query, hits), "partial", size
+            qnums = numbers(plain)
         if not any(t.isalpha() or len(t) >= 3 for t in q):
             # a bare small number ("1", "-1", "70") is part of too many names to stand for one; a
             # product number ("4090") is long enough
             raise UnknownName(f"{query!r} is too short to name a {self._label()}; give its name "
                               f"(e.g. {next(iter(sorted(self._display.values())))!r})")
+        other_numbers: set[str] = set()  # entries the query names but for its numbers ("gemma 4": Gemma 3 4B)
         for stage in (0, 1):
             qt = frozenset(q if stage == 0 else _drop_decorations(q))
             # each typed word must appear unbroken in the name ("m40" is not "M3 Max 40-core")
@@ -266,26 +336,46 @@ class NameIndex:
                   and (stage == 0 or w not in DECORATIONS)]
             if not qt:
                 continue
-            key = self._subset(query, qt, ws, size)
+            key = self._subset(query, qt, ws, size, qnums, other_numbers)
             if key:
                 return key, "partial", size
+        if other_numbers:
+            raise UnknownName(explain=lambda: self._explain_numbers(query, qnums, other_numbers))
         raise UnknownName(explain=lambda: self._explain_unknown(query))
 
-    def _subset(self, query: str, q: frozenset[str], qwords: list[str], size: float | None = None) -> str | None:
+    def _subset(self, query: str, q: frozenset[str], qwords: list[str], size: float | None = None,
+                qnums: Counter | None = None, other_numbers: set[str] | None = None) -> str | None:
+        """The one entry whose names hold every query token (and, with ``qnums``, every number the
+        query states, each whole); None if none. Keys that match but for those numbers are added to
+        ``other_numbers``."""
         best: dict[str, int] = {}
         variant: dict[str, bool] = {}  # the entry's best name adds a variant word the query lacks
+        adds: dict[str, tuple[frozenset[str], Counter]] = {}  # what that name adds: words, numbers
         wrong_size: list[str] = []
         for key, names in self._names.items():
             allowed_extra = self._extra[key]
-            scored = [(len(n - q - GENERIC_WORDS), bool((n - q) & VARIANT_WORDS))
-                      for n, compact in zip(names, self._compact[key])
-                      if q <= (n | allowed_extra) and all(w in compact for w in qwords)]
+            scored = []
+            for i, (n, compact) in enumerate(zip(names, self._compact[key])):
+                if not (q <= (n | allowed_extra) and all(w in compact for w in qwords)):
+                    continue
+                if qnums is not None:
+                    # "3.3" is not "3", "4" is not "4b": a version or size must be the name's own
+                    fits = [nums for nums in self._numbers[key][i] if not qnums - nums]
+                    if not fits:
+                        if other_numbers is not None:
+                            other_numbers.add(key)
+                        continue
+                    added = (frozenset(t for t in n - q - GENERIC_WORDS if t.isalpha() and len(t) > 1),
+                             fits[0] - qnums)
+                else:
+                    added = (frozenset(), Counter())
+                scored.append((len(n - q - GENERIC_WORDS), bool((n - q) & VARIANT_WORDS), i, added))
             if not scored:
                 continue
             if size is not None and size not in self._sizes.get(key, ()) and not size <= self._open_sizes.get(key, 0):
                 wrong_size.append(key)
                 continue
-            best[key], variant[key] = min(scored)
+            best[key], variant[key], _, adds[key] = min(scored, key=lambda s: s[:3])
         if not best:
             if wrong_size:
                 offered = "; ".join(f"{self._display[k]}: {', '.join(f'{s:g}' for s in sorted(self._sizes[k]))} GB"
@@ -305,6 +395,14 @@ class NameIndex:
             raise UnknownName(f"unknown {self._label()} {query!r}: {', '.join(names)} "
                               f"{'is a different product' if len(names) == 1 else 'are different products'}; "
                               "name it in full if you mean it", tuple(names))
+        if qnums is not None:
+            # the shortest name wins only over names that add all it adds and more ("qwen 7b": Qwen2.5 7B
+            # over Qwen2.5-Coder 7B); a name shorter by another version or size is not the more likely
+            # meaning ("llama 8b": Llama 3 8B vs Llama 3.1 8B; "qwen3-coder": the 30B vs the 480B), so
+            # those are listed with it
+            def covers(a: str, b: str) -> bool:
+                return adds[a][0] <= adds[b][0] and not adds[a][1] - adds[b][1]
+            keys |= {k for k in best if not any(covers(w, k) for w in keys)}
         return self._one(query, keys)
 
     def _one(self, query: str, keys: set[str]) -> str:
@@ -312,8 +410,14 @@ class NameIndex:
             return next(iter(keys))
         names = sorted(self._display[k] for k in keys)
         shown = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
-        raise UnknownName(f"{query!r} matches several {self._label()} entries: {shown}; be more specific",
-                          tuple(names))
+        hint = "be more specific"
+        if self.section == "hardware" and len({tuple(_drop_decorations(tokens(n))) for n in names}) == 1:
+            # the same card in several memory sizes ("Tesla M40" 12/24 GB, "RTX 4060 Ti" 8/16 GB)
+            sizes = sorted({s for k in keys for s in self._sizes.get(k, ())})
+            if sizes:
+                hint = (f"name the memory size ({', '.join(f'{s:g}' for s in sizes)} GB), "
+                        f"e.g. '{str(query).strip()} {sizes[-1]:g}GB'")
+        raise UnknownName(f"{query!r} matches several {self._label()} entries: {shown}; {hint}", tuple(names))
 
     def nearest(self, query: str, n: int = 5) -> tuple[str, ...]:
         """Display names of the entries closest to ``query`` (for error messages).
@@ -385,6 +489,18 @@ class NameIndex:
                 insort(best, (-score, display, i))
                 del best[n:]
         return tuple(name for _, name, _ in best)
+
+    def _explain_numbers(self, query: str, qnums: Counter, keys: set[str]) -> tuple[str, tuple[str, ...]]:
+        """For a model name that matches entries but for its numbers ("gemma 4", "llama 3.3 8b"): those
+        entries first among the nearest, and which numbers no entry has."""
+        ranked = self.nearest(query, 10)
+        names = sorted((self._display[k] for k in keys),
+                       key=lambda n: (ranked.index(n) if n in ranked else len(ranked), n))
+        near = tuple(names[:5])
+        near += tuple(n for n in ranked if n not in near)[:max(0, 5 - len(near))]
+        stated = ", ".join(qnums)  # as typed
+        return (f"unknown {self._label()} {query!r}: no entry has its numbers ({stated}) as its own version "
+                f"or size; nearest: {', '.join(near)}"), near
 
     def _explain_unknown(self, query: str) -> tuple[str, tuple[str, ...]]:
         near = self.nearest(query)

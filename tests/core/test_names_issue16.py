@@ -8,7 +8,7 @@ from advisor.data.names import memory_sizes, strip_mac_product, tokens
 
 @pytest.mark.parametrize("query,key,memory_gib", [
     # Mac product names: the chip decides; a chip without its bin is the catalog's default bin
-    ("Mac mini M4 Pro", "apple-m4-pro-20c", 64),
+    ("Mac mini M4 Pro", "apple-m4-pro-16c", 64),  # issue 29: the base bin (12-core CPU/16-core GPU)
     ("MacBook Air M3", "apple-m3-10c", 24),
     ("MacBook Pro M3 Max", "apple-m3-max-40c", 128),
     ("MacBook Pro 16-inch M3 Max", "apple-m3-max-40c", 128),
@@ -26,7 +26,7 @@ from advisor.data.names import memory_sizes, strip_mac_product, tokens
     ("M3 Max 48GB", "apple-m3-max-40c", 48),
     ("M3 Max 36GB", "apple-m3-max-30c", 36),
     ("M3 Max 30-core 96 GB", "apple-m3-max-30c", 96),
-    ("MacBook Pro M4 Pro 48GB", "apple-m4-pro-20c", 48),
+    ("MacBook Pro M4 Pro 48GB", "apple-m4-pro-16c", 48),  # issue 29: both bins ship 48 GB; the base
     ("Mac mini M4 16GB", "apple-m4-10c", 16),
     ("M2 Ultra 76-Core GPU 192GB", "apple-m2-ultra-76c", 192),
     ("RTX 3060 12GB", "rtx-3060-12gb", 12),
@@ -110,4 +110,4 @@ def test_an_entry_named_like_a_product_is_found_as_typed(cat):
                                aliases=("Mac mini",))
     idx = NameIndex("hardware", [*cat.hardware.values(), mine])
     assert idx.resolve("Mac mini M4 Pro") == "my-mini" and idx.resolve("mac mini") == "my-mini"
-    assert idx.resolve("MacBook Pro M4 Pro") == "apple-m4-pro-20c"
+    assert idx.resolve("MacBook Pro M4 Pro") == "apple-m4-pro-16c"  # the base bin (issue 29)

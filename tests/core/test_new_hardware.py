@@ -39,7 +39,7 @@ NEW_HARDWARE = {
     "p4-8gb": ["Tesla P4", "P4", "NVIDIA Tesla P4"],
     "p100-pcie-12gb": ["Tesla P100 12GB", "P100 12GB", "Tesla P100-PCIE-12GB"],
     "p100-sxm2-16gb": ["Tesla P100 SXM2", "P100 SXM2", "Tesla P100-SXM2-16GB"],
-    "m40-12gb": ["Tesla M40", "M40", "M40 12GB"],
+    "m40-12gb": ["Tesla M40 12GB", "M40 12GB"],  # the bare "Tesla M40" asks for the size (issue 29)
     "m40-24gb": ["Tesla M40 24GB", "M40 24GB"],
     "k80-per-gpu": ["Tesla K80", "K80"],
     "a10g-24gb": ["A10G", "NVIDIA A10G"],
@@ -142,7 +142,7 @@ EXISTING = {
     "Arc A770": "arc-a770-16gb",
     "A770 16GB": "arc-a770-16gb",
     "M3 Max": "apple-m3-max-40c",  # "Max 1100" / "Max 1550" must not take Apple's Max chips
-    "M4 Max": "apple-m4-max-40c",
+    "M4 Max": "apple-m4-max-32c",  # the base bin, what most buyers have (issue 29)
     # names next to the second NVIDIA batch: the plain name stays the card it was
     "GTX 1080 Ti": "gtx-1080-ti",
     "GTX 1070": "gtx-1070",
@@ -267,7 +267,7 @@ def test_worked_figures(cat):
     assert hw["jetson-agx-xavier-32gb"].fp16_dense_tflops == pytest.approx(64 * 128 * 1.377 / 1000, abs=0.05)  # 11.3
 
 
-@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M", "Max 1550", "Max 1100", "Arc 140V", "A770 8GB",
+@pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40 24GB", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M", "Max 1550", "Max 1100", "Arc 140V", "A770 8GB",
                                       "GTX 1080", "RTX 3080 Laptop", "RTX 5070 Ti Laptop", "RTX 5060", "GH200", "Jetson AGX Xavier", "Quadro GV100"])
 def test_predict_runs_on_each_new_family(capsys, hardware):
     # new family keys (nvidia-kepler, nvidia-maxwell, amd-gcn4, amd-rdna1) have no calibrated
