@@ -180,7 +180,7 @@ def fit_mine(cat: Catalog, records, overrides=None) -> "tuple[list[PersonalFit],
     return (fit_personal(cat, cases) if cases else []), skipped
 
 
-def save_mine(cat: Catalog, fits) -> "Path":
+def save_mine(cat: Catalog, fits):
     """Write the fits that predict their rows better held out (as `calibrate --mine` does); the path."""
     from advisor.data.userdata import user_data_dir
     from advisor.fit.personal import personal_profiles, write_personal
