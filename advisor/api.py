@@ -180,15 +180,15 @@ def fit_mine(cat: Catalog, records, overrides=None) -> "tuple[list[PersonalFit],
     return (fit_personal(cat, cases) if cases else []), skipped
 
 
-def save_mine(cat: Catalog, fits):
+def save_mine(fits):
     """Write the fits that predict their rows better held out (as `calibrate --mine` does); the path."""
     from advisor.data.userdata import user_data_dir
-    from advisor.fit.personal import personal_profiles, write_personal
+    from advisor.fit.personal import write_personal
 
     kept = [f for f in fits if f.improves]
     if not kept:
         raise AdvisorError("no personal profile predicts your rows better than today's: nothing saved")
-    return write_personal(kept, user_data_dir(), keep=personal_profiles(cat))
+    return write_personal(kept, user_data_dir())
 
 
 def reset_mine() -> bool:

@@ -188,7 +188,7 @@ def cmd_calibrate_mine(args: argparse.Namespace) -> int:
     from advisor.data.userdata import user_data_dir
     from advisor.fit.bench_results import read_results
     from advisor.fit.compare import Overrides
-    from advisor.fit.personal import PERSONAL_FILE, cases_from, fit_personal, personal_profiles, reset, write_personal
+    from advisor.fit.personal import PERSONAL_FILE, cases_from, fit_personal, reset, write_personal
     from advisor.model.efficiency import PERSONAL_PREFIX
 
     folder = user_data_dir()
@@ -238,7 +238,7 @@ def cmd_calibrate_mine(args: argparse.Namespace) -> int:
     if args.dry_run or not better:
         return EXIT_OK
     fits = better
-    path = write_personal(fits, folder, keep=personal_profiles(cat))
+    path = write_personal(fits, folder)
     print(f"wrote {path}: predictions for {', '.join(f.profile.key[len(PERSONAL_PREFIX):] for f in fits)} now use it "
           "(undo: advisor calibrate --mine --reset)")
     return EXIT_OK

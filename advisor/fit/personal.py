@@ -29,7 +29,8 @@ import yaml
 
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Profile
-from advisor.data.userdata import write_atomic
+from advisor.data.safe_load import load_yaml
+from advisor.data.userdata import file_lock, write_atomic
 from advisor.fit.bench_records import BenchRecord
 from advisor.fit.calibration import MIN_BAND, fit_group, predictions
 from advisor.fit.compare import Overrides, config_for
@@ -156,28 +157,34 @@ _FIELDS = ("key", "runtime", "formats_of", "vendor", "family", "hardware", "deco
            "source", "notes")
 
 
-def write_personal(fits: Sequence[PersonalFit], folder: Path, keep: Sequence[Profile] = ()) -> Path:
-    """Write the personal profiles (replacing those of the same runtime × hardware, keeping ``keep``'s
-    others) to ``folder/PERSONAL_FILE``, atomically."""
-    mine = {p.key: p for p in keep}
-    mine.update({f.profile.key: f.profile for f in fits})
-    entries = []
-    for p in mine.values():
-        d = {}
-        for k in _FIELDS:
-            v = getattr(p, k)
-            d[k] = list(v) if isinstance(v, tuple) else v
-        entries.append(d)
-    text = ("# Your personal calibration: written by `advisor calibrate --mine`, removed by `--mine --reset`.\n"
-            "# Fitted to your own measurements; it applies to your predictions only.\n"
-            + yaml.safe_dump({"profiles": entries}, sort_keys=False, allow_unicode=True))
+def write_personal(fits: Sequence[PersonalFit], folder: Path) -> Path:
+    """Write the personal profiles to ``folder/PERSONAL_FILE``, replacing those of the same runtime ×
+    hardware and keeping the others. The file is read, merged and written under the user-data lock,
+    atomically, so two calibrations at once both land."""
     path = Path(folder) / PERSONAL_FILE
-    write_atomic(path, text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path):
+        mine: dict[str, dict] = {}
+        if path.is_file():
+            try:
+                doc = load_yaml(path.read_text(encoding="utf-8"), str(path))
+            except (OSError, AdvisorError):
+                doc = None   # unreadable: replaced by what this fit knows (the catalog listed it as an issue)
+            entries = doc.get("profiles") if isinstance(doc, dict) else None
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                    mine[entry["key"]] = entry
+        for f in fits:
+            d = {}
+            for k in _FIELDS:
+                v = getattr(f.profile, k)
+                d[k] = list(v) if isinstance(v, tuple) else v
+            mine[f.profile.key] = d
+        text = ("# Your personal calibration: written by `advisor calibrate --mine`, removed by `--mine --reset`.\n"
+                "# Fitted to your own measurements; it applies to your predictions only.\n"
+                + yaml.safe_dump({"profiles": list(mine.values())}, sort_keys=False, allow_unicode=True))
+        write_atomic(path, text)
     return path
-
-
-def personal_profiles(cat) -> list[Profile]:
-    return [p for p in cat.profiles.values() if p.key.startswith(PERSONAL_PREFIX)]
 
 
 def reset(folder: Path) -> bool:

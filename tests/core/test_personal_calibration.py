@@ -76,3 +76,35 @@ def test_calibrate_mine_refuses_what_it_cannot_fit(tmp_path, capsys):
     assert main(["calibrate", "--reset"]) == 2
     assert main(["calibrate", "--hardware", "rtx 4090"]) == 2
     assert "--hardware goes with --mine" in capsys.readouterr().err
+
+
+def test_two_calibrations_at_once_both_land(tmp_path, private_user_data):
+    """The personal file is read, merged and written under the user-data lock: two processes fitting
+    two different cards at the same moment keep both profiles."""
+    import subprocess
+    import sys
+
+    cat = load_catalog(CATALOG_DIR, user=None)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    _machine_that_is_slower(cat, a)
+    text = a.read_text().replace("NVIDIA GeForce RTX 4080", "NVIDIA GeForce RTX 4090")
+    b.write_text(text)
+    procs = [subprocess.Popen([sys.executable, "-m", "advisor.cli.entry", "calibrate", "--mine", str(p)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for p in (a, b)]
+    for p in procs:
+        _out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    keys = {k for k in load_catalog(CATALOG_DIR, user=private_user_data).profiles if k.startswith("mine+")}
+    assert keys == {"mine+llama.cpp+rtx-4080", "mine+llama.cpp+rtx-4090"}
+
+
+def test_a_corrupt_personal_file_is_listed_and_replaced(tmp_path, private_user_data, capsys):
+    private_user_data.mkdir(parents=True, exist_ok=True)
+    (private_user_data / PERSONAL_FILE).write_text("profiles: [ {key: 'mine+x', decode_bw_fraction: lots} ]\n")
+    cat = load_catalog(CATALOG_DIR, user=private_user_data)
+    assert cat.issues and not any(k.startswith("mine+") for k in cat.profiles)   # listed, not used, no crash
+    path = tmp_path / "mine.json"
+    _machine_that_is_slower(load_catalog(CATALOG_DIR, user=None), path)
+    assert main(["calibrate", "--mine", str(path)]) == 0
+    keys = {k for k in load_catalog(CATALOG_DIR, user=private_user_data).profiles if k.startswith("mine+")}
+    assert keys == {"mine+llama.cpp+rtx-4080"}

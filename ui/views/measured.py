@@ -278,7 +278,7 @@ class MeasuredView(QWidget):
             if not fits:
                 reasons = sorted({why for _, why in skipped})
                 raise api.AdvisorError("nothing to fit: " + ("; ".join(reasons[:2]) if reasons else "no rows"))
-            path = api.save_mine(cat, fits) if any(f.improves for f in fits) else None
+            path = api.save_mine(fits) if any(f.improves for f in fits) else None
             return fits, path
 
         self.heading.setText("Fitting a personal profile to these rows…")
