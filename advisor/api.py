@@ -67,14 +67,35 @@ from advisor.data.catalog import (MEMORY_SIZE_HINT, Catalog, LoadIssue, load_cat
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.safe_load import load_json, load_yaml
 from advisor.data.userdata import output_target
-from advisor.fit.bench_records import BenchRecord
-from advisor.fit.bench_results import read_results
-from advisor.fit.endpoint import measure as measure_endpoint, records_from as measured_records
-from advisor.fit.personal import PersonalFit
-from advisor.fit.compare import (METRIC_LABELS as MEASURED_LABELS, METRIC_UNITS as MEASURED_UNITS,
-                                 Comparison as MeasuredComparison, Overrides as MeasuredOverrides,
-                                 compare as compare_measured, load_text as measured_load_text,
-                                 metric_text as measured_metric_text, summarise as summarise_measured)
+
+#: the measured-vs-predicted names, loaded on first use (asyncio, the HTTP client and the calibration
+#: fit are not wanted on the app's start-up path): api name -> (module, name there)
+_LAZY = {
+    "BenchRecord": ("advisor.fit.bench_records", "BenchRecord"),
+    "read_results": ("advisor.fit.bench_results", "read_results"),
+    "measure_endpoint": ("advisor.fit.endpoint", "measure"),
+    "measured_records": ("advisor.fit.endpoint", "records_from"),
+    "PersonalFit": ("advisor.fit.personal", "PersonalFit"),
+    "MEASURED_LABELS": ("advisor.fit.compare", "METRIC_LABELS"),
+    "MEASURED_UNITS": ("advisor.fit.compare", "METRIC_UNITS"),
+    "MeasuredComparison": ("advisor.fit.compare", "Comparison"),
+    "MeasuredOverrides": ("advisor.fit.compare", "Overrides"),
+    "compare_measured": ("advisor.fit.compare", "compare"),
+    "measured_load_text": ("advisor.fit.compare", "load_text"),
+    "measured_metric_text": ("advisor.fit.compare", "metric_text"),
+    "summarise_measured": ("advisor.fit.compare", "summarise"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload
@@ -169,7 +190,9 @@ def imported_weight_bytes(cat: Catalog, imported: ImportedModel) -> dict[str, fl
 
 def measured_report_section(comparisons, files) -> dict:
     """The report's "measured on your machine" fields (`ReportContent.measured`, ``measured_points``)."""
-    return _measured_section(comparisons, files, measured_metric_text, measured_load_text)
+    from advisor.fit.compare import load_text, metric_text
+
+    return _measured_section(comparisons, files, metric_text, load_text)
 
 
 def fit_mine(cat: Catalog, records, overrides=None) -> "tuple[list[PersonalFit], list]":

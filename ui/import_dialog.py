@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog
 
 from advisor import api
 from advisor.text.format import num
-from ui.session import read_import
+from ui.session import missing_local, read_import
 from ui.workers import Workers
 
 FILE_FILTER = ("Model files (config.json *.json *.gguf *.safetensors.index.json *.safetensors);;"
@@ -132,8 +132,9 @@ class ImportDialog(QDialog):
                                  "Import, from the local Hugging Face cache or the network.")
             ok.setEnabled(True)
             return
-        if not Path(text).expanduser().exists():
-            self.preview.setText(f"<span style='color:#d23c3c'>{escape(text)}: no such file or folder</span>")
+        missing = missing_local(text)
+        if missing:
+            self.preview.setText(f"<span style='color:#d23c3c'>{escape(missing)}</span>")
             ok.setEnabled(False)
             return
         # read on a worker: a file on a slow or hung disk must not freeze the dialog

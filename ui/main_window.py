@@ -20,7 +20,7 @@ from advisor import api
 from advisor.text.format import num
 from ui import sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
-from ui.session import Session, describe, read_import
+from ui.session import Session, describe, missing_local, read_import
 from ui.settings import Settings
 from ui.views.compare import CompareView
 from ui.views.curves import CurvesView
@@ -332,7 +332,7 @@ class MainWindow(QMainWindow):
             return False
         if not (source and inputs["model"] not in self.session.cat.models):
             return self._finish_open(path, inputs, targets, technique)
-        missing = _missing_local(source)
+        missing = missing_local(source)
         if missing:
             self.show_error(f"{Path(path).name}: its model could not be imported again ({missing})")
             return False
@@ -409,7 +409,7 @@ class MainWindow(QMainWindow):
         source = import_path(source)
         if imported is not None:
             return self.session.add_imported(imported, save, source) is not None
-        missing = _missing_local(source)
+        missing = missing_local(source)
         if missing:
             self.session.last_error = missing
             self.show_error(missing)
@@ -716,15 +716,3 @@ class MainWindow(QMainWindow):
         self.workers.wait(3000)
         super().closeEvent(event)
 
-
-def _missing_local(source: str) -> str:
-    """Why a local import source cannot be read, found without opening it ("" when it may be): checked
-    on the GUI thread so that a plainly missing file answers at once."""
-    if source.startswith("hf:") or not source.strip():
-        return ""
-    p = Path(source).expanduser()
-    if not p.exists():
-        return f"{source}: no such file or folder"
-    if not (p.is_dir() or p.is_file()):
-        return f"{source}: not a regular file (a pipe, socket or device); give a model file or folder"
-    return ""

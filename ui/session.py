@@ -16,6 +16,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -667,3 +668,16 @@ def describe(cfg: "api.Config") -> str:
     """A short label for a configuration: model on N× hardware, format, runtime."""
     n = f"{cfg.gpus}× " if cfg.gpus > 1 else ""
     return f"{cfg.model.name} · {n}{cfg.hardware.name} · {cfg.quant.name} · {cfg.runtime.name}"
+
+
+def missing_local(source: str) -> str:
+    """Why a local import source cannot be read, found without opening it ("" when it may be): checked
+    on the GUI thread so that a plainly missing file answers at once."""
+    if source.startswith("hf:") or not source.strip():
+        return ""
+    p = Path(source).expanduser()
+    if not p.exists():
+        return f"{source}: no such file or folder"
+    if not (p.is_dir() or p.is_file()):
+        return f"{source}: not a regular file (a pipe, socket or device); give a model file or folder"
+    return ""

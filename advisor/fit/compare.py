@@ -129,6 +129,13 @@ def gguf_quant(text: str) -> str | None:
     return m.group(1).upper() if m else None
 
 
+def _named(o: Overrides) -> str:
+    """" (with --hardware 'h100', --quant 'fp8')": the flags the user gave, for a message; "" if none."""
+    flags = [f"--{k} {v!r}" for k, v in (("hardware", o.hardware), ("model", o.model), ("quant", o.quant),
+                                          ("runtime", o.runtime)) if v]
+    return f" (with {', '.join(flags)})" if flags else ""
+
+
 def config_for(cat, r: BenchRecord, o: Overrides) -> Config:
     """The configuration a record was measured on: its names resolved, the user's overrides first."""
     hardware = o.hardware or r.hardware
@@ -150,10 +157,8 @@ def config_for(cat, r: BenchRecord, o: Overrides) -> Config:
         return configure(cat, hardware=hardware, model=model, quant=quant, runtime=runtime, gpus=gpus)
     except AdvisorError as exc:
         msg = str(exc).splitlines()[0]
-        given = [f"--{k} {v!r}" for k, v in (("hardware", o.hardware), ("model", o.model), ("quant", o.quant),
-                                              ("runtime", o.runtime)) if v]
-        if given:   # the user's own inputs are part of what failed: name them
-            raise AdvisorError(f"{msg} (with {', '.join(given)})") from None
+        if _named(o):   # the user's own inputs are part of what failed: name them
+            raise AdvisorError(f"{msg}{_named(o)}") from None
         which = ("--hardware" if "hardware" in msg.lower() else "--model" if "model" in msg.lower()
                  else "--quant" if "format" in msg.lower() or "quant" in msg.lower() else "")
         hint = f" (give {which} to say what it was)" if which else ""
@@ -205,9 +210,7 @@ _COMPARABLE_STATS = {"mean", "median", "p90", "p95", "p99"}
 def compare(cat, records: Sequence[BenchRecord], overrides: Overrides | None = None) -> list[Comparison]:
     """One `Comparison` per record, in the file's order; identical loads are solved once."""
     o = overrides or Overrides()
-    named = [f"--{k} {v!r}" for k, v in (("hardware", o.hardware), ("model", o.model), ("quant", o.quant),
-                                          ("runtime", o.runtime)) if v]
-    given = f" (with {', '.join(named)})" if named else ""   # the user's inputs are part of what failed
+    given = _named(o)   # the user's inputs are part of what failed
     out: list[Comparison] = []
     configs: dict[tuple, Config | str] = {}
     served: dict[tuple, ServeReport] = {}

@@ -35,9 +35,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from advisor.data.errors import AdvisorError
-from advisor.fit.bench_formats.vllm_serve import (SGLANG_ONLY_KEYS, Fields, absent, first_object, json_objects,
-                                                  mean_tokens, not_json, serving_records)
+from advisor.fit.bench_formats.vllm_serve import (SGLANG_ONLY_KEYS, Fields, absent, first_object, mean_tokens,
+                                                  runs_of, serving_records)
 from advisor.fit.bench_records import BenchRecord
 
 TOOL = "sglang bench_serving"
@@ -76,13 +75,8 @@ def sniff(text: str, data: Any) -> bool:
 
 
 def parse(text: str, data: Any, source: str) -> list[BenchRecord]:
-    runs = json_objects(text, data, source)
-    if runs is None:
-        raise not_json(text, source, TOOL)
-    if not runs:
-        raise AdvisorError(f"{source}: an empty list, not a {TOOL} result")
     out: list[BenchRecord] = []
-    for where, obj in runs:
+    for where, obj in runs_of(text, data, source, TOOL):
         if isinstance(obj, dict) and ("prefill_throughput" in obj or "run_name" in obj):
             out.extend(_one_batch(Fields(obj, where, ONE_BATCH_TOOL)))
         else:

@@ -236,14 +236,20 @@ def sniff(text: str, data: Any) -> bool:
             and not any(f'"{k}"' in text for k in SGLANG_ONLY_KEYS))
 
 
-def parse(text: str, data: Any, source: str) -> list[BenchRecord]:
+def runs_of(text: str, data: Any, source: str, tool: str):
+    """The (where, object) runs of a serving client's JSON or JSON Lines file, or one line saying why
+    there are none (shared with sglang_bench)."""
     runs = json_objects(text, data, source)
     if runs is None:
-        raise not_json(text, source, TOOL)
+        raise not_json(text, source, tool)
     if not runs:
-        raise AdvisorError(f"{source}: an empty list, not a {TOOL} result")
+        raise AdvisorError(f"{source}: an empty list, not a {tool} result")
+    return runs
+
+
+def parse(text: str, data: Any, source: str) -> list[BenchRecord]:
     out: list[BenchRecord] = []
-    for where, obj in runs:
+    for where, obj in runs_of(text, data, source, TOOL):
         out.extend(_run(Fields(obj, where, TOOL)))
     return out
 
