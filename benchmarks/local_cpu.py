@@ -77,7 +77,16 @@ def main() -> None:
                 continue
             rows.append([fmt, r.metric, num(r.value), num(c.predicted), f"{num(c.low)}–{num(c.high)}",
                          f"{100 * c.error:+.0f} %", "measured above the band" if r.value > c.high else ""])
+    # a shared or virtual machine's memory speed moves between minutes: measure it again after the
+    # benchmarks, so that a drift is visible beside the errors rather than hidden in them
+    from probes.cpu import describe, measure_bandwidth
+
+    after = describe()
+    measure_bandwidth(after)
+    before = cat.hardware["this-machine"].bandwidth_gb_s
     print(f"llama.cpp on this machine, {args.threads} threads; model: random weights, TinyLlama 1.1B's shape")
+    print(f"probed read bandwidth: {before:.1f} GB/s before the benchmarks (the prediction's), "
+          f"{after.read_gb_s:.1f} GB/s after")
     print(table(["format", "test", "measured tok/s", "predicted", "band", "error", "note"], rows))
     print(json.dumps({"work": str(work)}))
 

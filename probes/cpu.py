@@ -1,15 +1,20 @@
 """The CPU and main memory: what they are, and what they measure (numpy micro-benchmarks).
 
-Bandwidth is measured with several threads copying disjoint slices of large arrays (numpy
-releases the GIL for copies and additions, and one thread alone cannot saturate a modern memory
-system); compute with a float32 matrix product through numpy's BLAS, which is multi-threaded.
-Figures follow the STREAM convention: bytes read plus bytes written.
+Bandwidth is measured with several threads working on disjoint slices of large arrays (numpy
+releases the GIL for reductions, copies and additions, and one thread alone cannot saturate a
+modern memory system). The figure inference uses is the read bandwidth: LLM decode streams the
+weights and KV cache and writes almost nothing, and a copy or an addition also pays for the writes
+(and on most CPUs for reading each written line first). Copy and add follow the STREAM convention
+(bytes read plus bytes written) and are kept for comparison with STREAM results. Compute is a
+float32 matrix product through numpy's BLAS, which is multi-threaded. Each figure is the median of
+several repeats, so that one lucky or unlucky pass does not set it.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import statistics
 import re
 import subprocess
 import sys
@@ -20,6 +25,8 @@ from dataclasses import dataclass, field
 #: Bytes per array for the bandwidth test: far beyond any CPU cache, small enough for 4 GB machines.
 BANDWIDTH_ARRAY_BYTES = 256 * 2**20
 MATMUL_N = 2048
+#: Repeats per figure (the median is kept); the bandwidth passes take ~10 ms each on a desktop.
+REPEATS = 7
 
 
 @dataclass
@@ -31,6 +38,8 @@ class CpuInfo:
     ram_gb: float | None = None            # total RAM, GB (1e9 bytes)
     copy_gb_s: float | None = None         # measured copy bandwidth (read + write)
     add_gb_s: float | None = None          # measured a = b + c bandwidth (2 reads + 1 write)
+    read_gb_s: float | None = None         # measured read-only bandwidth, all threads (a streaming reduction)
+    read_1t_gb_s: float | None = None      # the same with one thread: what one core can pull from memory
     fp32_gflops: float | None = None       # measured float32 matrix product
     fp64_gflops: float | None = None
     #: instruction-set features that set the int8 dot-product rate (x86: avx2, avx512_vnni, avx_vnni;
@@ -53,7 +62,17 @@ class CpuInfo:
         return 1
 
     @property
+    def bf16_per_fp32(self) -> int:
+        """BF16 dot-product instructions (AVX512_BF16's VDPBF16PS, Arm's BFDOT) do two BF16 multiply-adds
+        per float32 lane: llama.cpp's BF16 CPU kernels use them (ggml-cpu's vec_dot_bf16)."""
+        return 2 if set(self.features) & {"avx512_bf16", "bf16"} else 1
+
+    @property
     def bandwidth_gb_s(self) -> float | None:
+        """The bandwidth inference can use: the read figure where measured (older results: the best of
+        copy and add)."""
+        if self.read_gb_s:
+            return self.read_gb_s
         vals = [v for v in (self.copy_gb_s, self.add_gb_s) if v]
         return max(vals) if vals else None
 
@@ -83,7 +102,7 @@ def describe() -> CpuInfo:
         info.model = m.group(1).strip() if m else ""
         flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", cpuinfo, re.M)
         if flags:
-            wanted = {"avx2", "avx512_vnni", "avx_vnni", "avx512_bf16", "asimddp", "i8mm"}
+            wanted = {"avx2", "avx512_vnni", "avx_vnni", "avx512_bf16", "asimddp", "i8mm", "bf16"}
             info.features = tuple(sorted(set(flags.group(1).split()) & wanted))
         cores = {(p, c) for p, c in re.findall(r"physical id\s*:\s*(\d+).*?core id\s*:\s*(\d+)", cpuinfo, re.S)}
         info.cores_physical = len(cores) or None
@@ -93,7 +112,8 @@ def describe() -> CpuInfo:
     elif sys.platform == "darwin":
         info.model = _sysctl("machdep.cpu.brand_string")
         if _sysctl("hw.optional.arm.FEAT_DotProd") == "1":
-            info.features = ("asimddp",) + (("i8mm",) if _sysctl("hw.optional.arm.FEAT_I8MM") == "1" else ())
+            info.features = ("asimddp",) + (("i8mm",) if _sysctl("hw.optional.arm.FEAT_I8MM") == "1" else ()) \
+                + (("bf16",) if _sysctl("hw.optional.arm.FEAT_BF16") == "1" else ())
         phys = _sysctl("hw.physicalcpu")
         info.cores_physical = int(phys) if phys.isdigit() else None
         mem = _sysctl("hw.memsize")
@@ -127,17 +147,23 @@ def _windows_ram_gb() -> float | None:  # pragma: no cover - Windows only
         return None
 
 
-def _best(fn, repeats: int) -> float:
-    best = float("inf")
+def _median_time(fn, repeats: int) -> float:
+    """The median wall time of ``repeats`` calls of ``fn`` (after the caller's warm-up)."""
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
-def measure_bandwidth(info: CpuInfo, array_bytes: int = BANDWIDTH_ARRAY_BYTES, repeats: int = 3) -> None:
-    """Fill ``copy_gb_s`` and ``add_gb_s`` from multi-threaded numpy copies and additions."""
+def measure_bandwidth(info: CpuInfo, array_bytes: int = BANDWIDTH_ARRAY_BYTES, repeats: int = REPEATS) -> None:
+    """Fill ``read_gb_s`` (all threads), ``read_1t_gb_s`` (one thread), ``copy_gb_s`` and ``add_gb_s``.
+
+    The read pass is a maximum over float32 slices: a reduction that numpy vectorises and runs
+    without the GIL, so each thread streams its slice at what the memory system gives one core.
+    The arrays are written first: untouched pages of a fresh allocation all map to one zero page,
+    which would be read from cache."""
     import numpy as np
 
     threads = max(1, min(info.cores_logical or 1, 16))
@@ -151,25 +177,33 @@ def measure_bandwidth(info: CpuInfo, array_bytes: int = BANDWIDTH_ARRAY_BYTES, r
         def run(op):
             list(pool.map(op, parts))
 
+        def read_part(p):
+            return np.max(b[p[0]:p[1]])
+
         def copy_part(p):
             np.copyto(a[p[0]:p[1]], b[p[0]:p[1]])
 
         def add_part(p):
             np.add(b[p[0]:p[1]], c[p[0]:p[1]], out=a[p[0]:p[1]])
 
-        run(copy_part)  # warm up: page in every array
+        run(read_part)  # warm up: page in every array
+        run(copy_part)
         run(add_part)
-        t_copy = _best(lambda: run(copy_part), repeats)
-        t_add = _best(lambda: run(add_part), repeats)
+        t_read = _median_time(lambda: run(read_part), repeats)
+        t_copy = _median_time(lambda: run(copy_part), repeats)
+        t_add = _median_time(lambda: run(add_part), repeats)
+    t_read_1t = _median_time(lambda: np.max(b), max(3, repeats // 2))
+    info.read_gb_s = array_bytes / t_read / 1e9
+    info.read_1t_gb_s = array_bytes / t_read_1t / 1e9
     info.copy_gb_s = 2 * array_bytes / t_copy / 1e9
     info.add_gb_s = 3 * array_bytes / t_add / 1e9
     info.threads_used = threads
-    if float(a[0]) != 5.0:  # the additions really ran
+    if float(a[0]) != 5.0 or float(np.max(b)) != 2.0:  # the passes really ran
         info.notes.append("bandwidth check produced an unexpected value; treat the figure with care")
 
 
 def measure_flops(info: CpuInfo, n: int = MATMUL_N, repeats: int = 3) -> None:
-    """Fill ``fp32_gflops`` / ``fp64_gflops`` from an n × n matrix product (2·n³ FLOPs)."""
+    """Fill ``fp32_gflops`` / ``fp64_gflops`` from an n × n matrix product (2·n³ FLOPs; median of repeats)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -177,5 +211,5 @@ def measure_flops(info: CpuInfo, n: int = MATMUL_N, repeats: int = 3) -> None:
         x = rng.standard_normal((n, n)).astype(dtype)
         y = rng.standard_normal((n, n)).astype(dtype)
         x @ y  # warm up (thread pool, page faults)
-        t = _best(lambda: x @ y, repeats)
+        t = _median_time(lambda: x @ y, repeats)
         setattr(info, attr, 2 * n**3 / t / 1e9)

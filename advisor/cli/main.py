@@ -191,7 +191,7 @@ def _techniques(cat: Catalog, args: argparse.Namespace):
 
 
 #: predict's flags that --cases would ignore (its file names every configuration)
-PREDICT_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "batch",
+PREDICT_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "threads", "batch",
                         "prompt", "output", "depth", "json", "draft", "draft_head", "draft_head_layers", "draft_k",
                         "accept", "no_flash_attention", "attention", "gpu_layers", "offload_gb", "host_bandwidth")
 
@@ -209,7 +209,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise UsageError("predict needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
                     runtime=args.runtime, gpus=args.gpus, batch=args.batch, prompt=args.prompt, output=args.output,
-                    depth=args.depth, parallelism=args.parallel, memory_gb=args.memory_gb)
+                    depth=args.depth, parallelism=args.parallel, memory_gb=args.memory_gb, threads=args.threads)
     tech = _techniques(cat, args)
     p = predict(cat, cfg)
     effects = what_if(cat, cfg, tech) if tech.any else []
@@ -243,7 +243,7 @@ def _predict_cases(cat: Catalog, args: argparse.Namespace) -> int:
                         quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
                         runtime=cells.get("runtime") or None, gpus=cells.get("gpus"), batch=cells.get("batch"),
                         prompt=cells.get("prompt"), output=cells.get("output"), depth=cells.get("depth"),
-                        memory_gb=cells.get("memory_gb") or None)
+                        memory_gb=cells.get("memory_gb") or None, threads=cells.get("threads") or None)
         p = predict(cat, cfg)
         d = p.to_dict()
         for c in PREDICT_CSV_OUTPUTS[:-1]:

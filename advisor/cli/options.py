@@ -12,6 +12,12 @@ def add_memory(p: argparse.ArgumentParser) -> None:
                         "a size in the name works too: 'M3 Max 36GB'); default: the catalog entry's size")
 
 
+def add_threads(p: argparse.ArgumentParser) -> None:
+    """--threads: the CPU threads of CPU inference (llama.cpp -t)."""
+    p.add_argument("--threads", help="CPU threads for CPU inference, as llama.cpp's -t (CPU entries such as "
+                                     "'this machine' only; default: every core)")
+
+
 def add_configuration(p: argparse.ArgumentParser) -> None:
     """The options that name one configuration: hardware, model, formats, runtime and GPUs."""
     p.add_argument("--hardware", help="accelerator name, e.g. 'rtx 4090', 'H100 SXM', 'M2 Max 38-core'")
@@ -21,4 +27,5 @@ def add_configuration(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime", help="llama.cpp, vllm, sglang, tensorrt-llm, mlx (default by hardware); llama.cpp@2024-06 or llama.cpp@b4000 for an older build")
     p.add_argument("--gpus", help="number of GPUs (default 1)")
     add_memory(p)
+    add_threads(p)
     p.add_argument("--parallel", help="multi-GPU split: tp (tensor) or pp (layers); default by runtime")

@@ -72,8 +72,9 @@ def _print(result, matches) -> None:
           + (f" ({c.cores_physical} physical)" if c.cores_physical else "") + f" · {c.architecture}")
     print(f"RAM: {num(c.ram_gb)} GB")
     if c.copy_gb_s:
-        print(f"  measured memory bandwidth: copy {num(c.copy_gb_s)} GB/s, add {num(c.add_gb_s)} GB/s "
-              f"({c.threads_used} threads)")
+        read = (f"read {num(c.read_gb_s)} GB/s ({num(c.read_1t_gb_s)} with one thread), " if c.read_gb_s else "")
+        print(f"  measured memory bandwidth: {read}copy {num(c.copy_gb_s)} GB/s, add {num(c.add_gb_s)} GB/s "
+              f"({c.threads_used} threads; medians of repeats)")
         print(f"  measured matrix product: {num(c.fp32_gflops)} GFLOP/s float32, {num(c.fp64_gflops)} GFLOP/s float64")
     nv = result.nvidia
     if nv.gpus:

@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 
-from advisor.cli.options import add_memory
+from advisor.cli.options import add_memory, add_threads
 from advisor.cli.recommend import _csv_list, _number, requirements_from_args, sized_catalog
 from advisor.data.catalog import user_catalog
 from advisor.data.errors import AdvisorError
@@ -73,6 +73,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise AdvisorError(f"cannot write the report to {out}: folder {folder} is not writable")
     cat = user_catalog()
     if not _one_configuration(args):
+        if args.threads:
+            raise AdvisorError("--threads sizes one CPU configuration: give one --hardware and no search options")
         cat = sized_catalog(cat, args)
     if _one_configuration(args):
         from advisor.model.config import configure
@@ -83,7 +85,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
                         runtime=args.runtime, gpus=args.gpus, batch=args.users or args.batch,
                         prompt=args.prompt, output=args.output, depth=args.depth, parallelism=args.parallel,
-                        memory_gb=args.memory_gb)
+                        memory_gb=args.memory_gb, threads=args.threads)
         content = report_from_config(cat, cfg, ttft_ms=_number("ttft-ms", args.ttft_ms),
                                      tok_s=_number("tok-s", args.tok_s))
     else:
@@ -147,6 +149,7 @@ def register(sub) -> None:
     p.add_argument("--model", required=True, help="model name")
     p.add_argument("--hardware", help="one device: a report on that configuration; a comma list: choose among them")
     add_memory(p)
+    add_threads(p)
     p.add_argument("--quant", help="one configuration: weight format (default by runtime)")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache dtype (one configuration: one; otherwise a comma "
                                                        "list allowed, default f16,fp8,q8_0)")

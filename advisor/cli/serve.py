@@ -24,7 +24,7 @@ SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_low_ms", "ttft_high_ms", "ttft_p90_ms", "i
                      "request_rate_rps", "running_batch", "bound", "error"]
 DEFAULT_PROMPT, DEFAULT_OUTPUT = 1024, 256
 #: serve's flags that --cases would ignore (its file names every configuration and load)
-SERVE_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "prompt",
+SERVE_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "threads", "prompt",
                       "output", "concurrency", "rate", "offline", "think_s", "prefix_hit", "prompt_spread", "lengths",
                       "max_seqs", "chunk_tokens", "requests", "sweep", "json", "disaggregate", "prefill_instances",
                       "decode_instances", "prefill_gpus", "ttft_ms", "tok_s")
@@ -217,7 +217,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.hardware or not args.model:
         raise AdvisorError("serve needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
-                    runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel, memory_gb=args.memory_gb)
+                    runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel, memory_gb=args.memory_gb, threads=args.threads)
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      prompt_spread=args.prompt_spread, lengths=args.lengths,
@@ -252,7 +252,7 @@ def _serve_cases(cat: Catalog, args: argparse.Namespace) -> int:
         cfg = configure(cat, hardware=cells.get("hardware"), model=cells.get("model"),
                         quant=cells.get("quant") or None, kv_dtype=cells.get("kv_dtype") or None,
                         runtime=cells.get("runtime") or None, gpus=cells.get("gpus"),
-                        parallelism=cells.get("parallel") or None, memory_gb=cells.get("memory_gb") or None)
+                        parallelism=cells.get("parallel") or None, memory_gb=cells.get("memory_gb") or None, threads=cells.get("threads") or None)
         load = load_from(prompt=cells.get("prompt"), output=cells.get("output"),
                          concurrency=cells.get("concurrency") or None, rate=cells.get("rate") or None,
                          think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"),

@@ -465,6 +465,41 @@ def with_memory(hw: specs.Hardware, memory_gib: float) -> specs.Hardware:
                                gpu_wired_limit_gb=None, price=price)
 
 
+def with_threads(hw: specs.Hardware, threads: int) -> specs.Hardware:
+    """A CPU running inference on ``threads`` threads (llama.cpp ``-t``); `AdvisorError` for other hardware.
+
+    Compute scales with the cores in use (the vector units are per core; a second hardware thread
+    on a core adds no FMA units, so threads beyond the cores count as the cores). Bandwidth is what
+    that many cores can pull: at most threads × the one-core read bandwidth (``core_bandwidth_gb_s``,
+    which the probe measures), never more than the whole memory system. An entry without the
+    one-core figure keeps its bandwidth, and the returned entry says so in ``assumed``."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1 or threads > 4096:
+        raise AdvisorError(f"--threads must be a whole number from 1 to 4096, got {threads!r}")
+    if hw.kind != "cpu":
+        raise AdvisorError(f"--threads sets the CPU threads of CPU inference; {hw.name} is not a CPU entry")
+    if not hw.cpu_cores:
+        raise AdvisorError(f"{hw.name} does not state its core count (cpu_cores), so --threads cannot scale it")
+    used = min(threads, hw.cpu_cores)
+    share = used / hw.cpu_cores
+    assumed = list(hw.assumed)
+    if threads > hw.cpu_cores:
+        assumed.append(f"{threads} threads on {hw.cpu_cores} cores: counted as {hw.cpu_cores} (a core's second "
+                       "thread adds no vector units)")
+    bandwidth = hw.bandwidth_gb_s
+    if hw.core_bandwidth_gb_s:
+        bandwidth = min(bandwidth, used * hw.core_bandwidth_gb_s)
+    elif share < 1:
+        assumed.append(f"{hw.name} states no one-core bandwidth: {threads} threads assumed to reach all of "
+                       f"{hw.bandwidth_gb_s:g} GB/s")
+    scaled = {f: getattr(hw, f) * share for f in ("fp32_tflops", "fp16_dense_tflops", "bf16_dense_tflops",
+                                                   "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops")
+              if getattr(hw, f)}
+    if share == 1 and bandwidth == hw.bandwidth_gb_s:
+        return dataclasses.replace(hw, assumed=tuple(assumed)) if assumed != list(hw.assumed) else hw
+    return dataclasses.replace(hw, name=f"{hw.name}, {threads} threads", bandwidth_gb_s=bandwidth,
+                               assumed=tuple(assumed), **scaled)
+
+
 def _chip(name: str) -> str:
     """An Apple entry's chip without its bin: "M3 Max (40-core GPU)" → "M3 Max"."""
     return name.split(" (")[0]

@@ -883,7 +883,7 @@ def from_gguf(path: Path, *, name: str | None = None, source: str | None = None)
         "key": f"gguf-{entry['key']}", "name": f"{display} (GGUF file{', ' + ftype_name if ftype_name else ''})",
         "kind": "gguf", "bits_per_weight": bits("expert") if experts and bits("expert") else body_bits,
         "quality_rank": _gguf_quality(ftype_name, body_bits),
-        "runtimes": ["llama.cpp"], "compute_dtype": {"default": "fp16", "NVIDIA": "int8"},
+        "runtimes": ["llama.cpp"], "compute_dtype": _gguf_compute_dtype(ftype_name, body_bits),
         "source": f"{src}: every tensor's bytes by its GGML type (header only)",
         "notes": f"this file's own mix: {mix}",
     }
@@ -911,6 +911,17 @@ _GGUF_QUALITY = {"ALL_F32": 100, "F16": 100, "BF16": 100, "Q8_0": 97, "Q6_K": 90
                  "Q4_0": 70, "MXFP4_MOE": 72, "Q3_K_L": 64, "Q3_K_M": 62, "IQ3_M": 62, "IQ3_S": 60, "Q3_K_S": 56,
                  "IQ3_XS": 56, "IQ3_XXS": 52, "Q2_K": 44, "IQ2_M": 44, "IQ2_S": 40, "IQ2_XS": 36, "IQ2_XXS": 30,
                  "IQ1_M": 20, "IQ1_S": 15}
+
+
+def _gguf_compute_dtype(ftype_name: str, body_bits: float) -> dict[str, str]:
+    """What a GGUF file's matrix products compute in, by vendor (as catalog/quants.yaml states it for
+    the named formats): a float file in its own type (F16 on a CPU through FP32), a quantized one in
+    int8 on NVIDIA (MMQ) and CPUs (dot products against Q8-quantized activations), else FP16."""
+    if body_bits >= 31:
+        return {"default": "fp32"}
+    if body_bits >= 15.5:
+        return {"default": "bf16"} if ftype_name.upper() == "BF16" else {"default": "fp16"}
+    return {"default": "fp16", "NVIDIA": "int8", "CPU": "int8"}
 
 
 def _gguf_quality(ftype: str, bits: float) -> int:

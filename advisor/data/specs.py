@@ -99,6 +99,13 @@ class Hardware:
     unified_memory: bool = _f("bool")
     gpu_cores: int | None = _f("int", min=1, max=100_000)
     cpu_cores: int | None = _f("int", min=1, max=1024)
+    #: CPUs: the read bandwidth one core reaches, GB/s (`advisor --probe` measures it). With fewer
+    #: threads than cores (--threads), a CPU reads at most threads × this (`with_threads`).
+    core_bandwidth_gb_s: float | None = _f("num", min=0.1, max=10_000)
+    #: CPUs: the bandwidth and compute figures are what this machine reached in `advisor --probe`
+    #: (a streaming read, a float GEMM), not datasheet peaks (`efficiency_for` then reads the
+    #: profile's fractions relative to those)
+    rates_measured: bool = _f("bool")
     gpu_wired_limit_gb: float | None = _f("num", min=0.5, max=4096)
     #: Every memory size this part ships in, GiB (Apple: its tech-specs pages); ``memory_gib`` is
     #: the default. Empty = ``memory_gib`` only. A size is chosen by name or --memory-gb
@@ -422,6 +429,9 @@ class Profile:
     attention_compute_fraction: float = _f("num", True, min=0.005, max=1.0)
     #: fitted where MoE prompt rows exist: the routed experts' products; empty = prefill_compute_fraction
     expert_compute_fraction: float | None = _f("num", min=0.005, max=1.0)
+    #: fitted where int8 prompt rows exist (llama.cpp's quantized kernels on NVIDIA and CPUs): the
+    #: linear layers' products in int8, as a fraction of the int8 peak; empty = prefill_compute_fraction
+    int8_compute_fraction: float | None = _f("num", min=0.005, max=1.0)
     #: fitted where multi-GPU rows exist; empty = the runtime's value
     allreduce_latency_us: float | None = _f("num", min=0, max=100_000)
     #: fitted where batched decode rows exist: cost per running sequence per decode step, µs;

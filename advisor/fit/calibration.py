@@ -76,7 +76,13 @@ from advisor.data.userdata import write_atomic
 #:               do not explain is charged to the request (once), not to every decode step, and a
 #:               tiny model's TTFT does not drag the prompt compute fraction down
 PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "inv_c": 1.5,
-            "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0, "tau_req_us": 20000.0}
+            "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0, "tau_req_us": 20000.0,
+            # int8 kernels against float ones. On a CPU the same vector units unpack the quantized
+            # blocks and multiply them, so llama.cpp's int8 kernels reach a far smaller share of
+            # their peak than a float GEMM does of its own: loose, the data decides. On GPUs the
+            # unpacking runs beside the matrix units, and freeing the ratio made prefill held out by
+            # source worse on the 2026-11-26 data (24.6 % → 25.7 % at 0.25, 27.1 % at 1.0): held.
+            "i8_vs_c": 1.0, "i8_vs_c_gpu": 1e-3}
 #: Physical bounds (as lower bounds on the solved quantities): a decode bandwidth fraction cannot
 #: exceed ~0.95 (refresh, page and command overheads), compute fractions cannot exceed 1, costs ≥ 0.
 MAX_BW_FRACTION = 0.95
@@ -105,11 +111,13 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     bw = np.asarray(x.bandwidth_gb_s, float) * 1e9
     peak = np.asarray(x.peak_tflops, float) * 1e12
     apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12
+    lin = (r.prefill_linear_flops - r.prefill_expert_flops) / peak
+    int8 = np.asarray(x.int8_linear, bool)
     return {
         "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / peak,
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
         "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
-        "pf_lin_ideal_s": (r.prefill_linear_flops - r.prefill_expert_flops) / peak,
+        "pf_lin_ideal_s": np.where(int8, 0.0, lin), "pf_i8_ideal_s": np.where(int8, lin, 0.0),
         "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / apeak,
         "pf_mem_ideal_s": r.prefill_bytes / bw, "ubatches": r.micro_batches,
         "pf_comm_lat_coeff": r.prefill_exchanges, "pf_comm_bw_s": r.prefill_transfer_s,
@@ -289,9 +297,13 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     ratio = 1.0  # the parent's 1/η_exp over its 1/η_c
     if np.isfinite(p.expert_compute_fraction):
         ratio = p.prefill_compute_fraction / p.expert_compute_fraction
+    ratio8 = 1.0  # the parent's 1/η_int8 over its 1/η_c
+    if np.isfinite(p.int8_compute_fraction):
+        ratio8 = p.prefill_compute_fraction / p.int8_compute_fraction
     if rows.size == 0:  # nothing to fit: the attention prior's centre is the compute fraction
         return p.replace(attention_compute_fraction=p.prefill_compute_fraction,
-                         expert_compute_fraction=min(p.prefill_compute_fraction / ratio, MAX_COMPUTE_FRACTION)), {}
+                         expert_compute_fraction=min(p.prefill_compute_fraction / ratio, MAX_COMPUTE_FRACTION),
+                         int8_compute_fraction=min(p.prefill_compute_fraction / ratio8, MAX_COMPUTE_FRACTION)), {}
     t = np.array([cases[i].workload.prompt_tokens * cases[i].workload.batch / cases[i].measured
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
@@ -308,7 +320,8 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     if not fit_request:
         known = known + is_ttft * p.request_overhead_us * 1e-6
     A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows], parts["pf_exp_ideal_s"][rows],
-                         ub * 1e-6 * (1.0 if fit_step else 0.0), is_ttft * 1e-6]) / t[:, None]
+                         ub * 1e-6 * (1.0 if fit_step else 0.0), is_ttft * 1e-6,
+                         parts["pf_i8_ideal_s"][rows]]) / t[:, None]
     rhs = 1.0 - known / t
     ok = np.isfinite(A).all(axis=1) & np.isfinite(rhs)
     if not ok.any():
@@ -316,26 +329,31 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     inv_c = 1 / p.prefill_compute_fraction
     step_sd = PRIOR_SD["tau_step_us"] if fit_step else 1e-3  # held: a near-certain prior keeps it
     req_sd = PRIOR_SD["tau_req_us"] if fit_request else 1e-3
-    w_att, w_exp = PRIOR_SD["att_vs_c"] * inv_c, PRIOR_SD["exp_vs_c"] * inv_c
-    R = np.array([[1 / PRIOR_SD["inv_c"], 0, 0, 0, 0],
-                  [-1 / w_att, 1 / w_att, 0, 0, 0],
-                  [-ratio / w_exp, 0, 1 / w_exp, 0, 0],
-                  [0, 0, 0, 1 / step_sd, 0],
-                  [0, 0, 0, 0, 1 / req_sd]])
-    r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, 0.0, p.step_overhead_us / step_sd, p.request_overhead_us / req_sd])
-    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0, 0.0])
+    cpu = all(cases[i].hardware.kind == "cpu" for i in rows)
+    w_att, w_exp, w_i8 = (PRIOR_SD[k] * inv_c for k in ("att_vs_c", "exp_vs_c", "i8_vs_c" if cpu else "i8_vs_c_gpu"))
+    R = np.array([[1 / PRIOR_SD["inv_c"], 0, 0, 0, 0, 0],
+                  [-1 / w_att, 1 / w_att, 0, 0, 0, 0],
+                  [-ratio / w_exp, 0, 1 / w_exp, 0, 0, 0],
+                  [0, 0, 0, 1 / step_sd, 0, 0],
+                  [0, 0, 0, 0, 1 / req_sd, 0],
+                  [-ratio8 / w_i8, 0, 0, 0, 0, 1 / w_i8]])
+    r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, 0.0, p.step_overhead_us / step_sd, p.request_overhead_us / req_sd,
+                   0.0])
+    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0, 0.0,
+                      1 / MAX_COMPUTE_FRACTION])
     post = map_solve(A[ok], rhs[ok], R, r0, lower)
     x = post.x
     eff = p.replace(prefill_compute_fraction=1 / float(x[0]), attention_compute_fraction=1 / float(x[1]),
-                    expert_compute_fraction=1 / float(x[2]), step_overhead_us=float(x[3]),
+                    expert_compute_fraction=1 / float(x[2]), int8_compute_fraction=1 / float(x[5]),
+                    step_overhead_us=float(x[3]),
                     request_overhead_us=float(x[4]))
     names = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction",
-             "step_overhead_us", "request_overhead_us")
+             "step_overhead_us", "request_overhead_us", "int8_compute_fraction")
     # fractions' sds through 1/x; the attention and expert priors' widths are given the compute
     # fraction (which the data usually pins down)
-    scale = np.array([float(x[0]) ** 2, float(x[1]) ** 2, float(x[2]) ** 2, 1.0, 1.0])
+    scale = np.array([float(x[0]) ** 2, float(x[1]) ** 2, float(x[2]) ** 2, 1.0, 1.0, float(x[5]) ** 2])
     sd = dict(zip(names, (float(v) for v in post.sd / scale)))
-    prior_sd = np.array([PRIOR_SD["inv_c"], w_att, w_exp, PRIOR_SD["tau_step_us"], PRIOR_SD["tau_req_us"]]) / scale
+    prior_sd = np.array([PRIOR_SD["inv_c"], w_att, w_exp, PRIOR_SD["tau_step_us"], PRIOR_SD["tau_req_us"], w_i8]) / scale
     out = _mark(sd, post, names, prior_sd)
     if not fit_step:
         out.pop("step_overhead_us")  # held, not fitted: nothing to report
@@ -391,7 +409,10 @@ def _groups(cases: Sequence[Case]) -> list[Group]:
     by: dict[tuple, list[int]] = defaultdict(list)
     for i in fit_rows:
         c = cases[i]
-        by[(c.runtime.key, "", "", "")].append(i)
+        if c.hardware.kind != "cpu":
+            # a runtime's catch-all speaks for accelerators it has not seen; CPUs (main memory,
+            # vector units, no kernel launches) are a kind apart and have their own vendor group
+            by[(c.runtime.key, "", "", "")].append(i)
         by[(c.runtime.key, c.hardware.vendor, "", "")].append(i)
         by[(c.runtime.key, c.hardware.vendor, c.hardware.family, tier(c.hardware))].append(i)
     groups = []
@@ -661,6 +682,9 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         # only where it differs from the linear layers' (MoE prompt rows here or in a parent group)
         expert_compute_fraction=(round(p.expert_compute_fraction, 4) if np.isfinite(p.expert_compute_fraction)
                                  and abs(p.expert_compute_fraction / p.prefill_compute_fraction - 1) > 0.01 else None),
+        # likewise the int8 kernels' (int8 prompt rows here or in a parent group)
+        int8_compute_fraction=(round(p.int8_compute_fraction, 4) if np.isfinite(p.int8_compute_fraction)
+                               and abs(p.int8_compute_fraction / p.prefill_compute_fraction - 1) > 0.01 else None),
         # only where this runtime's data had several GPUs: otherwise the value is a prior, and a
         # build that borrows the profile must keep its own (the schema's "empty = the runtime's")
         allreduce_latency_us=(round(p.allreduce_latency_us, 1)
@@ -688,7 +712,8 @@ _SD_LABELS = {"decode_bw_fraction": ("bw", 3), "layer_overhead_us": ("layer µs"
               "allreduce_latency_us": ("all-reduce µs", 0), "seq_overhead_us": ("per-sequence µs", 1),
               "request_overhead_us": ("per-request µs", 0),
               "prefill_compute_fraction": ("prefill", 3),
-              "attention_compute_fraction": ("attention", 3), "expert_compute_fraction": ("experts", 3)}
+              "attention_compute_fraction": ("attention", 3), "expert_compute_fraction": ("experts", 3),
+              "int8_compute_fraction": ("int8", 3)}
 
 
 def uncertainty_text(uncertainty: dict) -> str:
@@ -723,6 +748,7 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         f"# Data: {Path(data_path).name} (sha256 {digest}…), {result.rows_used} rows fitted, {date.today().isoformat()}.\n"
         "# decode_bw_fraction = fraction of spec bandwidth reached by decode; layer_overhead_us = fixed cost per layer\n"
         "# per forward pass; prefill_compute_fraction / attention_compute_fraction = fractions of the dense peak;\n"
+        "# int8_compute_fraction = of the int8 peak, where the linear layers compute in int8 (llama.cpp's quantized kernels);\n"
         "# allreduce_latency_us = per all-reduce (multi-GPU). Each is a MAP estimate under a physical prior (PRIOR_SD in\n"
         "# advisor/fit/calibration.py); notes give its posterior sd, (prior) where the data did not pin it down and\n"
         "# (bound) where it sits on a physical bound. Bands = 5th-95th percentile, per profile level, of ln(measured/\n"
@@ -733,8 +759,8 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         d = {k: getattr(p, k) for k in ("key", "runtime", "formats_of", "vendor", "family", "tier", "hardware",
                                          "decode_bw_fraction", "layer_overhead_us",
                                          "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction",
-                                         "expert_compute_fraction", "allreduce_latency_us", "seq_overhead_us", "request_overhead_us",
-                                         "decode_low", "decode_high", "prefill_low",
+                                         "expert_compute_fraction", "int8_compute_fraction", "allreduce_latency_us",
+                                         "seq_overhead_us", "request_overhead_us", "decode_low", "decode_high", "prefill_low",
                                          "prefill_high", "decode_rows", "prefill_rows", "measured_families",
                                          "measured_formats", "source", "notes")}
         d["measured_families"], d["measured_formats"] = list(p.measured_families), list(p.measured_formats)

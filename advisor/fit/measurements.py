@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.data.catalog import CATALOG_DIR, Catalog
+from advisor.data.catalog import CATALOG_DIR, Catalog, with_threads
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.model.config import Config
 from advisor.model.predict import predict
@@ -166,6 +166,9 @@ def _runtime(cat: Catalog, row: dict[str, str]) -> Runtime:
     fw = row.get("framework", "")
     text = " ".join(row.get(c, "") for c in ("framework", "hardware_detail", "note", "retrieval"))
     low = fw.lower()
+    if "ik_llama" in low:
+        raise UnknownName("ik_llama.cpp is a fork of llama.cpp with its own CPU kernels (up to twice mainline's "
+                          "prompt speed on the same CPU); the catalog has no runtime for it")
     if "vulkan" in low:
         return cat.runtimes["llama.cpp-vulkan"]
     if "llama.cpp" in low:
@@ -226,6 +229,15 @@ def _kv_key(row: dict[str, str]) -> str:
         return "f16"
     name = m.group(1).lower()
     return "fp8" if name.startswith("fp8") else {"fp16": "f16", "bf16": "f16"}.get(name, name)
+
+
+_THREADS_RE = re.compile(r"(?:^|[;,(\s])(?:-t\s*(\d{1,4})|(\d{1,4})\s+threads\b)", re.I)
+
+
+def _threads(row: dict[str, str]) -> int | None:
+    """The CPU threads a CPU row's run used (llama.cpp -t), if its hardware detail states one."""
+    m = _THREADS_RE.search(row.get("hardware_detail", ""))
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 _UBATCH_RE = re.compile(r"(?:n_ubatch\s*=?\s*|-ub\s+)(\d{2,6})\b")
@@ -299,10 +311,13 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
             value_note = "; ".join(x for x in (value_note, f"aggregate ÷ batch {workload.batch}") if x)
         try:
             hw = _hardware(cat, row)
+            threads = _threads(row) if hw.kind == "cpu" else None
+            if threads:
+                hw = with_threads(hw, threads)
             model = _model(cat, row)
             runtime = _runtime(cat, row)
             quant = _quant(cat, row, runtime)
-        except UnknownName as exc:
+        except AdvisorError as exc:  # an unknown name, or --threads on an entry without its core count
             unmapped.append(Unmapped(line, text, str(exc)))
             continue
         gpus = _first_int(row.get("n_gpus", "") or "1") or 1

@@ -36,6 +36,7 @@ from advisor.fit.calibration import MIN_BAND, fit_group, predictions
 from advisor.fit.compare import Overrides, config_for
 from advisor.fit.measurements import Case
 from advisor.model.efficiency import PERSONAL_PREFIX, Efficiency, efficiency_for
+from advisor.model.inputs import compute_peak
 from advisor.model.roofline import Workload
 
 PERSONAL_FILE = "my-calibration.yaml"
@@ -108,6 +109,11 @@ def _band(log_resid: np.ndarray, prior: tuple[float, float]) -> tuple[float, flo
     return round(low, 3), round(high, 3)
 
 
+def _int8(c: Case) -> bool:
+    """Whether the case's linear layers compute in int8 (its format's compute dtype on its hardware)."""
+    return compute_peak(c.hardware, c.runtime, c.quant)[1] == "int8"
+
+
 def fit_personal(cat, cases: Sequence[Case]) -> list[PersonalFit]:
     """One personal profile per runtime × hardware with cases."""
     out = []
@@ -140,6 +146,10 @@ def fit_personal(cat, cases: Sequence[Case]) -> list[PersonalFit]:
             step_overhead_us=round(params.step_overhead_us, 1),
             prefill_compute_fraction=round(params.prefill_compute_fraction, 4),
             attention_compute_fraction=round(params.attention_compute_fraction, 4),
+            # the int8 kernels' own fraction where the rows had int8 prompts (quantized GGUF on a CPU)
+            int8_compute_fraction=(round(float(params.int8_compute_fraction), 4)
+                                   if any(c.metric == "prefill" and _int8(c) for c in sub)
+                                   and math.isfinite(float(params.int8_compute_fraction)) else None),
             decode_low=band_decode[0], decode_high=band_decode[1],
             prefill_low=band_prefill[0], prefill_high=band_prefill[1],
             decode_rows=n_dec, prefill_rows=n_pre,
@@ -152,7 +162,8 @@ def fit_personal(cat, cases: Sequence[Case]) -> list[PersonalFit]:
 
 
 _FIELDS = ("key", "runtime", "formats_of", "vendor", "family", "hardware", "decode_bw_fraction", "layer_overhead_us",
-           "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction", "decode_low", "decode_high",
+           "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction", "int8_compute_fraction",
+           "decode_low", "decode_high",
            "prefill_low", "prefill_high", "decode_rows", "prefill_rows", "measured_families", "measured_formats",
            "source", "notes")
 
@@ -178,7 +189,8 @@ def write_personal(fits: Sequence[PersonalFit], folder: Path) -> Path:
             d = {}
             for k in _FIELDS:
                 v = getattr(f.profile, k)
-                d[k] = list(v) if isinstance(v, tuple) else v
+                if v is not None:
+                    d[k] = list(v) if isinstance(v, tuple) else v
             mine[f.profile.key] = d
         text = ("# Your personal calibration: written by `advisor calibrate --mine`, removed by `--mine --reset`.\n"
                 "# Fitted to your own measurements; it applies to your predictions only.\n"

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from advisor.data.catalog import with_threads
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.compat import format_refusal, refusal, runtime_refusal
@@ -269,15 +270,18 @@ def parallelism_key(text: str | None) -> str:
 
 def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = None, kv_dtype: str | None = None,
               runtime: str | None = None, gpus=None, batch=None, prompt=None, output=None, depth=None,
-              parallelism: str | None = None, memory_gb=None) -> Config:
+              parallelism: str | None = None, memory_gb=None, threads=None) -> Config:
     """Resolve names (forgivingly) and fill defaults; raise `AdvisorError` on anything wrong.
     ``memory_gb``: one of the memory sizes the hardware ships in (else the name's, else its default);
+    ``threads``: the CPU threads of CPU inference (CPU entries only; default: every core);
     ``quant`` is read in the runtime's own spelling first (`quant_for`)."""
     if not hardware or not str(hardware).strip():
         raise AdvisorError("no hardware given (--hardware)")
     if not model or not str(model).strip():
         raise AdvisorError("no model given (--model)")
     hw = cat.hardware_named(hardware, memory_size(memory_gb))
+    if threads is not None and not (isinstance(threads, str) and not threads.strip()):
+        hw = with_threads(hw, whole_number("--threads", threads, 0))
     m = cat.model_named(model)
     rt = cat.runtime_named(runtime) if runtime else None
     own = None if quant else cat.imported_quant(m)  # an imported model: its own weight format (a GGUF file's mix)

@@ -40,6 +40,11 @@ DTYPE_FALLBACK = {
     "fp16": ("fp16", "bf16", "fp32"),
     "fp32": ("fp32",),
 }
+#: CPUs: a 16-bit float without its own rate is widened to FP32 and multiplied there (x86's F16C
+#: conversions in llama.cpp's F16 kernels), so FP16 never borrows the BF16 dot-product rate; an
+#: entry with FP16 vector arithmetic (Arm) states it as ``fp16_dense_tflops``.
+DTYPE_FALLBACK_CPU = {**DTYPE_FALLBACK, "fp16": ("fp16", "fp32"), "int8": ("int8", "fp32"), "fp8": ("fp32",),
+                      "fp4": ("fp32",)}
 
 
 def usable_memory_gb(hw: Hardware) -> float:
@@ -81,7 +86,8 @@ def max_gpus(hw: Hardware) -> int:
 
 def peak_for(hw: Hardware, dtype: str) -> tuple[float, str]:
     """Dense peak in TFLOP/s for ``dtype``, falling back to what the hardware has; (nan, '') if none."""
-    for d in DTYPE_FALLBACK.get(dtype, (dtype, "fp16", "fp32")):
+    fallback = DTYPE_FALLBACK_CPU if hw.kind == "cpu" else DTYPE_FALLBACK
+    for d in fallback.get(dtype, (dtype, "fp16", "fp32")):
         v = hw.peak_tflops(d)
         if v:
             return float(v), d

@@ -31,14 +31,14 @@ UNCALIBRATED_PREFILL_BAND = (0.4, 1.82)
 #: The fitted rates, in the order the calibration solves for them.
 RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "prefill_compute_fraction",
                "attention_compute_fraction", "allreduce_latency_us", "expert_compute_fraction", "seq_overhead_us",
-               "request_overhead_us")
+               "request_overhead_us", "int8_compute_fraction")
 #: The rates that set decode speed: blended between build eras (prefill follows the era's kernels).
 DECODE_RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us",
                       "seq_overhead_us")
 BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high")
 #: the fields that set each phase's speed and band (a profile may lend one phase, see `efficiency_for`)
 PREFILL_FIELDS = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction",
-                  "request_overhead_us", "prefill_low", "prefill_high")
+                  "request_overhead_us", "int8_compute_fraction", "prefill_low", "prefill_high")
 DECODE_FIELDS = DECODE_RATE_FIELDS + ("decode_low", "decode_high")
 
 
@@ -65,6 +65,11 @@ class Efficiency:
     #: fixed cost once per request, before its first token (the engine's setup of the request and
     #: its first pass): in the time to first token, not in any later step or in prompt tok/s
     request_overhead_us: Any = 0.0
+    #: of the int8 peak, reached by the linear layers where they compute in int8 (llama.cpp's
+    #: quantized kernels: on CPUs their unpacking and scaling cost far more than the dot products
+    #: themselves, so they reach a smaller share of their peak than a float GEMM); nan = the prefill
+    #: compute fraction (groups whose data has no int8 prompt rows)
+    int8_compute_fraction: Any = math.nan
     decode_low: Any = 1.0              # band: multipliers on the predicted speed
     decode_high: Any = 1.0
     prefill_low: Any = 1.0
@@ -98,6 +103,7 @@ class Efficiency:
                    math.nan if p.expert_compute_fraction is None else p.expert_compute_fraction,
                    p.seq_overhead_us if p.seq_overhead_us is not None else rt.seq_overhead_us,
                    p.request_overhead_us if p.request_overhead_us is not None else rt.request_overhead_us,
+                   math.nan if p.int8_compute_fraction is None else p.int8_compute_fraction,
                    decode_low=p.decode_low / decode_widen, decode_high=p.decode_high * decode_widen,
                    prefill_low=p.prefill_low / prefill_widen, prefill_high=p.prefill_high * prefill_widen,
                    basis=(f"{p.key} (calibrated on your {p.decode_rows + p.prefill_rows} measurements)"
@@ -124,8 +130,14 @@ class Efficiency:
         return replace(self, **{f: np.ravel(getattr(self, f)).take(flat_index) for f in RATE_FIELDS + BAND_FIELDS})
 
 
+def linear_fraction(eff: Efficiency, compute_dtype: str) -> float:
+    """The fraction of the peak the linear layers reach at ``compute_dtype`` (one configuration)."""
+    i8 = float(eff.int8_compute_fraction)
+    return i8 if compute_dtype == "int8" and math.isfinite(i8) else float(eff.prefill_compute_fraction)
+
+
 #: 100 % of both roofs and no fixed costs: the plain roofline most calculators print.
-IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, basis="ideal roofline", level="ideal")
+IDEAL = Efficiency(1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, basis="ideal roofline", level="ideal")
 
 
 #: A sibling runtime's profile (another backend or build of the same engine) has its band widened
@@ -208,6 +220,36 @@ def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
     ranked = ranked_profiles(profiles, runtime, hw)
     if not ranked:
         return Efficiency.of_runtime(runtime)
+    eff = _efficiency_of(ranked, runtime)
+    if hw.kind == "cpu" and hw.rates_measured and not eff.basis.startswith(PERSONAL_PREFIX):
+        eff = _on_measured_rates(eff)
+    return eff
+
+
+def _on_measured_rates(eff: Efficiency) -> Efficiency:
+    """``eff`` (fitted against datasheet peaks) for a CPU whose figures the probe measured.
+
+    Its roofs are what a streaming read and a float GEMM reached on this machine: llama.cpp's
+    decode is such a read (it streams the weights), and its float prompt kernels are such a GEMM,
+    so they run at the measured figures themselves (fraction 1). What the profile knows beyond
+    the peaks carries over as ratios to its float GEMM fraction: the attention, expert and int8
+    kernels' (llama.cpp's quantized kernels unpack blocks on the same vector units: a third of
+    their int8 peak on the public CPU data), and every fixed cost and band as fitted."""
+    c = float(eff.prefill_compute_fraction)
+
+    def rel(v) -> float:
+        v = float(v)
+        return min(v / c, 1.0) if math.isfinite(v) else math.nan
+
+    return eff.replace(decode_bw_fraction=1.0, prefill_compute_fraction=1.0,
+                       attention_compute_fraction=rel(eff.attention_compute_fraction),
+                       expert_compute_fraction=rel(eff.expert_compute_fraction),
+                       int8_compute_fraction=rel(eff.int8_compute_fraction),
+                       basis=f"{eff.basis}, on this machine's measured read and GEMM rates")
+
+
+def _efficiency_of(ranked: list, runtime: Runtime) -> Efficiency:
+    """The first ranked profile's efficiencies, a phase it has no rows for lent by the next one that has."""
     p, level = ranked[0]
     eff = _of(p, runtime, level)
     for fields, rows, other_rows, part in ((PREFILL_FIELDS, "prefill_rows", "decode_rows", "prefill"),

@@ -83,7 +83,8 @@ def attention_peak(h: Hardware, r: Runtime, kv: KvDtype) -> float:
 def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: Efficiency, gpus: int,
                split: str, workload: Workload) -> Inputs:
     """The kernel's inputs for one configuration (scalars)."""
-    return Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=compute_peak(hw, runtime, quant)[0],
+    peak, used, _ = compute_peak(hw, runtime, quant)
+    return Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
                   attn_peak_tflops=attention_peak(hw, runtime, kv),
                   bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
                   batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
@@ -126,9 +127,12 @@ class Tables:
         vendors = sorted({h.vendor for h in hw})
         dtype_idx = {v_: np.array([[dtypes.index(r.compute_for(x, v_)) for x in q] for r in rt], dtype=int)
                      .reshape(len(rt), len(q)) for v_ in vendors}
+        dtype_by = np.array([[peak_for(h, d_)[1] == "int8" for d_ in dtypes] for h in hw]).reshape(len(hw), len(dtypes))
         self.peak = np.empty((len(hw), len(rt), len(q)))
+        self.int8_linear = np.empty((len(hw), len(rt), len(q)), dtype=bool)
         for i, h in enumerate(hw):
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
+            self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
         # the attention products' peak per (hardware, runtime, KV dtype)
         self.attn_peak = np.array([[[attention_peak(h, r, k) for k in kv] for r in rt] for h in hw],
                                   dtype=float).reshape(len(hw), len(rt), len(kv))
@@ -173,7 +177,7 @@ class Tables:
         (the calibration's trial values); ``tensor_parallel``: instead of each runtime's default."""
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
-            peak_tflops=self.peak[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
+            peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
             gpus=g, eff=self.catalog_eff(h, r, q) if eff is None else eff,

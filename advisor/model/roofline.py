@@ -75,6 +75,9 @@ class Inputs:
     output: Any
     depth: Any
     # What-ifs of advisor.model.techniques; the defaults change nothing.
+    #: whether the linear layers' products run on int8 dot products (the compute dtype in force is
+    #: int8: llama.cpp's quantized kernels); they then reach the efficiency's int8 fraction of the peak
+    int8_linear: Any = False
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies
     #: k drafted tokens (FLOPs and routed experts grow with B·q; the KV read stays B sequences')
     query_tokens: Any = 1.0
@@ -224,6 +227,11 @@ class _Arrays:
         self.eta_bw, self.eta_c, self.eta_att = (_arr(v, ft) for v in (e.decode_bw_fraction,
                                                                              e.prefill_compute_fraction,
                                                                              e.attention_compute_fraction))
+        # int8 kernels reach their own fraction of the int8 peak (nan: the linear layers' own)
+        i8 = np.asarray(e.int8_compute_fraction, float)
+        if np.any(np.asarray(x.int8_linear, bool)) and np.any(np.isfinite(i8)):
+            self.eta_c = _arr(np.where(np.asarray(x.int8_linear, bool) & np.isfinite(i8), i8,
+                                       e.prefill_compute_fraction), ft)
         # the routed experts' fraction: where none is set (nan), the linear layers' own
         exp = np.asarray(e.expert_compute_fraction, float)
         self.eta_exp = self.eta_c if not np.any(np.isfinite(exp)) else _arr(

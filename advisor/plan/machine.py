@@ -141,16 +141,21 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
             "key": THIS_MACHINE_KEY, "vendor": "CPU", "name": f"This machine ({c.model})", "aliases": list(THIS_MACHINE_ALIASES),
             "kind": "cpu", "family": f"cpu-{c.architecture or 'unknown'}".lower(),
             "memory_gib": round(c.ram_gb * 1e9 / 2**30, 3), "bandwidth_gb_s": round(c.bandwidth_gb_s, 2),
-            "fp32_tflops": round(c.fp32_gflops / 1000, 4), "unified_memory": True,
+            "fp32_tflops": round(c.fp32_gflops / 1000, 4), "unified_memory": True, "rates_measured": True,
             # quantized weights run on int8 dot products: the same vector width does more of them
             **({"int8_dense_tops": round(c.fp32_gflops / 1000 * c.int8_per_fp32, 4)} if c.int8_per_fp32 > 1 else {}),
-            "source": f"measured by advisor --probe on {when} (numpy: {c.threads_used}-thread copy/add bandwidth, "
-                      f"float32 matrix product)",
+            **({"bf16_dense_tflops": round(c.fp32_gflops / 1000 * c.bf16_per_fp32, 4)} if c.bf16_per_fp32 > 1 else {}),
+            **({"cpu_cores": c.cores_physical or c.cores_logical} if (c.cores_physical or c.cores_logical) else {}),
+            **({"core_bandwidth_gb_s": round(c.read_1t_gb_s, 2)} if c.read_1t_gb_s else {}),
+            "source": f"measured by advisor --probe on {when} (numpy: {c.threads_used}-thread "
+                      f"{'read' if c.read_gb_s else 'copy/add'} bandwidth, float32 matrix product; medians of repeats)",
         }
         notes.append("CPU inference: bandwidth and FLOP/s are measured, not datasheet peaks")
         if c.int8_per_fp32 > 1:
             notes.append(f"int8_dense_tops = the measured float32 rate × {c.int8_per_fp32} "
                          f"({', '.join(c.features)}: int8 multiply-adds per float32 one of the same width)")
+        if c.bf16_per_fp32 > 1:
+            notes.append("bf16_dense_tflops = the measured float32 rate × 2 (BF16 dot products: two per float32 lane)")
     entry["key"] = THIS_MACHINE_KEY
     entry["notes"] = "; ".join(notes)
     try:  # validate exactly as the loader will

@@ -39,6 +39,9 @@ def test_real_probe_of_this_machine_without_gpu(real_probe):
     assert c.ram_gb and c.ram_gb > 0.5
     assert c.copy_gb_s and 0.5 < c.copy_gb_s < 5000
     assert c.fp32_gflops and c.fp32_gflops > 0.5
+    # issue 27: inference reads; the figure it uses is the read pass, and one core's own is kept for --threads
+    assert c.read_gb_s and 0.5 < c.read_gb_s < 5000 and c.bandwidth_gb_s == c.read_gb_s
+    assert c.read_1t_gb_s and c.read_1t_gb_s <= c.read_gb_s * 1.5
     if not result.nvidia.gpus:  # the CI machines and this one: no NVIDIA GPU
         assert result.nvidia.error
         assert any("NVIDIA" in n for n in result.notes)
@@ -204,3 +207,21 @@ def test_this_machine_reads_its_instruction_set():
     info = describe()
     flags = open("/proc/cpuinfo").read() if sys.platform.startswith("linux") else ""
     assert ("avx2" in info.features) == (" avx2" in flags)
+
+
+def test_the_saved_cpu_states_its_rates_are_measured_and_what_one_core_reads(monkeypatch):
+    """Issue 27: a probed CPU is saved with its measured read bandwidth, its one-core read (what
+    --threads scales by), its core count, and the flag that its rates are measured, not datasheet."""
+    from probes.cpu import CpuInfo
+
+    cpu = CpuInfo(model="Some CPU", architecture="x86_64", cores_logical=16, cores_physical=8, ram_gb=64.0,
+                  copy_gb_s=50.0, add_gb_s=55.0, read_gb_s=60.0, read_1t_gb_s=14.0, fp32_gflops=800.0,
+                  features=("avx2", "avx512_vnni", "avx512_bf16"), threads_used=16)
+    assert cpu.bandwidth_gb_s == 60.0 and cpu.bf16_per_fp32 == 2
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    result = probes.probe(quick=True)
+    result.cpu = cpu
+    entry = this_machine_entry(user_catalog(), result, [])
+    assert (entry["bandwidth_gb_s"], entry["core_bandwidth_gb_s"], entry["cpu_cores"]) == (60.0, 14.0, 8)
+    assert entry["rates_measured"] is True and entry["bf16_dense_tflops"] == pytest.approx(1.6)
+    assert "read bandwidth" in entry["source"] and "medians" in entry["source"]

@@ -128,7 +128,8 @@ class ProbeView(QWidget):
         c = r.cpu
         rows.append(("CPU", f"{c.model} · {c.cores_logical} threads", ""))
         rows.append(("RAM", f"{num(c.ram_gb)} GB" if c.ram_gb else "—", ""))
-        rows.append(("CPU bandwidth", f"{num(c.bandwidth_gb_s)} GB/s" if c.bandwidth_gb_s else "not measured", ""))
+        rows.append(("CPU bandwidth", f"{num(c.bandwidth_gb_s)} GB/s" if c.bandwidth_gb_s else "not measured",
+                     f"read, {c.threads_used} threads; one thread {num(c.read_1t_gb_s)} GB/s" if c.read_gb_s else ""))
         rows.append(("CPU fp32", f"{num(c.fp32_gflops)} GFLOP/s" if c.fp32_gflops else "not measured", ""))
         for gpu in r.nvidia.gpus:
             m = next((m for m in self.matches if m.device.startswith(f"GPU {gpu.index}:")), None)
