@@ -40,7 +40,7 @@ from __future__ import annotations
 __all__ = [
     "AdvisorError", "UnknownName", "Catalog", "LoadIssue", "load_catalog", "suggest",
     "Config", "Defaults", "Workload", "configure", "with_defaults",
-    "memory_options", "with_memory", "hardware_named", "hardware_sized", "MEMORY_SIZE_HINT",
+    "memory_options", "with_memory", "with_threads", "hardware_named", "hardware_sized", "MEMORY_SIZE_HINT",
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
     "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "HardwareGroup", "by_hardware",
@@ -63,7 +63,7 @@ from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_fo
 from advisor.model.config import Config, Defaults, configure, with_defaults
 from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline
 from advisor.data.catalog import (MEMORY_SIZE_HINT, Catalog, LoadIssue, load_catalog as _load, memory_assumption,
-                                  memory_options, with_memory)
+                                  memory_options, with_memory, with_threads)
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.safe_load import load_json, load_yaml
 from advisor.data.userdata import output_target

@@ -163,14 +163,19 @@ class Session(QObject):
         changes = dict(changes)
         memory = changes.pop("memory_gb", None)
         memory = None if memory is None else float(memory)
+        threads = changes.pop("threads", None)   # CPUs: llama.cpp's -t; 0 = every core
         hw_in = changes.pop("hardware", None)
         if hw_in is not None:
             hw = self.hardware(hw_in, memory)
-        elif memory is not None:
-            hw = self.hardware(base.hardware.key, memory)
+        elif memory is not None or threads is not None:
+            hw = self.hardware(base.hardware.key, memory if memory is not None else base.hardware.memory_gib)
         else:
             hw = base.hardware
         new_device = hw.key != base.hardware.key
+        if threads is None and hw is not base.hardware and not new_device:
+            threads = base.hardware.threads   # a new memory size keeps the threads in use
+        if threads and hw.kind == "cpu":
+            hw = api.with_threads(hw, int(threads))
         model = self._spec("models", changes.pop("model", None)) or base.model
         rt = self._spec("runtimes", changes.pop("runtime", None))
         quant = self._spec("quants", changes.pop("quant", None))
@@ -278,6 +283,7 @@ class Session(QObject):
     def configure_keys(self, keys: dict[str, Any]) -> "api.Config":
         names = {k: keys.get(k) for k in ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "batch",
                                           "prompt", "output", "depth", "parallelism")}
+        threads = keys.get("threads") or None
         if not names["hardware"] or not names["model"]:
             raise api.AdvisorError("a sizing needs at least a hardware and a model")
         memory = keys.get("memory_gb")
@@ -288,7 +294,12 @@ class Session(QObject):
         # the size saved, else the size the name states, else the default with the app's note
         stated = cfg.hardware.memory_gib if cfg.hardware.memory_gib != self.cat.hardware[cfg.hardware.key].memory_gib \
             else None
-        cfg = cfg.replace(hardware=self.hardware(cfg.hardware.key, memory if memory is not None else stated))
+        hw = self.hardware(cfg.hardware.key, memory if memory is not None else stated)
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int):
+                raise api.AdvisorError(f"threads must be a whole number, got {threads!r}")
+            hw = api.with_threads(hw, threads)
+        cfg = cfg.replace(hardware=hw)
         cfg.check()
         return cfg
 
@@ -298,6 +309,8 @@ class Session(QObject):
         out = self.cfg.keys()
         if len(self.memory_options()) > 1:
             out["memory_gb"] = self.cfg.hardware.memory_gib
+        if self.cfg.hardware.threads:
+            out["threads"] = self.cfg.hardware.threads
         if self.state.prompt_spread:
             out["prompt_spread"] = self.state.prompt_spread
         return out

@@ -5,6 +5,7 @@ advisor_sizing: 1
 inputs: {hardware: rtx-4090, model: llama-3.1-8b, quant: q4_k_m, kv_dtype: f16, runtime: llama.cpp,
          gpus: 1, parallelism: '', batch: 1, prompt: 512, output: 128, depth: 0}
 # optional: inputs.memory_gb (a hardware that ships in several sizes; absent = its default size),
+# inputs.threads (a CPU entry run on fewer threads than its cores, llama.cpp's -t; absent = every core),
 # technique: {draft: llama-3.2-1b, draft_k: 4, accept: 0.7} (the What-ifs tab's choice; the fields of
 # api.Techniques, a draft by its catalog key)
 targets: {ttft_ms: 0, tok_s: 0}
@@ -28,7 +29,7 @@ from advisor.data.userdata import write_atomic
 
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
-              "output", "depth", "memory_gb", "prompt_spread")
+              "output", "depth", "memory_gb", "threads", "prompt_spread")
 #: the what-if's fields (ui.session.TECHNIQUE_FIELDS); their values are checked by the core on loading
 TECHNIQUE_KEYS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
                   "gpu_layers", "offload_gb", "host_bandwidth_gb_s")

@@ -6,7 +6,7 @@ import argparse
 import math
 import re
 
-from advisor.cli.options import add_memory
+from advisor.cli.options import add_memory, add_threads
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.model.config import context_note
 from advisor.data.errors import AdvisorError
@@ -275,10 +275,13 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
     from advisor.plan.machine import THIS_MACHINE_KEY
     from advisor.plan.will_it_run import DEFAULT_MIN_BITS, DEFAULT_MIN_TOK_S, HOST_RAM_SHARE, MODES, will_it_run
 
-    from advisor.model.config import memory_size
+    from advisor.data.catalog import with_threads
+    from advisor.model.config import memory_size, whole_number
 
     cat = user_catalog()
     hw = cat.hardware_named(args.hardware, memory_size(getattr(args, "memory_gb", None)))
+    if args.threads:
+        hw = with_threads(hw, whole_number("--threads", args.threads, 0))
     rt = cat.runtime_named(args.runtime) if args.runtime else None
     gpus = _number("gpus", args.gpus, int) or 1
     ctx = _number("context", args.context, int) or 4096
@@ -309,7 +312,12 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
     where = f"{gpus} × {hw.name}" if gpus > 1 else hw.name
     from advisor.model.devices import usable_memory_gb
 
-    if hw.unified_memory or hw.kind in ("apple", "soc"):
+    on_cpu = hw.kind == "cpu"
+    modes = {**MODES, "gpu": "on the CPU"} if on_cpu else MODES
+    mem_col = "RAM GB" if on_cpu else "GPU GB"
+    if on_cpu:
+        ram = f"CPU inference from {num(usable_memory_gb(hw))} GB of system RAM"
+    elif hw.unified_memory or hw.kind in ("apple", "soc"):
         ram = f"one memory for CPU and GPU, of which the GPU may use {num(usable_memory_gb(hw))} GB"
     elif host_ram is not None:
         ram = f"{num(host_ram)} GB of system RAM ({ram_note})"
@@ -326,8 +334,8 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
         return num(x.decode_tok_s) if math.isfinite(x.decode_tok_s) else "—"
 
     if args.model:
-        print(table(["weights", "runs as", "decode tok/s", "grade", "GPU GB", "system RAM", "max context"],
-                    [[x.quant.name, MODES.get(x.mode, "does not fit") + (f": {x.how}" if x.how else ""), speed(x),
+        print(table(["weights", "runs as", "decode tok/s", "grade", mem_col, "system RAM", "max context"],
+                    [[x.quant.name, modes.get(x.mode, "does not fit") + (f": {x.how}" if x.how else ""), speed(x),
                       x.grade, num(x.needs_gb), ram_cell(x), f"{x.max_context:,}" if x.max_context else "—"]
                      for x in answer.rows]))
         return EXIT_OK
@@ -337,12 +345,13 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
     print(f"{len(usable)} of {len(answer.rows)} models run usably, most capable first; {len(slow)} run too slowly or "
           f"need more RAM; {len(none_)} do not fit at all.")
     if usable or slow:
-        print(table(["model", "weights", "runs as", "decode tok/s", "grade", "GPU GB", "system RAM", "max context"],
-                    [[x.model.name, x.quant.name, MODES.get(x.mode, "") + (f": {x.how}" if x.how else ""), speed(x),
+        print(table(["model", "weights", "runs as", "decode tok/s", "grade", mem_col, "system RAM", "max context"],
+                    [[x.model.name, x.quant.name, modes.get(x.mode, "") + (f": {x.how}" if x.how else ""), speed(x),
                       x.grade, num(x.needs_gb), ram_cell(x), f"{x.max_context:,}"] for x in usable + slow]))
     if none_:
-        offload = "with offload" if gpus == 1 else "on the GPUs (offload to system RAM is modelled for one GPU)"
-        print(f"\nDo not fit, even {offload} (smallest allowed weights, GPU GB needed): "
+        offload = ("in all of the RAM" if on_cpu else "with offload" if gpus == 1
+                   else "on the GPUs (offload to system RAM is modelled for one GPU)")
+        print(f"\nDo not fit, even {offload} (smallest allowed weights, {mem_col} needed): "
               + "; ".join(f"{x.model.name} {num(x.needs_gb)}" for x in none_[:12])
               + (f" … and {len(none_) - 12} more" if len(none_) > 12 else ""))
     if any(x.mode in ("experts", "offload") for x in usable + slow):
@@ -417,6 +426,7 @@ def register(sub) -> None:
     p = sub.add_parser("will-it-run", help="for given hardware: the best quantization and longest context per model")
     p.add_argument("--hardware", required=True, help="hardware name")
     add_memory(p)
+    add_threads(p)
     p.add_argument("--model", help="one model: list every quantization")
     p.add_argument("--gpus", help="number of GPUs (default 1)")
     p.add_argument("--runtime", help="runtime (default by hardware)")

@@ -495,9 +495,9 @@ def with_threads(hw: specs.Hardware, threads: int) -> specs.Hardware:
                                                    "fp8_dense_tflops", "int8_dense_tops", "fp4_dense_tflops")
               if getattr(hw, f)}
     if share == 1 and bandwidth == hw.bandwidth_gb_s:
-        return dataclasses.replace(hw, assumed=tuple(assumed)) if assumed != list(hw.assumed) else hw
+        return dataclasses.replace(hw, assumed=tuple(assumed), threads=threads)
     return dataclasses.replace(hw, name=f"{hw.name}, {threads} threads", bandwidth_gb_s=bandwidth,
-                               assumed=tuple(assumed), **scaled)
+                               assumed=tuple(assumed), threads=threads, **scaled)
 
 
 def _chip(name: str) -> str:

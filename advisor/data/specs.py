@@ -130,6 +130,8 @@ class Hardware:
     #: What resolving a typed name assumed that the name left open (a memory size, a GPU-core
     #: bin), in English; set by `Catalog.hardware_named`, shown among a prediction's notes.
     assumed: tuple[str, ...] = field(default=(), compare=False, metadata={"kind": "internal"})
+    #: CPUs: the threads this entry was scaled to (`with_threads`); 0 = every core
+    threads: int = field(default=0, compare=False, metadata={"kind": "internal"})
 
     def peak_tflops(self, dtype: str) -> float | None:
         """Dense peak for a compute dtype, TFLOP/s, or None when the hardware lacks it."""

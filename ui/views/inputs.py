@@ -194,6 +194,19 @@ class InputsPanel(QScrollArea):
                                      "GPU wired limit (Apple) and what fits follow the size")
         mrow.addWidget(self.combo_memory, 1)
         lay.addWidget(self.memory_row)
+        # CPUs: the threads llama.cpp runs on (-t); hidden for accelerators
+        self.threads_row = QWidget()
+        trow = QHBoxLayout(self.threads_row)
+        trow.setContentsMargins(0, 0, 0, 0)
+        trow.addWidget(QLabel("Threads"))
+        self.spin_threads = QSpinBox()
+        self.spin_threads.setObjectName("spin_threads")
+        self.spin_threads.setRange(0, 1024)
+        self.spin_threads.setSpecialValueText("every core")
+        self.spin_threads.setToolTip("CPU threads for inference, as llama.cpp's -t: compute scales with the cores "
+                                     "in use, bandwidth with what they can pull from memory")
+        trow.addWidget(self.spin_threads, 1)
+        lay.addWidget(self.threads_row)
         form = QFormLayout()
         self.spin_gpus = QSpinBox()
         self.spin_gpus.setRange(1, 64)
@@ -279,6 +292,7 @@ class InputsPanel(QScrollArea):
         self.spin_gpus.valueChanged.connect(lambda v: s.set_inputs(merge="gpus", gpus=v))
         self.combo_par.activated.connect(lambda i: s.set_inputs(parallelism=self.combo_par.itemData(i)))
         self.combo_memory.activated.connect(lambda i: s.set_inputs(memory_gb=self.combo_memory.itemData(i)))
+        self.spin_threads.valueChanged.connect(lambda v: s.set_inputs(merge="threads", threads=v))
         self.combo_runtime.activated.connect(lambda i: s.set_inputs(runtime=self.combo_runtime.itemData(i)))
         self.combo_quant.activated.connect(lambda i: s.set_inputs(quant=self.combo_quant.itemData(i)))
         self.combo_kv.activated.connect(lambda i: s.set_inputs(kv_dtype=self.combo_kv.itemData(i)))
@@ -322,7 +336,10 @@ class InputsPanel(QScrollArea):
             self.prompt.set_range(1, ctx)
             self.depth.set_range(0, ctx)
             self.output.set_range(1, min(ctx, 131072))
-        for w, v in ((self.spin_gpus, cfg.gpus),):
+        self.threads_row.setVisible(cfg.hardware.kind == "cpu")
+        if cfg.hardware.kind == "cpu":
+            self.spin_threads.setMaximum(max(1, cfg.hardware.cpu_cores or 1024) * 2)
+        for w, v in ((self.spin_gpus, cfg.gpus), (self.spin_threads, cfg.hardware.threads)):
             w.blockSignals(True)
             w.setValue(v)
             w.blockSignals(False)
