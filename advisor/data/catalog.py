@@ -324,11 +324,33 @@ class Catalog:
         if bins and "core" not in names_tokens(name):
             assumed.append(f"assumed the {hw.name}; the {_chip(hw.name)} also comes as "
                            f"{', '.join(h.name for h in bins)} (name the GPU cores to choose)")
+        if not bins and hw.kind != "apple":
+            others = self._also_named(name, key)
+            if others:
+                assumed.append(f"assumed the {hw.name}; {name.strip()!r} also names the {', '.join(others)} "
+                               "(name one to choose)")
         if size is None and len(memory_options(hw)) > 1:
             assumed.append(memory_assumption(hw))
         if size is not None:
             hw = with_memory(hw, size)
         return dataclasses.replace(hw, assumed=tuple(assumed)) if assumed else hw
+
+    def _also_named(self, name: str, key: str) -> list[str]:
+        """Other models of the same product that ``name`` names too: entries whose own name holds
+        every token of it and adds only a memory size, a form factor or a brand ("A100" → the 40 GB
+        and PCIe A100s beside the 80 GB SXM4 the alias picks; "RTX 4090" is not the 4090 D)."""
+        typed = [t for t in names_tokens(name) if t != "gb"]
+        if not typed:
+            return []
+        out = []
+        for h in self.hardware.values():
+            if h.key == key or h.variant_of or h.key == THIS_MACHINE_KEY:
+                continue
+            own = names_tokens(h.name)
+            extra = [t for t in own if t not in typed]
+            if all(t in own for t in typed) and all(t.isdigit() or t in VARIANT_WORDS for t in extra):
+                out.append(h.name)
+        return out
 
     def with_hardware(self, *entries: specs.Hardware) -> "Catalog":
         """A copy of this catalog with these hardware entries in place of those with their keys (a
@@ -417,6 +439,12 @@ class Catalog:
 
 #: how the command line asks for another memory size; the app passes its own words to `memory_assumption`
 MEMORY_SIZE_HINT = "pass --memory-gb or put the size in the name"
+
+
+#: Words that tell models of one product apart without making another product: a memory size
+#: ("40 GB"), a form factor, the brand printed before it
+VARIANT_WORDS = frozenset({"gb", "pcie", "sxm", "oam", "tesla", "radeon", "instinct", "geforce", "arc", "nvidia",
+                           "amd", "intel"})
 
 
 def memory_assumption(hw: specs.Hardware, hint: str = MEMORY_SIZE_HINT) -> str:

@@ -60,3 +60,21 @@ def test_gptq_int8_bits_per_weight_counts_an_8_bit_zero(cat):
     assert q.bits_per_weight == pytest.approx(8 + (16 + 8) / 128)
     # the same rule gives the INT4 entry's 4.156
     assert cat.quants["awq-int4"].bits_per_weight == pytest.approx(4 + (16 + 4) / 128, abs=5e-4)
+
+
+@pytest.mark.parametrize("typed,picked,also", [
+    ("A100", "A100 80GB SXM4", "A100 40GB PCIe"),
+    ("V100", "Tesla V100 SXM2 32GB", "Tesla V100 PCIe 16GB"),
+    ("P100", "Tesla P100 PCIe 16GB", "Tesla P100 PCIe 12GB"),
+    ("MI50", "Radeon Instinct MI50 (32GB)", "Radeon Instinct MI50 (16GB)"),
+    ("A770", "Arc A770 16GB", "Arc A770 8GB"),
+    ("H100", "H100 SXM5 80GB", "H100 PCIe 80GB"),
+])
+def test_a_name_several_models_share_says_which_it_assumed(cat, typed, picked, also):
+    """Issue 29: "A100" picks the 80 GB SXM4 (what most buyers have) and says so, naming the others."""
+    hw = cat.hardware_named(typed)
+    assert hw.name == picked
+    assert any(a.startswith(f"assumed the {picked};") and also in a for a in hw.assumed), hw.assumed
+    # another product is not a size of this one: the 4090 D and the laptop 4090 are not named
+    assert cat.hardware_named("rtx 4090").assumed == ()
+    assert cat.hardware_named(f"{picked}").assumed == ()
