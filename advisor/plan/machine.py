@@ -89,8 +89,9 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
     base = next((m.hardware for m in matches if m.hardware), None)
     notes = []
     if base is not None:
+        internal = {f.name for f in dataclasses.fields(base) if f.metadata.get("kind") == "internal"}
         entry = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(base).items()
-                 if k != "origin" and v not in (None, "", (), [])}
+                 if k not in internal and v not in (None, "", (), [])}
         entry.pop("price", None)
         entry["aliases"] = list(THIS_MACHINE_ALIASES)
         entry["name"] = f"This machine ({base.name})"

@@ -181,7 +181,6 @@ MODELS = [
     ("gemma 3 4b", "gemma-3-4b"),
     ("gemma 9b", "gemma-2-9b"),  # the only 9B Gemma
     ("qwen 2.5 7b", "qwen2.5-7b"),
-    ("qwen 7b", "qwen2.5-7b"),  # the only Qwen 7B generation; the Coder adds a word
     ("qwen 3b", "qwen2.5-3b"),  # not Qwen3-30B-A3B: "a3b" is its active size, not "3b"
     ("qwen 3 4b", "qwen3-4b"),
     ("qwen3 30b", "qwen3-30b-a3b"),
@@ -211,6 +210,10 @@ def test_model_names_people_type(cat, query, key):
     ("llama 70b", ("Llama 2 70B", "Meta Llama 3 70B", "Llama 3.1 70B")),
     ("llama 3.1", ("Llama 3.1 8B", "Llama 3.1 70B", "Llama 3.1 405B")),
     ("qwen3", ("Qwen3 8B", "Qwen3-30B-A3B", "Qwen3 0.6B")),
+    # no version: Qwen2.5's 7B and DeepSeek's distill of it share "Qwen" and "7B"
+    ("qwen 7b", ("Qwen2.5 7B", "DeepSeek-R1-Distill-Qwen-7B")),
+    # a family of two sizes: both, never Gemma 3
+    ("gemma 3n", ("Gemma 3n E2B", "Gemma 3n E4B")),
 ])
 def test_ambiguous_model_names_list_the_candidates(cat, query, listed):
     with pytest.raises(UnknownName, match="matches several model entries") as e:
@@ -240,7 +243,7 @@ def test_a_version_or_size_no_entry_has_is_unknown(cat, query, first, numbers):
 
 @pytest.mark.parametrize("query,near", [
     ("qwen 3.5 7b", "Qwen2.5 7B"), ("llama 3.2 8b", "Llama 3.2 3B"), ("qwen2.5 8b", "Qwen2.5 7B"),
-    ("llama 3.1 80b", "Llama 3.1 70B"), ("gpt-oss 121b", "gpt-oss-120b"), ("gemma 3n", "Gemma 3 4B"),
+    ("llama 3.1 80b", "Llama 3.1 70B"), ("gpt-oss 121b", "gpt-oss-120b"), ("gemma 5", "Gemma 3 4B"),
 ])
 def test_unknown_versions_suggest_what_is_close(cat, query, near):
     with pytest.raises(UnknownName, match="unknown model") as e:
