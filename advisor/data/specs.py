@@ -190,6 +190,14 @@ class Model:
     kv_lora_rank: int | None = _f("int", min=1, max=100_000)
     qk_rope_head_dim: int | None = _f("int", min=0, max=10_000)
     q_lora_rank: int | None = _f("int", min=1, max=100_000)
+    #: DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): each query attends to the ``sparse_topk``
+    #: tokens a lightning indexer picks (config ``index_topk``); the indexer scores every cached token
+    #: with ``indexer_heads`` × ``indexer_head_dim`` (``index_n_heads``, ``index_head_dim``) and caches
+    #: ``indexer_key_bytes`` per token per layer at its own precision, whatever the KV dtype
+    sparse_topk: int | None = _f("int", min=1, max=10_000_000)
+    indexer_heads: int | None = _f("int", min=1, max=10_000)
+    indexer_head_dim: int | None = _f("int", min=1, max=100_000)
+    indexer_key_bytes: float | None = _f("num", min=1, max=1_000_000)
     notes: str = _f("str")
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
 

@@ -53,6 +53,11 @@ class Geometry:
     moe_intermediate: int
     vocab: int
     native_context: int
+    #: DeepSeek Sparse Attention: tokens core attention reads per query (inf = dense), and the
+    #: indexer that picks them: FLOPs per query per cached token per layer, bytes cached per token per layer
+    sparse_topk: float = math.inf
+    indexer_flops_per_pair: float = 0.0
+    indexer_key_bytes: float = 0.0
 
     @property
     def output_params(self) -> float:
@@ -72,9 +77,10 @@ class Geometry:
         return self.non_expert_params + self.moe_layers * self.experts_per_token * self.expert_params_each
 
     def kv_bytes_per_token(self, kv_bits: float) -> float:
-        """KV bytes one token adds at long context (all attention layers, no window cap, one GPU)."""
+        """KV bytes one token adds at long context (all attention layers, no window cap, one GPU),
+        with a sparse-attention indexer's keys at their own precision."""
         full, sliding = self.kv_elems_per_token(1)
-        return (full + sliding) * kv_bits / 8.0
+        return (full + sliding) * kv_bits / 8.0 + self.full_layers * self.indexer_key_bytes
 
     @property
     def eager_layers(self) -> tuple[int, int]:
@@ -147,6 +153,10 @@ def geometry(m: Model) -> Geometry:
         kv_heads=m.kv_heads, qk_head_dim=m.head_dim, v_head_dim=v_dim, kv_elems_per_layer=kv_elems,
         kv_splits=splits, linear_state_bytes=float(m.linear_state_bytes_per_layer or 0), hidden=m.hidden,
         intermediate=m.intermediate, moe_intermediate=m.moe_intermediate or 0, vocab=m.vocab, native_context=m.native_context,
+        sparse_topk=float(m.sparse_topk) if m.sparse_topk else math.inf,
+        # the indexer's q·k products for every head (its head weights and ReLU are negligible)
+        indexer_flops_per_pair=2.0 * (m.indexer_heads or 0) * (m.indexer_head_dim or 0) if m.sparse_topk else 0.0,
+        indexer_key_bytes=float(m.indexer_key_bytes or 0) if m.sparse_topk else 0.0,
     )
 
 

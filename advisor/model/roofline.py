@@ -286,9 +286,26 @@ class _Kv:
         self.full = g.full_layers * per_layer * kv_share
         self.slide = g.sliding_layers * per_layer * kv_share
         self.state = g.linear_layers * g.linear_state_bytes / a.n
+        # DeepSeek Sparse Attention: the indexer's keys, bytes per token at their own precision
+        # (replicated under tensor parallel, as the latent is), and the tokens core attention reads
+        self.idx = g.full_layers * g.indexer_key_bytes * kv_share
+        self.topk = g.sparse_topk
+        self.sparse = bool(np.isfinite(self.topk))
+        # elements per token of the full layers, the indexer's bytes counted as elements of the cache
+        self.full_stored = self.full + self.idx / self.kvb if self.sparse else self.full
 
     def __call__(self, c):
-        return self.kvb * (self.full * c + self.slide * np.minimum(c, self.window)) + self.state
+        """Bytes held per sequence at context c."""
+        held = self.kvb * (self.full * c + self.slide * np.minimum(c, self.window)) + self.state
+        return held + self.idx * c if self.sparse else held
+
+    def read(self, c):
+        """Bytes a decode step reads per sequence at context c: with sparse attention, the latent of
+        the ``topk`` tokens picked and every token's indexer key."""
+        if not self.sparse:
+            return self(c)
+        return self.kvb * (self.full * np.minimum(c, self.topk) + self.slide * np.minimum(c, self.window)) \
+            + self.idx * c + self.state
 
 
 def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
@@ -327,9 +344,10 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
         max_batch = _where(kv_budget > 0, np.floor(kv_budget / np.maximum(seq_bytes, 1e-30)), 0.0)
         # longest context at B=1: kv(c) <= budget, piecewise linear in c
         rem = (kv_budget - kv.state) / kv.kvb
-        both = kv.full + kv.slide
+        full = kv.full_stored
+        both = full + kv.slide
         below_window = rem / np.maximum(both, 1e-30)
-        above_window = _where(kv.full > 0, W + (rem - both * W) / np.maximum(kv.full, 1e-30), np.inf)
+        above_window = _where(full > 0, W + (rem - both * W) / np.maximum(full, 1e-30), np.inf)
         ctx = _where(rem >= both * W, above_window, below_window)
     max_context = np.clip(np.floor(np.nan_to_num(ctx, posinf=g.native_context)), 0, g.native_context)
     max_context = _where(kv_budget > 0, max_context, 0.0)
@@ -384,6 +402,9 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)   # FLOPs per token per layer per context token
 
     def attn_flops(c):
+        if kv.sparse:  # core attention over the tokens picked; the indexer scores every one
+            return attn_coeff * (g.full_layers * np.minimum(c, kv.topk) + g.sliding_layers * np.minimum(c, W)) \
+                + g.indexer_flops_per_pair * g.full_layers * c
         return attn_coeff * (g.full_layers * c + g.sliding_layers * np.minimum(c, W))
 
     Bq = B if a.q is None else B * a.q   # query tokens per step (speculative verification: B·(k+1))
@@ -405,11 +426,11 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # so that the per-configuration terms are computed once and only a few operations run over
     # every configuration × batch (a sweep is memory-bound on those).
     def node_times(c, inv_bw, inv_c, inv_eta):
-        kv_term = kv(c) * pp * inv_bw
+        kv_term = kv.read(c) * pp * inv_bw
         mem = w_tp * inv_bw + B * kv_term
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
-            mem = mem + (w_tp * a.w_tier + B * kv(c) * pp * a.kv_tier) * inv_eta
+            mem = mem + (w_tp * a.w_tier + B * kv.read(c) * pp * a.kv_tier) * inv_eta
         if a.score is not None:
             mem = mem + Bq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
         comp = (dec_flops_lin + Bq * attn_flops(c)) * (inv_c / tp)
@@ -425,7 +446,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     t_step = simpson([np.fmax(m, f) for m, f in attained]) + fixed_comm
     t_step_ceil = simpson(ideal)
     t_step_first = np.fmax(*attained[0]) + fixed_comm
-    mid_kv = B * (kv(cm) * pp)
+    mid_kv = B * (kv.read(cm) * pp)
     mid_bytes = w_tp + mid_kv
     mid_flops = (dec_flops_lin + Bq * attn_flops(cm)) / tp
     decode_tok_s = 1.0 / t_step
@@ -465,6 +486,12 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     lin_exp = 2.0 * g.moe_layers * g.experts_per_token * g.expert_params_each * T
     # causal attention: each prompt token attends to the cache and half the prompt on average
     att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
+    if np.isfinite(g.sparse_topk):
+        # sparse attention: each prompt token attends to at most top-k of the tokens before it (the
+        # average position's count, min(k, d + s/2)); the indexer scores all of them
+        att = B * s * (attn_coeff * (g.full_layers * np.minimum(g.sparse_topk, d + s / 2.0)
+                                     + g.sliding_layers * np.minimum(W, d + s / 2.0))
+                       + g.indexer_flops_per_pair * g.full_layers * (d + s / 2.0))
     eta_c, eta_att, eta_bw, fixed, lat = a.eta_c, a.eta_att, a.eta_bw, a.fixed, a.lat
     exchanges = ub * _exchanges(g, tp, pp, a.lat_per_exchange)
     transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
