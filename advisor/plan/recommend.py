@@ -256,7 +256,7 @@ def is_upcast(q: Quant, m: Model) -> bool:
 
 
 def _native_bits(m: Model) -> int:
-    return 16 if not m.native_quant else {"fp8": 8, "mxfp4": 4, "nvfp4": 4}.get(m.native_quant, 16)
+    return 16 if not m.native_quant else {"fp8": 8, "mxfp4": 4, "nvfp4": 4, "int4-experts-g32": 4}.get(m.native_quant, 16)
 
 
 def quality_text(q: Quant, m: Model) -> str:
