@@ -44,11 +44,15 @@ def _compare(label: str, probed: float | None, catalog: float | None, unit: str,
     return False
 
 
-def _lookup(cat: Catalog, name: str) -> tuple[Hardware | None, str]:
+def _lookup(cat: Catalog, name: str, memory_gb: float | None = None) -> tuple[Hardware | None, str]:
+    """The catalog entry a device name designates; where the name is shared by several sizes (the
+    driver prints "Tesla M40" for the 12 GB card), the one whose memory is what the driver reported."""
     try:
         key, how = cat.index("hardware").match(name)
-    except UnknownName:
-        return None, "none"
+    except UnknownName as exc:
+        sized = [h for h in cat.hardware.values() if h.name in getattr(exc, "candidates", ())
+                 and memory_gb and abs(h.memory_bytes / 1e9 / memory_gb - 1) <= DIFFERENCE_SHOWN]
+        return (sized[0], "likely") if len(sized) == 1 else (None, "none")
     return cat.hardware[key], how
 
 
@@ -56,7 +60,7 @@ def match_devices(cat: Catalog, result) -> list[Match]:
     """Match every accelerator the probe found to the catalog, and say how sure the match is."""
     matches: list[Match] = []
     for gpu in result.nvidia.gpus:
-        hw, how = _lookup(cat, gpu.name)
+        hw, how = _lookup(cat, gpu.name, gpu.memory_total_gb)
         diffs: list[str] = []
         agree = True
         if hw:
@@ -75,7 +79,7 @@ def match_devices(cat: Catalog, result) -> list[Match]:
         matches.append(Match(query, hw, conf, diffs))
     if result.amd:
         for gpu in result.amd.gpus:
-            hw, how = _lookup(cat, gpu.name)
+            hw, how = _lookup(cat, gpu.name, gpu.memory_total_gb)
             diffs = []
             agree = _compare("memory", gpu.memory_total_gb, hw.memory_bytes / 1e9 if hw else None, "GB", diffs)
             conf = "none" if not hw else ("exact" if how == "exact" and agree else "likely" if agree else "partial")

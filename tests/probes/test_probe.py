@@ -225,3 +225,13 @@ def test_the_saved_cpu_states_its_rates_are_measured_and_what_one_core_reads(mon
     assert (entry["bandwidth_gb_s"], entry["core_bandwidth_gb_s"], entry["cpu_cores"]) == (60.0, 14.0, 8)
     assert entry["rates_measured"] is True and entry["bf16_dense_tflops"] == pytest.approx(1.6)
     assert "read bandwidth" in entry["source"] and "medians" in entry["source"]
+
+
+@pytest.mark.parametrize("total_mib,key", [(12288, "m40-12gb"), (24576, "m40-24gb")])
+def test_a_name_the_driver_prints_for_two_sizes_is_matched_by_its_memory(nvml, total_mib, key):
+    """Issue 29: nvidia-smi prints "Tesla M40" for the 12 GB card and the 24 GB one; the probe tells
+    them apart by the memory the driver reports, and says the match is likely, not exact."""
+    nvml(gpus=[dict(fake_pynvml.RTX_4090, name="Tesla M40", total=total_mib * 2**20, bus=384, memclock=3004,
+                    cc=(5, 2))])
+    m = match_devices(user_catalog(), probes.probe(quick=True))[0]
+    assert m.hardware is not None and m.hardware.key == key and m.confidence == "likely"
