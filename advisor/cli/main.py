@@ -138,7 +138,42 @@ def cmd_check_catalog(args: argparse.Namespace) -> int:
         print(f"user overlay replaced {len(keys)} {section}: {', '.join(keys)}")
     for issue in cat.issues:
         print(f"problem: {issue}")
-    return EXIT_UNMET if cat.issues else EXIT_OK
+    priced_bad = _check_prices(cat, args) if getattr(args, "prices", False) else False
+    return EXIT_UNMET if cat.issues or priced_bad else EXIT_OK
+
+
+def _check_prices(cat: Catalog, args: argparse.Namespace) -> bool:
+    """`check-catalog --prices`: each device's buy and rent figure, its basis, quotes and age; True
+    when a figure could not be formed (quotes of several bases)."""
+    from advisor.plan.pricing import MIN_QUOTES, check_prices
+
+    checks = check_prices(cat)
+
+    def fig(f, unit):
+        if f is None:
+            return "—"
+        n = "your quote" if f.own else f"{f.quotes} quote{'s' if f.quotes != 1 else ''}"
+        return f"${f.usd:,.2f}{unit} · {f.basis} · {n} · {f.newest}"
+
+    if getattr(args, "json", False):
+        print(json_text([{"hardware": c.hardware, "age_days": c.age_days, "flags": list(c.flags), "problem": c.problem,
+                          **{f"{k}_{field}": (getattr(f, field) if f is not None else None)
+                             for k, f in (("buy", c.buy), ("rent", c.rent))
+                             for field in ("usd", "basis", "quotes", "oldest", "newest")}} for c in checks]))
+    else:
+        print(f"\nPrices: the figure each device is ranked by (a median over ≥ {MIN_QUOTES} current quotes of one "
+              "basis, else the few quotes there are, marked thin)")
+        print(table(["hardware", "buy", "rent", "age (days)", "flags"],
+                    [[c.hardware, fig(c.buy, ""), fig(c.rent, "/h"), "—" if c.age_days is None else c.age_days,
+                      c.problem or ", ".join(c.flags)] for c in checks]))
+        priced = [c for c in checks if "unpriced" not in c.flags]
+        well = [c for c in priced if not any(f.startswith("thin") for f in c.flags)]
+        print(f"{len(priced)} of {len(checks)} devices priced; {len(well)} on ≥ {MIN_QUOTES} quotes of one basis "
+              f"for each figure they have; {sum('old' in c.flags for c in checks)} rest on quotes over a year old")
+    for c in checks:
+        if c.problem:
+            print(f"problem: {c.problem}", file=sys.stderr)
+    return any(c.problem for c in checks)
 
 
 # ---- predict -------------------------------------------------------------------------------------
@@ -316,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("check-catalog", help="load the catalog and the user overlay and report every problem")
+    p.add_argument("--prices", action="store_true",
+                   help="also list each device's buy and rent figure: its basis, quote count and age")
+    p.add_argument("--json", action="store_true", help="with --prices: the price rows as JSON")
     p.set_defaults(func=cmd_check_catalog)
 
     p = sub.add_parser("predict", help="predict TTFT, decode speed and memory for one configuration and a static batch")

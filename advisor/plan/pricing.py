@@ -27,7 +27,8 @@ from datetime import date, timedelta
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from advisor.data.prices import ELECTRICITY_KEY, Quote
+from advisor.data.errors import AdvisorError
+from advisor.data.prices import ELECTRICITY_KEY, Quote, parse_date
 from advisor.data.specs import Hardware
 
 #: A median needs at least this many quotes of one basis; fewer is a thin figure.
@@ -125,6 +126,12 @@ def figure(quotes: Sequence[Quote], basis: str, sampled: bool = True) -> Figure 
     False): the lowest, the cheapest way to buy the device (a Mac Studio rather than a MacBook Pro)."""
     if not quotes:
         return None
+    bases = sorted({q.basis for q in quotes})
+    if len(bases) > 1:
+        # a figure is one kind of price: a median of on-demand and marketplace rents (or of
+        # street and list prices) describes no price anyone pays
+        raise AdvisorError(f"{quotes[0].hardware}: a {basis} figure over quotes of several bases "
+                           f"({', '.join(bases)}); prices are only combined within one basis")
     values = [q.per_gpu_usd for q in quotes]
     if not sampled:
         usd = min(values)
@@ -137,6 +144,42 @@ def figure(quotes: Sequence[Quote], basis: str, sampled: bool = True) -> Figure 
 
 
 _NEWEST: dict[int, tuple[object, date]] = {}
+
+
+@dataclass(frozen=True)
+class PriceCheck:
+    """What one device is priced at, for `advisor check-catalog --prices`."""
+
+    hardware: str
+    buy: Figure | None
+    rent: Figure | None
+    age_days: int | None        # the newest quote behind either figure, days before the table's newest
+    flags: tuple[str, ...]      # "thin buy" (< MIN_QUOTES), "thin rent", "old" (> 365 days), "unpriced"
+    problem: str = ""           # a figure that could not be formed (quotes of several bases)
+
+
+def check_prices(cat) -> list[PriceCheck]:
+    """Every device's buy and rent figure with its basis, quote count and age."""
+    newest = _newest(cat)
+    out = []
+    for hw in cat.hardware.values():
+        try:
+            buy_figure, rent_figure, problem = device_buy(cat, hw)[0], rent(cat, hw), ""
+        except AdvisorError as exc:
+            buy_figure, rent_figure, problem = None, None, str(exc)
+        days = [parse_date(f.newest) for f in (buy_figure, rent_figure) if f is not None and not f.own
+                and f.newest != "undated"]
+        age = (newest - max(days)).days if days else None
+        flags = []
+        if buy_figure is None and rent_figure is None:
+            flags.append("unpriced")
+        for name, f in (("buy", buy_figure), ("rent", rent_figure)):
+            if f is not None and f.sampled and not f.own and f.quotes < MIN_QUOTES:
+                flags.append(f"thin {name}")
+        if age is not None and age > RENT_WINDOW.days:
+            flags.append("old")
+        out.append(PriceCheck(hw.key, buy_figure, rent_figure, age, tuple(flags), problem))
+    return out
 
 
 def _newest(cat) -> date:

@@ -5,6 +5,7 @@ as a whole machine with its electricity, rent per month and the break-even month
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 
 import pytest
@@ -186,3 +187,32 @@ def test_every_shipped_quote_loads_and_names_a_catalog_entry():
     cat = load_catalog()
     assert not [i for i in cat.issues if "prices" in str(i)]
     assert sum(len(v) for v in cat.quotes.values()) > 300
+
+
+def test_a_figure_never_combines_two_bases():
+    """Issue 29: a median of on-demand and marketplace rents describes no price anyone pays."""
+    from advisor.data.errors import AdvisorError
+    from advisor.data.prices import Quote
+    from advisor.plan.pricing import figure
+
+    def q(basis, usd, provider):
+        return Quote("h100-sxm5-80gb", basis, usd, "gpu-hour", 1, None, "1x", provider, "2026-11-01", "https://x")
+
+    same = [q("rent-on-demand", 3.0, "A"), q("rent-on-demand", 4.0, "B"), q("rent-on-demand", 5.0, "C")]
+    assert figure(same, "on-demand").usd == 4.0
+    with pytest.raises(AdvisorError, match="several bases"):
+        figure(same[:2] + [q("rent-marketplace", 2.0, "D")], "on-demand")
+
+
+def test_check_catalog_lists_each_price_with_its_basis_quotes_and_age(capsys):
+    from advisor.cli.main import main
+
+    assert main(["check-catalog", "--prices"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("h100-sxm5-80gb "))
+    assert "on-demand" in row and "quotes" in row and "/h" in row
+    assert "devices priced" in out
+    assert main(["check-catalog", "--prices", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    h100 = next(r for r in rows if r["hardware"] == "h100-sxm5-80gb")
+    assert h100["rent_basis"] == "on-demand" and h100["rent_quotes"] >= 1 and h100["age_days"] is not None
