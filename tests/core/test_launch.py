@@ -227,3 +227,29 @@ def test_vllm_asks_for_an_e5m2_kv_cache_before_ada(cat):
     a100 = launch_line(_candidate(cat, "a100-sxm4-80gb", "vllm", "bf16", kv="fp8"), req, cat.checkpoints)
     h100 = launch_line(_candidate(cat, "h100-sxm5-80gb", "vllm", "bf16", kv="fp8"), req, cat.checkpoints)
     assert "--kv-cache-dtype fp8_e5m2" in a100 and "--kv-cache-dtype fp8 " in h100 + " "
+
+
+#: Models people ask about most (issue 29), and the formats their launch lines most often print
+POPULAR = ["llama-3.1-8b", "llama-3.2-3b", "llama-3.3-70b", "qwen3-8b", "qwen3-14b", "qwen3-32b", "qwen3-30b-a3b",
+           "qwen3-30b-a3b-instruct-2507", "qwen3-coder-30b-a3b-instruct", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
+           "gemma-3-4b", "gemma-3-12b", "gemma-3-27b", "mistral-small-3.2-24b-2506", "qwq-32b",
+           "deepseek-r1-distill-qwen-7b", "deepseek-r1-distill-qwen-32b", "glm-4.5-air", "glm-4.7-flash",
+           "llama-4-scout-17b-16e", "phi-4", "nemotron-3-nano-30b-a3b"]
+
+
+@pytest.mark.parametrize("quant", ["q4_k_m", "q8_0"])
+def test_popular_models_download_a_published_gguf(cat, quant):
+    """Issue 29: the formats most users run have a published file behind every popular model's line;
+    what has none says how to make it (tested above)."""
+    missing = []
+    for key in POPULAR:
+        req = SimpleNamespace(model=cat.models[key], context=8192, output_tokens=256)
+        line = launch_line(_candidate(cat, "rtx-4090", "llama.cpp", quant, gpus=1), req, cat.checkpoints)
+        if " -hf " not in line:
+            missing.append(key)
+    assert not missing, f"{quant}: no published GGUF listed for {missing}"
+
+
+def test_popular_models_have_their_own_release_listed(cat):
+    for key in POPULAR:
+        assert native_checkpoint(cat.checkpoints, cat.models[key]) is not None, key
