@@ -149,27 +149,29 @@ def _check_prices(cat: Catalog, args: argparse.Namespace) -> bool:
 
     checks = check_prices(cat)
 
-    def fig(f, unit):
+    def fig(f, unit, age):
         if f is None:
             return "—"
         n = "your quote" if f.own else f"{f.quotes} quote{'s' if f.quotes != 1 else ''}"
-        return f"${f.usd:,.2f}{unit} · {f.basis} · {n} · {f.newest}"
+        return f"${f.usd:,.2f}{unit} · {f.basis} · {n} · {f.newest}" + ("" if age is None else f" ({age} d old)")
 
     if getattr(args, "json", False):
-        print(json_text([{"hardware": c.hardware, "age_days": c.age_days, "flags": list(c.flags), "problem": c.problem,
+        print(json_text([{"hardware": c.hardware, "buy_age_days": c.buy_age_days, "rent_age_days": c.rent_age_days,
+                          "flags": list(c.flags), "problem": c.problem,
                           **{f"{k}_{field}": (getattr(f, field) if f is not None else None)
                              for k, f in (("buy", c.buy), ("rent", c.rent))
                              for field in ("usd", "basis", "quotes", "oldest", "newest")}} for c in checks]))
     else:
         print(f"\nPrices: the figure each device is ranked by (a median over ≥ {MIN_QUOTES} current quotes of one "
               "basis, else the few quotes there are, marked thin)")
-        print(table(["hardware", "buy", "rent", "age (days)", "flags"],
-                    [[c.hardware, fig(c.buy, ""), fig(c.rent, "/h"), "—" if c.age_days is None else c.age_days,
+        print(table(["hardware", "buy", "rent", "flags"],
+                    [[c.hardware, fig(c.buy, "", c.buy_age_days), fig(c.rent, "/h", c.rent_age_days),
                       c.problem or ", ".join(c.flags)] for c in checks]))
         priced = [c for c in checks if "unpriced" not in c.flags]
         well = [c for c in priced if not any(f.startswith("thin") for f in c.flags)]
         print(f"{len(priced)} of {len(checks)} devices priced; {len(well)} on ≥ {MIN_QUOTES} quotes of one basis "
-              f"for each figure they have; {sum('old' in c.flags for c in checks)} rest on quotes over a year old")
+              f"for each figure they have; {sum(any(f.startswith('old') for f in c.flags) for c in checks)} have a "
+              "figure whose newest quote is over a year old")
     for c in checks:
         if c.problem:
             print(f"problem: {c.problem}", file=sys.stderr)

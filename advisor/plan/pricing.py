@@ -153,8 +153,9 @@ class PriceCheck:
     hardware: str
     buy: Figure | None
     rent: Figure | None
-    age_days: int | None        # the newest quote behind either figure, days before the table's newest
-    flags: tuple[str, ...]      # "thin buy" (< MIN_QUOTES), "thin rent", "old" (> 365 days), "unpriced"
+    buy_age_days: int | None    # the newest quote behind the figure, days before the table's newest quote
+    rent_age_days: int | None
+    flags: tuple[str, ...]      # "thin buy" (< MIN_QUOTES), "thin rent", "old buy"/"old rent" (> 365 days), "unpriced"
     problem: str = ""           # a figure that could not be formed (quotes of several bases)
 
 
@@ -167,18 +168,17 @@ def check_prices(cat) -> list[PriceCheck]:
             buy_figure, rent_figure, problem = device_buy(cat, hw)[0], rent(cat, hw), ""
         except AdvisorError as exc:
             buy_figure, rent_figure, problem = None, None, str(exc)
-        days = [parse_date(f.newest) for f in (buy_figure, rent_figure) if f is not None and not f.own
-                and f.newest != "undated"]
-        age = (newest - max(days)).days if days else None
+        ages = {name: (newest - parse_date(f.newest)).days if f is not None and not f.own and f.newest != "undated"
+                else None for name, f in (("buy", buy_figure), ("rent", rent_figure))}
         flags = []
         if buy_figure is None and rent_figure is None:
             flags.append("unpriced")
         for name, f in (("buy", buy_figure), ("rent", rent_figure)):
             if f is not None and f.sampled and not f.own and f.quotes < MIN_QUOTES:
                 flags.append(f"thin {name}")
-        if age is not None and age > RENT_WINDOW.days:
-            flags.append("old")
-        out.append(PriceCheck(hw.key, buy_figure, rent_figure, age, tuple(flags), problem))
+            if ages[name] is not None and ages[name] > RENT_WINDOW.days:
+                flags.append(f"old {name}")
+        out.append(PriceCheck(hw.key, buy_figure, rent_figure, ages["buy"], ages["rent"], tuple(flags), problem))
     return out
 
 

@@ -215,4 +215,4 @@ def test_check_catalog_lists_each_price_with_its_basis_quotes_and_age(capsys):
     assert main(["check-catalog", "--prices", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     h100 = next(r for r in rows if r["hardware"] == "h100-sxm5-80gb")
-    assert h100["rent_basis"] == "on-demand" and h100["rent_quotes"] >= 1 and h100["age_days"] is not None
+    assert h100["rent_basis"] == "on-demand" and h100["rent_quotes"] >= 1 and h100["rent_age_days"] is not None
