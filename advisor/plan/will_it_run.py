@@ -157,6 +157,12 @@ def _options(cat, hw, rt, gpus, context, m: Model, min_bits, min_tok_s, host_ram
     v, t = r.values, r.tables
     idx = [i for i in range(len(r)) if _allowed(t.quants[r.q[i]], m, min_bits)]
     if not idx:
+        # the release's own format does not load in this runtime (Kimi K2 Thinking's INT4 experts
+        # in llama.cpp): its bit class is the nearest the runtime has, not an upcast worth refusing
+        from advisor.plan.recommend import _native_bits
+
+        idx = [i for i in range(len(r)) if min_bits <= bits_class(t.quants[r.q[i]]) <= _native_bits(m)]
+    if not idx:
         return []
     gpu: list[FitRow] = []
     for i in idx:
