@@ -60,6 +60,11 @@ class Geometry:
     indexer_key_bytes: float = 0.0
 
     @property
+    def sparse(self) -> bool:
+        """Whether core attention reads only the top-k tokens an indexer picks (DeepSeek Sparse Attention)."""
+        return math.isfinite(self.sparse_topk)
+
+    @property
     def output_params(self) -> float:
         """The matrix read to produce logits: the head, or the tied embedding."""
         return self.head_params or self.embedding_params

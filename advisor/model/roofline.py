@@ -290,7 +290,7 @@ class _Kv:
         # (replicated under tensor parallel, as the latent is), and the tokens core attention reads
         self.idx = g.full_layers * g.indexer_key_bytes * kv_share
         self.topk = g.sparse_topk
-        self.sparse = bool(np.isfinite(self.topk))
+        self.sparse = g.sparse
         # elements per token of the full layers, the indexer's bytes counted as elements of the cache
         self.full_stored = self.full + self.idx / self.kvb if self.sparse else self.full
 
@@ -486,7 +486,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     lin_exp = 2.0 * g.moe_layers * g.experts_per_token * g.expert_params_each * T
     # causal attention: each prompt token attends to the cache and half the prompt on average
     att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
-    if np.isfinite(g.sparse_topk):
+    if g.sparse:
         # sparse attention: each prompt token attends to at most top-k of the tokens before it (the
         # average position's count, min(k, d + s/2)); the indexer scores all of them
         att = B * s * (attn_coeff * (g.full_layers * np.minimum(g.sparse_topk, d + s / 2.0)

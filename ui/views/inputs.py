@@ -153,6 +153,16 @@ class Picker(QWidget):
             self._choose(key)
 
 
+def _labelled_row(label: str, field: QWidget) -> QWidget:
+    """A label and its field on one line, as one widget (shown or hidden together)."""
+    row = QWidget()
+    lay = QHBoxLayout(row)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.addWidget(QLabel(label))
+    lay.addWidget(field, 1)
+    return row
+
+
 class InputsPanel(QScrollArea):
     """The left-hand column. Widgets are named (``spin_prompt`` …) so tests and shortcuts can find them."""
 
@@ -184,28 +194,20 @@ class InputsPanel(QScrollArea):
         self.hw_picker = Picker(session, "hardware", (("vendor", "Vendor"), ("kind", "Kind")), "Search hardware…")
         lay.addWidget(self.hw_picker)
         # the memory sizes the entry ships in (Apple bins, some GPUs); hidden when it ships in one
-        self.memory_row = QWidget()
-        mrow = QHBoxLayout(self.memory_row)
-        mrow.setContentsMargins(0, 0, 0, 0)
-        mrow.addWidget(QLabel("Memory"))
         self.combo_memory = QComboBox()
         self.combo_memory.setObjectName("combo_memory")
         self.combo_memory.setToolTip("Memory size of this hardware: it ships in several; usable memory, the "
                                      "GPU wired limit (Apple) and what fits follow the size")
-        mrow.addWidget(self.combo_memory, 1)
+        self.memory_row = _labelled_row("Memory", self.combo_memory)
         lay.addWidget(self.memory_row)
         # CPUs: the threads llama.cpp runs on (-t); hidden for accelerators
-        self.threads_row = QWidget()
-        trow = QHBoxLayout(self.threads_row)
-        trow.setContentsMargins(0, 0, 0, 0)
-        trow.addWidget(QLabel("Threads"))
         self.spin_threads = QSpinBox()
         self.spin_threads.setObjectName("spin_threads")
         self.spin_threads.setRange(0, 1024)
         self.spin_threads.setSpecialValueText("every core")
         self.spin_threads.setToolTip("CPU threads for inference, as llama.cpp's -t: compute scales with the cores "
                                      "in use, bandwidth with what they can pull from memory")
-        trow.addWidget(self.spin_threads, 1)
+        self.threads_row = _labelled_row("Threads", self.spin_threads)
         lay.addWidget(self.threads_row)
         form = QFormLayout()
         self.spin_gpus = QSpinBox()
