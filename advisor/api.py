@@ -43,8 +43,8 @@ __all__ = [
     "memory_options", "with_memory", "with_threads", "hardware_named", "hardware_sized", "MEMORY_SIZE_HINT",
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
-    "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "HardwareGroup", "by_hardware",
-    "why_first", "candidate_record", "candidate_verdict", "reason_text", "VERDICTS", "EVIDENCE_WORDS", "EVIDENCE_TEXT",
+    "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "DEFAULT_CHAT_CONTEXT", "HardwareGroup", "by_hardware",
+    "Costs", "costs", "why_first", "candidate_record", "candidate_verdict", "reason_text", "VERDICTS", "EVIDENCE_WORDS", "EVIDENCE_TEXT",
     "WillItRun", "FitRow", "will_it_run", "WILL_IT_RUN_MODES", "Explanation", "explain",
     "Load", "ServeReport", "serve", "concurrency_sweep", "prompt_mix",
     "ReportContent", "ReportTable", "SourceEntry", "report_from_config", "report_from_requirements",
@@ -99,8 +99,9 @@ def __getattr__(name: str):
 from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload
-from advisor.plan.recommend import (DEFAULT_MIN_BITS, Candidate, HardwareGroup, Recommendation, Requirements,
+from advisor.plan.recommend import (DEFAULT_CHAT_CONTEXT, DEFAULT_MIN_BITS, Candidate, HardwareGroup, Recommendation, Requirements,
                                    by_hardware, recommend)
+from advisor.plan.pricing import Costs, costs
 from advisor.plan.will_it_run import MODES as WILL_IT_RUN_MODES, FitRow, WillItRun, will_it_run
 from advisor.text.explain import Explanation, explain
 from advisor.text.verdicts import (EVIDENCE_TEXT, EVIDENCE_WORDS, VERDICTS, candidate_record, candidate_verdict,

@@ -402,7 +402,7 @@ def from_hf_config(raw: Any, *, name: str | None = None, source: str = "config.j
         notes.append(qnote + f" -> weight format {weight_format}")
 
     attention = "mla" if mla else "mqa" if kv_heads == 1 else "mha" if kv_heads == heads else "gqa"
-    display = name or cfg.get("_name_or_path") or arch or "Imported model"
+    display = name or _config_name(raw) or arch or "Imported model"
     entry: dict[str, Any] = {
         "key": slug(display), "name": str(display), "family": FAMILY_OF.get(mtype, mtype or "imported"),
         "params_total_b": round(total / 1e9, 6), "params_active_b": round(active / 1e9, 6),
@@ -1022,7 +1022,8 @@ def import_model(source: str, *, name: str | None = None, cache_dir: str | None 
             raise AdvisorError(f"{path} holds no config.json" + (f" (and {len(ggufs)} .gguf files: name one)"
                                                                  if ggufs else ""))
         nbytes, how = safetensors_bytes(path)
-        return from_hf_config(_read_json(cfg, "config.json"), name=name or path.resolve().name,
+        raw = _read_json(cfg, "config.json")
+        return from_hf_config(raw, name=name or _config_name(raw) or path.resolve().name,
                               source=f"{cfg.resolve()} {stamp}", checkpoint_bytes=nbytes)
     if not path.is_file():   # a pipe or a device would block the read or never end
         raise AdvisorError(f"{text}: not a regular file (a pipe, socket or device); give a model file or folder")
@@ -1032,9 +1033,19 @@ def import_model(source: str, *, name: str | None = None, cache_dir: str | None 
         raise AdvisorError(f"{path.name}: a safetensors file has no architecture; import the folder with its "
                            "config.json")
     nbytes, _ = safetensors_bytes(path.parent) if path.name == "config.json" else (None, "")
-    return from_hf_config(_read_json(path, "config.json"), name=name or (path.resolve().parent.name
-                                                                         if path.name == "config.json" else path.stem),
+    raw = _read_json(path, "config.json")
+    return from_hf_config(raw, name=name or _config_name(raw) or (path.resolve().parent.name
+                                                                  if path.name == "config.json" else path.stem),
                           source=f"{path.resolve()} {stamp}", checkpoint_bytes=nbytes)
+
+
+def _config_name(raw: Mapping) -> str:
+    """The model's own name from its config (``_name_or_path``: "meta-llama/Llama-3.1-8B" or the local
+    folder it was saved from), as its last part; "" when the config does not say."""
+    text = raw.get("_name_or_path") if isinstance(raw, Mapping) else None
+    if not isinstance(text, str) or not text.strip():
+        return ""
+    return re.split(r"[\\/]", text.strip().rstrip("/\\"))[-1]
 
 
 def _has_gguf_magic(path: Path) -> bool:

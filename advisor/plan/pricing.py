@@ -364,3 +364,35 @@ def _thin_factor(all_quotes: tuple[tuple[Quote, ...], ...]) -> float:
 
 def monthly_rent(hour_total: float | None) -> float | None:
     return hour_total * HOURS_PER_MONTH if hour_total and math.isfinite(hour_total) else None
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What one configuration costs to own and to run, for side-by-side views (Compare, the report):
+    the machine bought, the GPUs rented, their board power, and the output tokens a rented hour buys.
+    None where the catalog has no figure; never a guess."""
+
+    buy_usd: float | None          # the machine(s) up front (device price, plus a host for cards)
+    buy_label: str                 # "street price, 2 quotes, with its host", "server price per GPU, median of 5"
+    rent_usd_hour: float | None    # every GPU, on-demand (or the basis `rent` names)
+    rent_label: str
+    power_w: float | None          # board power of every GPU (a system entry: the machine)
+    usd_per_million_tokens: float | None   # rent per hour over the output tokens served in that hour
+    thin: bool                     # a figure rests on fewer than MIN_QUOTES quotes
+
+
+def costs(cat, hw: Hardware, gpus: int, throughput_tok_s: float | None = None) -> Costs:
+    """`Costs` of ``gpus`` × ``hw`` serving ``throughput_tok_s`` output tokens per second."""
+    purchase = buy(cat, hw, gpus)
+    device, includes = device_buy(cat, hw)
+    r = rent(cat, hw)
+    count = 1 if is_system(hw) else gpus
+    hour = r.usd * count if r is not None else None
+    per_m = (hour / (throughput_tok_s * 3600) * 1e6
+             if hour and throughput_tok_s and math.isfinite(throughput_tok_s) and throughput_tok_s > 0 else None)
+    label = device.label if device else ""
+    if purchase is not None and includes == "device" and not is_system(hw):
+        label += ", with no host priced" if purchase.host_missing else ", with its host"
+    return Costs(purchase.capex_usd if purchase else None, label,
+                 hour, r.label if r is not None else "", hw.tdp_w * count if hw.tdp_w else None, per_m,
+                 bool((purchase and purchase.thin) or (r is not None and r.thin)))

@@ -226,6 +226,17 @@ def catalog_data_date(cat: "Catalog") -> tuple[str, str]:
 
 # ---- sources ------------------------------------------------------------------------------------
 
+def shown_source(source: str) -> str:
+    """A source as a report shows it to others: an imported model's local file by its folder and name
+    only ("qwen3-8b/config.json (imported 2026-11-26)"), not the absolute path on this machine."""
+    m = re.match(r"^(.*?)( \(imported [^)]*\))?$", source or "")
+    path = m.group(1) if m else ""
+    if not (path.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", path)):
+        return source
+    parts = [p for p in re.split(r"[\\/]", path) if p]
+    return "local file " + "/".join(parts[-2:]) + (m.group(2) or "")
+
+
 def _sources(cat: "Catalog", configs) -> tuple[SourceEntry, ...]:
     """Every catalog entry behind ``configs`` ((hardware, model, quant, kv, runtime) tuples), once each."""
     out: list[SourceEntry] = []
@@ -241,7 +252,7 @@ def _sources(cat: "Catalog", configs) -> tuple[SourceEntry, ...]:
         add("model", model.key, model.name,
             f"{num(model.params_total_b)} B parameters ({num(model.params_active_b)} B active), {model.layers} layers, "
             f"{model.attention.upper()} with {model.kv_heads} KV heads, native context {model.native_context:,}",
-            model.source)
+            shown_source(model.source))
     for hw, model, quant, kv, rt in configs:
         add("hardware", hw.key, hw.name,
             f"{num(hw.memory_gib)} GiB {hw.memory_type or ''} at {num(hw.bandwidth_gb_s)} GB/s; "

@@ -45,6 +45,10 @@ def test_bigger_model_lowers_max_batch(window, qtbot):
     qtbot.keyClick(picker.search, Qt.Key.Key_Return)
     assert s.cfg.model.key.startswith("llama-3.1-70b")
     assert s.prediction.max_batch < small
+    # 70B in BF16 does not fit one 80 GB H100: no user fits, which reads as a dash, not "0"
+    assert s.prediction.max_batch == 0 and not s.prediction.fits
+    assert window.results.cards["max_batch"].value.text() == "—"
+    assert s.set_inputs(gpus=2)
     assert window.results.cards["max_batch"].value.text() == f"{s.prediction.max_batch:,}"
 
 

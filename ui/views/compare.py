@@ -10,6 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
 from advisor import api
 from advisor.text.format import duration_ms, num
@@ -17,21 +18,48 @@ from ui.session import MAX_COMPARE, describe
 from ui.views.curves import frame, log_points
 from ui.widgets import plot_colors
 
-ROWS = (  # label, getter(prediction) -> text
-    ("Hardware", lambda p, c: f"{c.gpus}× {p.hardware}" if c.gpus > 1 else p.hardware),
-    ("Model", lambda p, c: p.model),
-    ("Weights / KV", lambda p, c: f"{p.quant} / {p.kv_dtype}"),
-    ("Runtime", lambda p, c: p.runtime),
-    ("Workload", lambda p, c: f"{p.batch} × {p.prompt_tokens:,} in / {p.output_tokens:,} out"),
-    ("Fits", lambda p, c: "yes" if p.fits else f"no (short {num(p.shortfall_gb)} GB)"),
-    ("Memory", lambda p, c: f"{num(p.total_gb)} of {num(p.usable_gb)} GB"),
-    ("TTFT", lambda p, c: duration_ms(p.ttft_ms)),
-    ("Decode / user", lambda p, c: f"{num(p.decode_tok_s)} tok/s"),
-    ("Aggregate", lambda p, c: f"{num(p.throughput_tok_s)} tok/s"),
-    ("Max batch", lambda p, c: num(int(p.max_batch))),
-    ("Max context", lambda p, c: num(int(p.max_context))),
-    ("Bound", lambda p, c: p.bound),
+def _price(v: float | None, unit: str = "", digits: int = 0) -> str:
+    return "—" if v is None else f"${v:,.{digits}f}{unit}"
+
+
+def _speed(p, text: str) -> str:
+    """A speed of a configuration that does not fit is what it would reach if it did: say so."""
+    return text if p.fits else f"{text} (if it fit)"
+
+
+def _count(v: float) -> str:
+    """A capacity of none ("0 users fit") reads as a dash, not as a number to compare."""
+    return num(int(v)) if v >= 1 else "—"
+
+
+#: label, text(prediction, config, costs), the figure compared across columns (None: not compared)
+#: and whether lower is better; a figure is compared only between configurations that fit
+ROWS = (
+    ("Hardware", lambda p, c, k: f"{c.gpus}× {p.hardware}" if c.gpus > 1 else p.hardware, None, False),
+    ("Fits", lambda p, c, k: "yes" if p.fits else f"no — short {num(p.shortfall_gb)} GB", None, False),
+    ("Model", lambda p, c, k: p.model, None, False),
+    ("Weights / KV", lambda p, c, k: f"{p.quant} / {p.kv_dtype}", None, False),
+    ("Runtime", lambda p, c, k: p.runtime, None, False),
+    ("Workload", lambda p, c, k: f"{p.batch} × {p.prompt_tokens:,} in / {p.output_tokens:,} out", None, False),
+    ("Memory", lambda p, c, k: f"{num(p.total_gb)} of {num(p.usable_gb)} GB", None, False),
+    ("TTFT", lambda p, c, k: _speed(p, duration_ms(p.ttft_ms)), lambda p, k: p.ttft_ms, True),
+    ("Decode / user", lambda p, c, k: _speed(p, f"{num(p.decode_tok_s)} tok/s"), lambda p, k: p.decode_tok_s, False),
+    ("Aggregate", lambda p, c, k: _speed(p, f"{num(p.throughput_tok_s)} tok/s"), lambda p, k: p.throughput_tok_s,
+     False),
+    ("Max batch", lambda p, c, k: _count(p.max_batch), lambda p, k: p.max_batch, False),
+    ("Max context", lambda p, c, k: _count(p.max_context), lambda p, k: p.max_context, False),
+    ("Bound", lambda p, c, k: p.bound, None, False),
+    ("Buy", lambda p, c, k: _price(k.buy_usd) + (f" ({k.buy_label})" if k.buy_label else ""),
+     lambda p, k: k.buy_usd, True),
+    ("Rent", lambda p, c, k: _price(k.rent_usd_hour, "/h", 2) + (f" ({k.rent_label})" if k.rent_label else ""),
+     lambda p, k: k.rent_usd_hour, True),
+    ("Board power", lambda p, c, k: "—" if k.power_w is None else f"{k.power_w:,.0f} W", lambda p, k: k.power_w, True),
+    ("$ / M tokens", lambda p, c, k: _price(k.usd_per_million_tokens, "", 2) + (" (rent)" if k.usd_per_million_tokens
+                                                                                  else ""),
+     lambda p, k: k.usd_per_million_tokens, True),
 )
+#: the row whose best column is "best value" in the header (else the cheapest to buy)
+VALUE_ROWS = ("$ / M tokens", "Buy")
 SERIES = ("a", "b", "c", "e")
 
 
@@ -86,6 +114,7 @@ class CompareView(QWidget):
         self.btn_load.clicked.connect(self._load)
         session.sig_compare_changed.connect(self.render)
         self.predictions: list[api.Prediction] = []
+        self.best_value: int | None = None
         self.render()
 
     def showEvent(self, event) -> None:  # noqa: N802
@@ -113,8 +142,9 @@ class CompareView(QWidget):
         s = self.session
         cfgs = list(s.compare)
         self.table.setColumnCount(len(cfgs))
-        self.table.setHorizontalHeaderLabels([f"#{i + 1} {c.hardware.name}" for i, c in enumerate(cfgs)])
+        headers = [f"#{i + 1} {c.hardware.name}" for i, c in enumerate(cfgs)]
         self.predictions = []
+        figures: dict[int, tuple] = {}   # column -> (prediction, costs)
         for j, cfg in enumerate(cfgs):
             try:
                 p = api.predict(s.cat, cfg)
@@ -122,10 +152,35 @@ class CompareView(QWidget):
                 s.sig_error.emit(f"Compare #{j + 1}: {exc}")
                 continue
             self.predictions.append(p)
-            for i, (_, get) in enumerate(ROWS):
-                item = QTableWidgetItem(get(p, cfg))
-                item.setToolTip(describe(cfg))
+            figures[j] = (p, api.costs(s.cat, cfg.hardware, cfg.gpus, p.throughput_tok_s if p.fits else None))
+        best = _best_columns(figures)
+        muted, good = QColor(plot_colors()["muted"]), QColor(plot_colors()["c"])
+        for j, (p, k) in figures.items():
+            cfg = cfgs[j]
+            if not p.fits:
+                headers[j] += " (does not fit)"
+            for i, (label, text, value, _) in enumerate(ROWS):
+                item = QTableWidgetItem(text(p, cfg, k))
+                tip = describe(cfg)
+                if not p.fits and value is not None and label not in ("Buy", "Rent", "Board power"):
+                    # it does not fit: its speeds are what it would reach if it did, never a winner
+                    item.setForeground(muted)
+                    tip = f"Does not fit (short {num(p.shortfall_gb)} GB): the figure it would reach if it did"
+                elif label == "Fits" and not p.fits:
+                    item.setForeground(QColor(plot_colors()["d"]))
+                if best.get(label) == j:
+                    f = item.font()
+                    f.setBold(True)
+                    item.setFont(f)
+                    item.setForeground(good)
+                    tip = f"Best of the configurations that fit · {tip}"
+                item.setToolTip(tip)
                 self.table.setItem(i, j, item)
+        value_col = next((best[r] for r in VALUE_ROWS if r in best), None)
+        if value_col is not None and len(figures) > 1:
+            headers[value_col] += " ★ best value"
+        self.table.setHorizontalHeaderLabels(headers)
+        self.best_value = value_col
         for plot in (self.p_batch, self.p_prompt):
             plot.legend.clear()
         bx, by, px, py = [], [], [], []
@@ -171,6 +226,21 @@ class CompareView(QWidget):
 
     def table_rows(self) -> list[list[str]]:
         return [line.split("\t") for line in self.copy_text().split("\n")]
+
+
+def _best_columns(figures: dict[int, tuple]) -> dict[str, int]:
+    """Per compared row, the column with the best figure among the configurations that fit (none
+    where fewer than two have the figure: a lone value is not a winner)."""
+    out: dict[str, int] = {}
+    for label, _, value, lower in ROWS:
+        if value is None:
+            continue
+        have = {j: value(p, k) for j, (p, k) in figures.items() if p.fits}
+        have = {j: v for j, v in have.items() if _finite(v) and v > 0}
+        if len(have) < 2 or len(set(have.values())) < 2:
+            continue
+        out[label] = (min if lower else max)(have, key=have.get)
+    return out
 
 
 def _short(cfg) -> str:

@@ -69,6 +69,15 @@ class Picker(QWidget):
         self.search.returnPressed.connect(self._on_return)
         self.completer.activated.connect(self._on_completion)
         lay.addWidget(self.search)
+        # a name that does not resolve stays marked, with why, until a name that does is chosen or
+        # the field is cleared (a status-bar flash is missed, and the old choice stays on screen)
+        self.error = QLabel()
+        self.error.setObjectName(f"{section}_name_error")
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #d23c3c; font-size: 11px;")
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.hide()
+        lay.addWidget(self.error)
         row = QHBoxLayout()
         self.filters: dict[str, QComboBox] = {}
         for field, label in filters:
@@ -130,6 +139,8 @@ class Picker(QWidget):
         self.combo.blockSignals(False)
 
     def _on_text_edited(self, text: str) -> None:
+        if not text.strip():
+            self._mark("")
         rows = suggest(self.session.cat, text, self.section, limit=15) if text.strip() else []
         self._suggestions = {name: key for key, name in rows}
         self._names.setStringList([name for _, name in rows])
@@ -138,6 +149,18 @@ class Picker(QWidget):
         field = "hardware" if self.section == "hardware" else "model"
         if self.session.set_inputs(**{field: key_or_name}):
             self.search.clear()
+            self._mark("")
+        else:
+            current = getattr(self.session.cfg, field).name
+            self._mark(f"{self.session.last_error} — still using {current}")
+
+    def _mark(self, message: str) -> None:
+        """Show why the typed name was refused beside the field (empty: the field is fine)."""
+        self.error.setText(message)
+        self.error.setVisible(bool(message))
+        self.search.setStyleSheet("QLineEdit { border: 1px solid #d23c3c; }" if message else "")
+        self.search.setToolTip(message or "Type any part of a name (forgiving: 'rtx 4090', 'llama 3.1 8b'); "
+                                          "Enter picks the best match")
 
     def _on_completion(self, name: str) -> None:
         self._choose(self._suggestions.get(name, name))

@@ -198,7 +198,7 @@ class RecommendView(QWidget):
         self.check_safe.toggled.connect(self.schedule)
         for w in (self.combo_cost_basis, self.combo_kind, self.combo_vendor):
             w.currentIndexChanged.connect(self.schedule)
-        for w in (self.spin_min_bits, self.spin_budget_usd, self.spin_budget_usd_hour, self.spin_think_s):
+        for w in (self.spin_context, self.spin_min_bits, self.spin_budget_usd, self.spin_budget_usd_hour, self.spin_think_s):
             w.valueChanged.connect(self.schedule)
         for w in (self.check_spec, self.check_offload, self.check_burst):
             w.toggled.connect(self.schedule)
@@ -242,6 +242,19 @@ class RecommendView(QWidget):
         self.spin_think_s.setSuffix(" s think")
         self.spin_think_s.setSpecialValueText("no think")
         self.spin_think_s.setToolTip("Seconds a user waits between a response and the next request (--think-s)")
+        self.spin_context = QSpinBox()
+        self.spin_context.setRange(0, 10_000_000)
+        self.spin_context.setSingleStep(1024)
+        self.spin_context.setPrefix("context ")
+        self.spin_context.setSuffix(" tok")
+        self.spin_context.setSpecialValueText("context: default")
+        self.spin_context.setGroupSeparatorShown(True)
+        self.spin_context.setKeyboardTracking(False)
+        self.spin_context.setObjectName("recommend_context")
+        self.spin_context.setToolTip("The longest context every user must be able to reach: the KV cache and the "
+                                     "launch line's context are sized for it (--context). Default: the CLI's, "
+                                     f"{api.DEFAULT_CHAT_CONTEXT:,} tokens for chat (or the model's own, if shorter), or "
+                                     "prompt + output + depth when a depth is set")
         self.combo_kind = QComboBox()
         self.combo_kind.addItem("All kinds", "")
         for kind in sorted({h.kind for h in self.session.cat.hardware.values()}):
@@ -267,7 +280,7 @@ class RecommendView(QWidget):
         self.spin_budget_usd_hour.setSpecialValueText("no $/h cap")
         self.spin_budget_usd_hour.setKeyboardTracking(False)
         self.spin_budget_usd_hour.setToolTip("Rent budget for all GPUs, USD per hour (--budget-usd-hour; 0 = none)")
-        for w in (self.combo_cost_basis, self.spin_min_bits, self.combo_kind, self.combo_vendor, self.spin_budget_usd,
+        for w in (self.spin_context, self.combo_cost_basis, self.spin_min_bits, self.combo_kind, self.combo_vendor, self.spin_budget_usd,
                   self.spin_budget_usd_hour, self.check_spec, self.check_offload, self.check_burst, self.spin_think_s):
             bar.addWidget(w)
         bar.addStretch(1)
@@ -290,11 +303,12 @@ class RecommendView(QWidget):
         s = self.session
         cfg, t = s.cfg, s.targets
         wl = cfg.workload
+        # the context asked for, else the CLI's default for chat (8k, or the model's own) unless a depth
+        # says how long conversations grow
+        context = self.spin_context.value() or ((wl.prompt_tokens + wl.output_tokens + wl.depth_tokens)
+                                                if wl.depth_tokens else None)
         return api.Requirements(model=cfg.model, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
-                                # the CLI's default context for chat (8k, or the model's own) unless a depth
-                                # says how long conversations grow
-                                context_tokens=(wl.prompt_tokens + wl.output_tokens + wl.depth_tokens)
-                                if wl.depth_tokens else None,
+                                context_tokens=context,
                                 users=wl.batch, ttft_ms=t.ttft_ms or None, tok_s=t.tok_s or None, **self.options())
 
     def _on_inputs_changed(self) -> None:
@@ -310,7 +324,7 @@ class RecommendView(QWidget):
         s = self.session
         w = s.cfg.workload
         return (s.cfg.model.key, w.prompt_tokens, w.output_tokens, w.depth_tokens, w.batch, s.targets,
-                tuple(sorted(self.options().items())), id(s.cat))
+                tuple(sorted(self.options().items())), self.spin_context.value(), id(s.cat))
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
@@ -375,7 +389,10 @@ class RecommendView(QWidget):
             basis += f" ({rec.cost_basis_why})"
         what = "closest misses" if mode == "misses" else "rows"
         shown = f"showing {len(rows):,} {what}" + (" (the first)" if len(rows) >= MAX_ROWS else "")
-        self.status.setText(f"{rec.n_margin:,} of {len(rec):,} configurations meet the requirements with margin, "
+        req = rec.requirements
+        context = f"context {req.context:,} tokens" + (" (the default for chat; set the context to change)"
+                                                       if req.context_is_default else "")
+        self.status.setText(f"{context} · {rec.n_margin:,} of {len(rec):,} configurations meet the requirements with margin, "
                             f"{rec.n_passing - rec.n_margin:,} more only if the estimate holds · ranked by "
                             f"{basis} · {shown} · {rec.elapsed_ms:,.0f} ms")
         if rec.n_passing == 0 and mode == "passing":

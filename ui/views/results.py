@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QTextBr
                                QWidget)
 
 from advisor.text.format import duration_ms, num
+from ui.widgets import plot_colors
 
 CARDS = (  # name, title, explanation key
     ("fits", "Fits in memory", "memory"),
@@ -173,12 +174,24 @@ class ResultsView(QWidget):
             c["throughput"].show_values(f"{num(srv.throughput_tok_s)} tok/s", f"{p.batch} users · {num(srv.request_rate_rps)} req/s",
                                         tooltip=f"Output tokens per second of the server with {p.batch} users in a closed "
                                                 f"loop ({num(srv.request_rate_rps)} requests/s)")
-        c["max_batch"].show_values(num(int(p.max_batch)), f"knee ≈ {num(p.knee_batch)}", "" if p.max_batch >= 1 else bad,
+        c["max_batch"].show_values(num(int(p.max_batch)) if p.max_batch >= 1 else "—", f"knee ≈ {num(p.knee_batch)}",
+                                   "" if p.max_batch >= 1 else bad,
                                    f"{p.max_batch:,} users fit at this context before the KV cache is full; decode "
                                    f"turns compute-bound from a batch of about {num(p.knee_batch)}")
-        c["max_context"].show_values(f"{num(int(p.max_context))} tok", f"native {cfg.model.native_context:,}",
+        c["max_context"].show_values(f"{num(int(p.max_context))} tok" if p.max_context >= 1 else "—",
+                                     f"native {cfg.model.native_context:,}",
+                                     "" if p.max_context >= 1 else bad,
                                      tooltip=f"The longest context one user can have in the memory left; the model "
                                              f"was trained for {cfg.model.native_context:,} tokens")
+        if not p.fits:
+            # the speeds of a configuration that does not fit are what it would reach if it did: greyed,
+            # and said so first, never read as an answer
+            muted = plot_colors()["muted"]
+            for name in ("ttft", "decode", "throughput"):
+                card = c[name]
+                card.show_values(card.value.text(), f"does not fit — if it did: {card.detail.text()}", muted,
+                                 f"Does not fit in memory (short by {num(p.shortfall_gb)} GB): this is the figure it "
+                                 f"would reach if it did. {card.toolTip()}")
         dtype = p.compute_dtype or "?"
         c["bound"].show_values(p.bound.capitalize(), f"decode · prefill: {p.prefill_bound}", tooltip=(
             f"Decode is {p.bound}-bound, prefill {p.prefill_bound}-bound; the device gives {num(p.bandwidth_gb_s)} GB/s "
@@ -186,6 +199,8 @@ class ResultsView(QWidget):
         t = s.targets
         if t.ttft_ms <= 0 and t.tok_s <= 0:
             self.targets_card.show_values("None set", "set them in the inputs")
+        elif not p.fits:
+            self.targets_card.show_values("Missed", "does not fit in memory", bad)
         else:
             missed = [k for k, v in meet.items() if v is False]
             self.targets_card.show_values("Missed" if missed else "Met", ", ".join(

@@ -71,9 +71,7 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self.cell_text(r, c)
         if role == SORT_ROLE:
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                return float(v) if math.isfinite(v) else float("inf")
-            return "" if v is None else str(v).lower()
+            return _sort_key(v, self.cell_text(r, c))
         if role == ROW_ROLE:
             return self.rows[r]
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -98,12 +96,34 @@ class RowsModel(QAbstractTableModel):
         return None
 
 
+def _sort_key(v: Any, text: str) -> Any:
+    """What a cell sorts by: its number, its text in lower case, or None where it has no value (None,
+    nan, a dash), which sorts last in either direction."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return None if math.isnan(v) else float(v)
+    if v is None or text.strip() in ("", "—"):
+        return None
+    return str(v).lower()
+
+
 class FilterProxy(QSortFilterProxyModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setSortRole(SORT_ROLE)
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.setFilterKeyColumn(-1)
+
+    def lessThan(self, left: QModelIndex, right: QModelIndex) -> bool:  # noqa: N802
+        a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
+        if a is None or b is None:
+            # a row with no value goes after every row with one, ascending or descending (Qt
+            # reverses the comparison for descending, so the answer depends on the order)
+            if a is None and b is None:
+                return False
+            return (a is None) == (self.sortOrder() == Qt.SortOrder.DescendingOrder)
+        if type(a) is not type(b):   # a number beside a text ("n/a"): numbers first
+            return isinstance(a, float) != (self.sortOrder() == Qt.SortOrder.DescendingOrder)
+        return a < b
 
 
 def make_table(model: RowsModel) -> tuple[QTableView, FilterProxy]:
