@@ -293,8 +293,9 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
         host_ram, ram_note = describe().ram_gb, "this machine's RAM"
     min_bits = _number("min-bits", args.min_bits) or DEFAULT_MIN_BITS
     min_tok = _number("min-tok-s", args.min_tok_s) or DEFAULT_MIN_TOK_S
+    quant = cat.quant_named(args.quant) if getattr(args, "quant", None) else None
     answer = will_it_run(cat, hw, rt, gpus, ctx, cat.model_named(args.model) if args.model else None,
-                         min_bits=min_bits, min_tok_s=min_tok, host_ram_gb=host_ram)
+                         min_bits=min_bits, min_tok_s=min_tok, host_ram_gb=host_ram, quant=quant)
     rt = answer.runtime
 
     def record(x):
@@ -307,6 +308,7 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text({"hardware": hw.name, "gpus": gpus, "runtime": rt.name, "context_tokens": ctx,
                          "min_tok_s": min_tok, "fast_tok_s": answer.fast_tok_s, "min_bits": min_bits,
+                         "quant": quant.name if quant is not None else None,
                          "host_ram_gb": host_ram, "rows": [record(x) for x in answer.rows]}))
         return EXIT_OK
     where = f"{gpus} × {hw.name}" if gpus > 1 else hw.name
@@ -323,8 +325,12 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
         ram = f"{num(host_ram)} GB of system RAM ({ram_note})"
     else:
         ram = "system RAM not given (--host-ram-gb): offload rows say how much they need"
-    print(f"Will it run on {where} with {rt.name}? One user, context {ctx:,} tokens, F16 KV cache; weights at least "
-          f"{min_bits:g}-bit class (--min-bits; a model's own release format always passes); {ram}.")
+    weights = (f"weights in {quant.name} only (--quant)" if quant is not None else
+               f"weights at least {min_bits:g}-bit class (--min-bits; a model's own release format always passes)")
+    print(f"Will it run on {where} with {rt.name}? One user, context {ctx:,} tokens, F16 KV cache; {weights}; {ram}.")
+    if quant is not None and not answer.rows:
+        print(f"No model loads in {quant.name} in {rt.name}: choose another --quant or --runtime.")
+        return EXIT_OK
     print(f"Speed: fast ≥ {num(answer.fast_tok_s)} tok/s, usable ≥ {num(min_tok)} (--min-tok-s), else too slow.\n")
 
     def ram_cell(x):
@@ -434,6 +440,8 @@ def register(sub) -> None:
     p.add_argument("--min-bits", dest="min_bits",
                    help="weakest bit class of the weights (default 4; a model's release format always passes)")
     p.add_argument("--min-tok-s", dest="min_tok_s", help="the decode speed that counts as usable (default 10 tok/s)")
+    p.add_argument("--quant", help="every model in this weight format only (e.g. Q4_K_M; default: the best per "
+                                   "model)")
     p.add_argument("--host-ram-gb", dest="host_ram_gb",
                    help="system RAM, GB: offloading experts or layers must fit in it (\"this machine\": probed)")
     p.add_argument("--json", action="store_true", help="print JSON")

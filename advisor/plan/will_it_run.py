@@ -112,9 +112,11 @@ def grade(tok_s: float, min_tok_s: float) -> str:
 
 def will_it_run(cat: Catalog, hardware: Hardware, runtime: Runtime | None = None, gpus: int = 1,
                 context: int = 4096, model: Model | None = None, *, min_bits: float = DEFAULT_MIN_BITS,
-                min_tok_s: float = DEFAULT_MIN_TOK_S, host_ram_gb: float | None = None) -> WillItRun:
+                min_tok_s: float = DEFAULT_MIN_TOK_S, host_ram_gb: float | None = None,
+                quant: Quant | None = None) -> WillItRun:
     """Rows for every catalog model (or every allowed format of ``model``): one user at ``context``
-    tokens with an F16 KV cache, in the best mode that runs it."""
+    tokens with an F16 KV cache, in the best mode that runs it. ``quant``: in that weight format
+    only (a model the runtime cannot load in it is left out), whatever its bit class."""
     if runtime is None:
         runtime = with_defaults(cat, hardware, model or next(iter(cat.models.values()))).runtime
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1 or isinstance(context, bool) or context < 2:
@@ -133,7 +135,7 @@ def will_it_run(cat: Catalog, hardware: Hardware, runtime: Runtime | None = None
     rows: list[FitRow] = []
     for m in ([model] if model else list(cat.models.values())):
         options = _options(cat, hardware, runtime, gpus, context, m, min_bits, min_tok_s, host_ram_gb,
-                           every_format=model is not None)
+                           every_format=model is not None, quant=quant)
         if model is not None:
             rows += options
         elif options:
@@ -146,16 +148,23 @@ def will_it_run(cat: Catalog, hardware: Hardware, runtime: Runtime | None = None
     return WillItRun(hardware, runtime, gpus, context, tuple(rows), model is None, min_tok_s, min_bits, host_ram_gb)
 
 
-def _options(cat, hw, rt, gpus, context, m: Model, min_bits, min_tok_s, host_ram_gb, every_format: bool) -> list[FitRow]:
+def _options(cat, hw, rt, gpus, context, m: Model, min_bits, min_tok_s, host_ram_gb, every_format: bool,
+             quant: Quant | None = None) -> list[FitRow]:
     """The ways to run ``m``, best first: every allowed format on the GPU (speed, context), and where
     none is usable there, the offload modes of the formats worth trying."""
     c = min(context, m.native_context)
     wl = Workload(batch=1, prompt_tokens=max(c - OUTPUT_TOKENS, 1), output_tokens=min(OUTPUT_TOKENS, c - 1))
-    r = sweep(cat, m, wl, hardware=[hw.key], runtimes=[rt.key], quants=None, kv_dtypes=("f16",), gpus=(gpus,))
+    r = sweep(cat, m, wl, hardware=[hw.key], runtimes=[rt.key], quants=[quant.key] if quant is not None else None,
+              kv_dtypes=("f16",), gpus=(gpus,))
     if len(r) == 0:
         return []
     v, t = r.values, r.tables
-    idx = [i for i in range(len(r)) if _allowed(t.quants[r.q[i]], m, min_bits)]
+    if quant is not None:
+        idx = [i for i in range(len(r)) if t.quants[r.q[i]].key == quant.key]
+        if not idx:
+            return []
+    else:
+        idx = [i for i in range(len(r)) if _allowed(t.quants[r.q[i]], m, min_bits)]
     if not idx:
         # the release's own format does not load in this runtime (Kimi K2 Thinking's INT4 experts
         # in llama.cpp): its bit class is the nearest the runtime has, not an upcast worth refusing

@@ -120,3 +120,39 @@ def test_an_imported_model_is_named_by_its_config_and_reports_no_local_path(tmp_
     shown = shown_source(imported.model.source)
     assert str(tmp_path) not in shown and shown.startswith("local file some-local-folder/config.json (imported ")
     assert shown_source("hf:Qwen/Qwen3-8B (imported 2026-11-26)") == "hf:Qwen/Qwen3-8B (imported 2026-11-26)"
+
+
+def test_will_it_run_checks_the_weights_in_the_inputs_when_asked(window, qtbot):
+    s, view = window.session, window.will_it_run
+    assert s.set_inputs(hardware="rtx 4090", runtime="llama.cpp", quant="Q4_K_M")
+    window.show_view("will_it_run")
+    qtbot.waitUntil(lambda: view.model.rowCount() > 0 and not view.heading.text().startswith("Checking"),
+                    timeout=20000)
+    assert {r.quant.key for r in view.model.rows if r.quant is not None} != {"q4_k_m"}   # best per model
+    assert view.check_quant.text() == "Only Q4_K_M"
+    view.check_quant.setChecked(True)
+    qtbot.waitUntil(lambda: "in Q4_K_M" in view.heading.text(), timeout=20000)
+    assert view.model.rows and {r.quant.key for r in view.model.rows if r.quant is not None} == {"q4_k_m"}
+    # using a row keeps the format; a row in another format says that it replaced the inputs' format
+    view.check_quant.setChecked(False)
+    qtbot.waitUntil(lambda: "in Q4_K_M" not in view.heading.text() and not view.heading.text().startswith(
+        "Checking"), timeout=20000)
+    other = next(i for i, r in enumerate(view.model.rows) if r.quant is not None and r.quant.key != "q4_k_m")
+    messages = []
+    s.sig_message.connect(messages.append)
+    view.table.selectRow(view.proxy.mapFromSource(view.model.index(other, 0)).row())
+    view.load_selected()
+    assert s.cfg.quant.key == view.model.rows[other].quant.key
+    assert messages and "the inputs had Q4_K_M" in messages[-1]
+
+
+def test_will_it_run_quant_on_the_command_line(capsys):
+    from advisor.cli.main import main
+
+    assert main(["will-it-run", "--hardware", "rtx 4090", "--quant", "Q4_K_M", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["quant"] == "Q4_K_M" and {r["quant"] for r in out["rows"]} == {"Q4_K_M"}
+    assert main(["will-it-run", "--hardware", "rtx 4090", "--quant", "Q4_K_M", "--runtime", "vllm"]) == 0
+    assert "No model loads in Q4_K_M in vLLM" in capsys.readouterr().out
+    assert main(["will-it-run", "--hardware", "rtx 4090", "--quant", "no such format"]) == 2
+    assert "unknown" in capsys.readouterr().err

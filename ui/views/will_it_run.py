@@ -4,7 +4,7 @@ fitting weight format, decode speed and longest context. Computed in a worker; d
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from advisor import api
 from advisor.text.format import num
@@ -49,7 +49,13 @@ class WillItRunView(QWidget):
         self.spin_ram.setValue(self._this_machine_ram())
         self.spin_ram.setToolTip("System RAM of the machine the GPU sits in: MoE experts or layers kept off the GPU "
                                  "must fit in it (this machine's RAM by default; 0 = unknown, rows say what they need)")
+        # the Weights input: every model in that format, or (off) the best format per model
+        self.check_quant = QCheckBox()
+        self.check_quant.setObjectName("will_it_run_quant")
+        self.check_quant.setToolTip("Check every model in the weight format chosen in the inputs (--quant); off: "
+                                    "the best format that runs usably per model, at least the 4-bit class")
         bar.addWidget(self.heading, 3)
+        bar.addWidget(self.check_quant)
         bar.addWidget(self.spin_ram)
         bar.addWidget(self.filter, 2)
         bar.addWidget(self.btn_load)
@@ -72,6 +78,8 @@ class WillItRunView(QWidget):
         self._timer.timeout.connect(self.compute)
         session.sig_inputs_changed.connect(self._on_inputs_changed)
         self.spin_ram.valueChanged.connect(self._on_inputs_changed)
+        self.check_quant.toggled.connect(self._on_inputs_changed)
+        self._label_quant()
 
     @staticmethod
     def _this_machine_ram() -> int:
@@ -87,9 +95,14 @@ class WillItRunView(QWidget):
         wl = cfg.workload
         # at least the CLI's 4,096 tokens: a chat's context, not one prompt and answer
         ctx = max(wl.prompt_tokens + wl.output_tokens + wl.depth_tokens, 4096)
-        return (cfg.hardware, cfg.runtime, cfg.gpus, ctx, self.spin_ram.value())
+        quant = cfg.quant if self.check_quant.isChecked() else None
+        return (cfg.hardware, cfg.runtime, cfg.gpus, ctx, self.spin_ram.value(), quant)
+
+    def _label_quant(self) -> None:
+        self.check_quant.setText(f"Only {self.session.cfg.quant.name}")
 
     def _on_inputs_changed(self) -> None:
+        self._label_quant()
         if self._request() == self._key:
             return
         if self.isVisible():
@@ -104,11 +117,11 @@ class WillItRunView(QWidget):
             self._timer.start()
 
     def compute(self) -> None:
-        hw, rt, gpus, ctx, ram = self._key = self._request()
+        hw, rt, gpus, ctx, ram, quant = self._key = self._request()
         cat = self.session.cat
         self.heading.setText(f"Checking every model on {gpus}× {hw.name} ({rt.name}) at {ctx:,} tokens…")
         self.workers.run("will_it_run", lambda: api.will_it_run(cat, hw, runtime=rt, gpus=gpus, context=ctx,
-                                                                host_ram_gb=ram or None),
+                                                                host_ram_gb=ram or None, quant=quant),
                          self._on_done, self._on_error)
 
     def _on_done(self, w) -> None:
@@ -117,8 +130,14 @@ class WillItRunView(QWidget):
         self.model.set_rows(rows)
         n = sum(r.runs_usably for r in rows)
         g = f"{w.gpus}× " if w.gpus > 1 else ""
-        self.heading.setText(f"<b>{n} of {len(rows)}</b> models run usably (≥ {num(w.min_tok_s)} tok/s) on "
-                             f"{g}{w.hardware.name} at {num(w.context_tokens)} tokens of context")
+        quant = self._key[-1] if self._key else None
+        if quant is not None and not rows:
+            self.heading.setText(f"No model loads in {quant.name} in {w.runtime.name}: choose another weight "
+                                 f"format or runtime, or untick “Only {quant.name}”")
+            return
+        weights = f" in {quant.name}" if quant is not None else ""
+        self.heading.setText(f"<b>{n} of {len(rows)}</b> models run usably{weights} (≥ {num(w.min_tok_s)} tok/s) "
+                             f"on {g}{w.hardware.name} at {num(w.context_tokens)} tokens of context")
 
     def _on_error(self, exc, tb) -> None:
         msg = str(exc) if isinstance(exc, api.AdvisorError) else f"{type(exc).__name__}: {exc}"
@@ -130,9 +149,13 @@ class WillItRunView(QWidget):
         if r is None:
             return
         changes = {"model": r.model}
+        before = self.session.cfg.quant
         if r.quant is not None:
             changes["quant"] = r.quant
-        self.session.set_inputs(**changes)
+        if self.session.set_inputs(**changes) and r.quant is not None and r.quant.key != before.key:
+            # the row's own format replaces the one in the inputs: say so, never silently
+            self.session.sig_message.emit(f"{r.model.name} in {r.quant.name}, the format this row runs "
+                                          f"(the inputs had {before.name})")
 
     def copy_text(self) -> str:
         return selected_text(self.table)
