@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QSlider, QSpinBox, QWidget
@@ -159,3 +160,9 @@ def memory_gib(hw) -> float:
     """A device's memory in GiB (the catalog field was renamed memory_gb → memory_gib; read either)."""
     v = getattr(hw, "memory_gib", None)
     return v if v is not None else getattr(hw, "memory_gb", float("nan"))
+
+
+def move_item(item, x: float, y: float) -> None:
+    """Move a chart item in view coordinates. A PlotDataItem's own setPos also rebuilds its display
+    data (a scatter's spots: ~0.5 ms a point); a point drawn once at the origin only needs moving."""
+    pg.GraphicsObject.setPos(item, x, y)

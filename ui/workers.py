@@ -25,11 +25,13 @@ class _Signals(QObject):
 
 
 class _Job(QRunnable):
-    def __init__(self, fn: Callable[..., Any], with_progress: bool):
+    def __init__(self, fn: Callable[..., Any], with_progress: bool, signals: _Signals):
         super().__init__()
         self.fn = fn
         self.with_progress = with_progress
-        self.signals = _Signals()
+        # owned by the Workers, not by the job: the pool deletes a finished job, perhaps before
+        # its result is delivered on the GUI thread, and the signals must outlive it until then
+        self.signals = signals
         self.setAutoDelete(True)
 
     def run(self) -> None:  # worker thread
@@ -51,7 +53,6 @@ class Workers(QObject):
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
         self._generation: dict[str, int] = {}
-        self._jobs: set[_Job] = set()  # keeps the signal objects alive until delivery
         self.busy = 0
 
     def run(self, channel: str, fn: Callable[..., Any], on_done: Callable[[Any], None],
@@ -60,11 +61,11 @@ class Workers(QObject):
         """Start ``fn()`` (or ``fn(progress)`` when ``on_progress`` is given); returns the job's generation."""
         gen = self._generation.get(channel, 0) + 1
         self._generation[channel] = gen
-        job = _Job(fn, on_progress is not None)
-        self._jobs.add(job)
+        signals = _Signals(self)
+        job = _Job(fn, on_progress is not None, signals)
 
         def finish() -> None:
-            self._jobs.discard(job)
+            signals.deleteLater()   # after this delivery: nothing else comes from the job
             self.busy -= 1
             self.sig_busy_changed.emit(self.busy)
 
@@ -84,10 +85,10 @@ class Workers(QObject):
             else:
                 log.error("background job on %s failed:\n%s", channel, tb)
 
-        job.signals.done.connect(done)
-        job.signals.failed.connect(failed)
+        signals.done.connect(done)
+        signals.failed.connect(failed)
         if on_progress is not None:
-            job.signals.progress.connect(lambda msg: self._generation.get(channel) == gen and on_progress(msg))
+            signals.progress.connect(lambda msg: self._generation.get(channel) == gen and on_progress(msg))
         self.busy += 1
         self.sig_busy_changed.emit(self.busy)
         self.pool.start(job)

@@ -28,12 +28,20 @@ def test_prompt_slider_moves_the_prefill_point_and_raises_ttft(window, qtbot):
 
 def test_spin_box_change_updates_the_ttft_curve_marker(window, qtbot):
     window.show_view("curves")
+    curves = window.curves
+    drawn = dict(curves.draws)
     window.inputs.spin_prompt.setValue(4096)
-    x, y = window.curves.ttft_now.getOriginalDataset()
-    assert list(x) == [4096]
-    assert y[0] == window.session.prediction.ttft_ms
-    cp = window.curves.data["prompt"]
+    # the marker is a point at (1, 1) moved to log10 of the inputs' own prompt and TTFT
+    pos = curves.ttft_now.pos()
+    assert curves.ttft_now.isVisible()
+    assert np.isclose(10 ** pos.x(), 4096) and np.isclose(10 ** pos.y(), window.session.prediction.ttft_ms)
+    cp = curves.data["prompt"]
     assert np.all(np.diff(cp.ttft_ms) >= 0)  # a longer prompt never shortens TTFT
+    # TTFT vs prompt does not depend on the prompt in force: only its marker moved
+    assert curves.draws["prompt"] == drawn["prompt"]
+    assert curves.draws["batch"] == drawn["batch"] + 1 and curves.draws["depth"] == drawn["depth"] + 1
+    window.session.set_inputs(batch=4)
+    assert curves.draws["prompt"] == drawn["prompt"] + 1
 
 
 def test_bigger_model_lowers_max_batch(window, qtbot):

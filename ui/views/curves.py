@@ -11,14 +11,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout
 
-from ui.widgets import LazyView, plot_colors
+from ui.widgets import LazyView, move_item, plot_colors
 
 N_POINTS = 160
-MEMORY_LAYERS = (("weights_gb", "weights", "a"), ("kv_gb", "KV cache", "b"), ("workspace_gb", "workspace", "c"),
+MEMORY_LAYERS = (("weights_gb", "weights", "a"), ("kv_gb", "KV", "b"), ("workspace_gb", "workspace", "c"),
                  ("overhead_gb", "overhead", "e"))
 
 
 INVISIBLE = pg.mkPen((0, 0, 0, 0))
+TITLE_HEIGHT = 40   # px: a chart's title and the legend line under it
 
 
 def log_points(lo: int, hi: int, n: int = N_POINTS) -> np.ndarray:
@@ -162,7 +163,7 @@ class CurvesView(LazyView):
             for ax in ("bottom", "left"):
                 p.getAxis(ax).enableAutoSIPrefix(False)
             p.setMenuEnabled(False)
-            p.addLegend(offset=(-5, 5), labelTextSize="7pt")
+            p.chart_title = title   # the legend goes under it (`title_legend`), not over the data
             p.disableAutoRange()  # framed by hand in render (see `frame`)
             p.setMouseEnabled(x=False, y=False)  # computed charts: nothing to pan or zoom
             return p
@@ -171,26 +172,26 @@ class CurvesView(LazyView):
         self.p_batch = new_plot(0, 0, "Decode speed vs batch", "batch (concurrent users)", "tok/s")
         self.batch_user = Band(self.p_batch, col["a"], "per user")
         self.batch_total = Band(self.p_batch, col["b"], "aggregate")
-        self.batch_ceiling = self.p_batch.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="per user at 100 %")
+        self.batch_ceiling = self.p_batch.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
         self.kv_limit = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["d"], width=1.5), label="KV limit",
                                         labelOpts={"position": 0.12, "color": col["d"]})
         self.knee = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["muted"], style=dash), label="knee",
                                     labelOpts={"position": 0.22, "color": col["muted"]})
         self.p_batch.addItem(self.kv_limit, ignoreBounds=True)
         self.p_batch.addItem(self.knee, ignoreBounds=True)
-        self.batch_now = self.p_batch.plot([], [], pen=None, symbol="o", symbolSize=9, symbolBrush=col["a"])
+        self.batch_now = _marker(self.p_batch, col["a"])
 
         # 2 TTFT vs prompt
         self.p_prompt = new_plot(0, 1, "Time to first token vs prompt", "prompt (tokens)", "TTFT (ms)")
         self.ttft = Band(self.p_prompt, col["b"], "TTFT")
         self.ttft_ceiling = self.p_prompt.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
-        self.ttft_now = self.p_prompt.plot([], [], pen=None, symbol="o", symbolSize=9, symbolBrush=col["b"])
+        self.ttft_now = _marker(self.p_prompt, col["b"])
 
         # 3 decode vs context
         self.p_ctx = new_plot(0, 2, "Decode speed vs context", "context (tokens)", "tok/s per user")
         self.ctx_speed = Band(self.p_ctx, col["a"], "per user")
         self.ctx_ceiling = self.p_ctx.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
-        self.ctx_now = self.p_ctx.plot([], [], pen=None, symbol="o", symbolSize=9, symbolBrush=col["a"])
+        self.ctx_now = _marker(self.p_ctx, col["a"])
 
         # 4/5 memory plans (per GPU), stacked
         self.p_mem_ctx = new_plot(1, 0, "Memory per GPU vs context", "context (tokens)", "GB", logy=False)
@@ -202,9 +203,16 @@ class CurvesView(LazyView):
         self.prefill = Band(self.p_prefill, col["b"], "prefill")
         self.prefill_ceiling = self.p_prefill.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
         self.plots = [self.p_batch, self.p_prompt, self.p_ctx, self.p_mem_ctx, self.p_mem_batch, self.p_prefill]
+        for p in self.plots:
+            title_legend(p)
         self.columns = 3
         self.glw.setMinimumHeight(2 * 230)
         self.data: dict[str, object] = {}
+        #: the inputs each chart was last drawn from: a chart whose inputs did not change keeps its
+        #: curves (TTFT vs prompt does not move with the prompt: only its marker does)
+        self._drawn: dict[str, tuple] = {}
+        #: how often each chart's curves were drawn (tests check that an unchanged one is not)
+        self.draws = {"batch": 0, "prompt": 0, "depth": 0}
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
@@ -235,7 +243,7 @@ class CurvesView(LazyView):
         plot.addItem(now, ignoreBounds=True)
         return {"tops": tops, "usable": usable, "now": now, "fills": fills, "free": free}
 
-    def _fill_stack(self, stack, c, x, now_x) -> None:
+    def _fill_stack(self, stack, c, x) -> None:
         acc = np.zeros_like(x, dtype=float)
         for (attr, _, _), top, area in zip(MEMORY_LAYERS, stack["tops"], stack["fills"]):
             below = acc
@@ -245,7 +253,21 @@ class CurvesView(LazyView):
         usable = np.asarray(c.usable_gb, dtype=float)
         stack["usable"].setData(x, usable)
         stack["free"].set(x, acc, np.maximum(acc, usable))
-        stack["now"].setPos(math.log10(max(now_x, 1)))
+
+    def _changed(self, vary: str, values: np.ndarray) -> bool:
+        """Whether the curve along ``vary`` must be drawn again: its x values or any input besides
+        ``vary`` itself changed since it was drawn."""
+        cfg = self.session.cfg
+        wl = cfg.workload
+        others = {"batch": wl.batch, "prompt": wl.prompt_tokens, "depth": wl.depth_tokens}
+        others.pop(vary)
+        key = (id(self.session.cat), cfg.hardware, cfg.model.key, cfg.quant.key, cfg.kv_dtype.key, cfg.runtime.key,
+               cfg.gpus, cfg.split, wl.output_tokens, tuple(others.values()), values.tobytes())
+        if self._drawn.get(vary) == key and self.data.get(vary) is not None:
+            return False
+        self._drawn[vary] = key
+        self.draws[vary] += 1
+        return True
 
     def render(self) -> None:
         s = self.session
@@ -258,52 +280,115 @@ class CurvesView(LazyView):
         # decode vs batch: up to past the KV limit
         top_batch = int(min(max(64, (p.max_batch or 1) * 2, wl.batch * 2), 8192))
         b = log_points(1, top_batch)
-        cb = s.curve("batch", b)
+        cb = self.data.get("batch")
+        if self._changed("batch", b):
+            cb = s.curve("batch", b)
+            if cb is not None:
+                self.batch_user.set(cb.x, cb.decode_tok_s, cb.decode_low_tok_s, cb.decode_high_tok_s)
+                self.batch_total.set(cb.x, cb.throughput_tok_s, cb.throughput_low_tok_s, cb.throughput_high_tok_s)
+                self.batch_ceiling.setData(cb.x, cb.decode_ceiling_tok_s)
+                self.kv_limit.setPos(math.log10(max(p.max_batch, 1)))
+                self.kv_limit.setVisible(p.max_batch >= 1)
+                self.kv_limit.label.setFormat(f"KV limit {p.max_batch:,}")
+                kb = cb.knee_batch
+                ok = kb is not None and math.isfinite(kb) and kb > 0
+                self.knee.setVisible(ok)
+                if ok:
+                    self.knee.setPos(math.log10(kb))
+                    self.knee.label.setFormat(f"knee ≈ {kb:,.0f}")
+                self.mem_batch_x = cb.x
+                self._fill_stack(self.mem_batch, cb, cb.x)
+                frame(self.p_batch, [cb.x], [cb.decode_low_tok_s, cb.throughput_high_tok_s, cb.decode_ceiling_tok_s])
+                frame(self.p_mem_batch, [cb.x], [_clip_memory(self.mem_batch["tops"][-1].yData, cb.usable_gb)],
+                      logy=False, y0=0.0)
         if cb is not None:
-            self.batch_user.set(cb.x, cb.decode_tok_s, cb.decode_low_tok_s, cb.decode_high_tok_s)
-            self.batch_total.set(cb.x, cb.throughput_tok_s, cb.throughput_low_tok_s, cb.throughput_high_tok_s)
-            self.batch_ceiling.setData(cb.x, cb.decode_ceiling_tok_s)
-            self.batch_now.setData([wl.batch], [p.decode_tok_s])
-            self.kv_limit.setPos(math.log10(max(p.max_batch, 1)))
-            self.kv_limit.setVisible(p.max_batch >= 1)
-            self.kv_limit.label.setFormat(f"KV limit {p.max_batch:,}")
-            kb = cb.knee_batch
-            ok = kb is not None and math.isfinite(kb) and kb > 0
-            self.knee.setVisible(ok)
-            if ok:
-                self.knee.setPos(math.log10(kb))
-                self.knee.label.setFormat(f"knee ≈ {kb:,.0f}")
-            self.mem_batch_x = cb.x
-            self._fill_stack(self.mem_batch, cb, cb.x, wl.batch)
+            _move(self.batch_now, wl.batch, p.decode_tok_s)
+            self.mem_batch["now"].setPos(math.log10(max(wl.batch, 1)))
         # TTFT vs prompt
         room = max(2, ctx - wl.depth_tokens - wl.output_tokens)
-        cp = s.curve("prompt", log_points(16 if room > 32 else 1, room))
+        prompts = log_points(16 if room > 32 else 1, room)
+        cp = self.data.get("prompt")
+        if self._changed("prompt", prompts):
+            cp = s.curve("prompt", prompts)
+            if cp is not None:
+                self.ttft.set(cp.x, cp.ttft_ms, cp.ttft_low_ms, cp.ttft_high_ms)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ceiling = cp.ttft_ms * cp.prefill_tok_s / cp.prefill_ceiling_tok_s
+                self.ttft_ceiling.setData(cp.x, ceiling)
+                self.prefill.set(cp.x, cp.prefill_tok_s, cp.prefill_low_tok_s, cp.prefill_high_tok_s)
+                self.prefill_ceiling.setData(cp.x, cp.prefill_ceiling_tok_s)
+                frame(self.p_prompt, [cp.x], [cp.ttft_low_ms, cp.ttft_high_ms, ceiling])
+                frame(self.p_prefill, [cp.x], [cp.prefill_low_tok_s, cp.prefill_high_tok_s, cp.prefill_ceiling_tok_s])
         if cp is not None:
-            self.ttft.set(cp.x, cp.ttft_ms, cp.ttft_low_ms, cp.ttft_high_ms)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ceiling = cp.ttft_ms * cp.prefill_tok_s / cp.prefill_ceiling_tok_s
-            self.ttft_ceiling.setData(cp.x, ceiling)
-            self.ttft_now.setData([wl.prompt_tokens], [p.ttft_ms])
-            self.prefill.set(cp.x, cp.prefill_tok_s, cp.prefill_low_tok_s, cp.prefill_high_tok_s)
-            self.prefill_ceiling.setData(cp.x, cp.prefill_ceiling_tok_s)
+            _move(self.ttft_now, wl.prompt_tokens, p.ttft_ms)
         # decode vs context (depth varies; x = the whole context)
         room = max(2, ctx - wl.prompt_tokens - wl.output_tokens)
-        cd = s.curve("depth", np.concatenate([[0], log_points(16, room)]) if room > 32 else np.arange(0, room))
+        depths = np.concatenate([[0], log_points(16, room)]) if room > 32 else np.arange(0, room)
+        cd = self.data.get("depth")
+        now_ctx = wl.depth_tokens + wl.prompt_tokens + wl.output_tokens
+        if self._changed("depth", depths):
+            cd = s.curve("depth", depths)
+            if cd is not None:
+                x = cd.x + wl.prompt_tokens + wl.output_tokens
+                self.ctx_speed.set(x, cd.decode_tok_s, cd.decode_low_tok_s, cd.decode_high_tok_s)
+                self.ctx_ceiling.setData(x, cd.decode_ceiling_tok_s)
+                self._fill_stack(self.mem_ctx, cd, x)
+                frame(self.p_ctx, [x], [cd.decode_low_tok_s, cd.decode_ceiling_tok_s])
+                frame(self.p_mem_ctx, [x], [_clip_memory(self.mem_ctx["tops"][-1].yData, cd.usable_gb)],
+                      logy=False, y0=0.0)
         if cd is not None:
-            x = cd.x + wl.prompt_tokens + wl.output_tokens
-            self.ctx_speed.set(x, cd.decode_tok_s, cd.decode_low_tok_s, cd.decode_high_tok_s)
-            self.ctx_ceiling.setData(x, cd.decode_ceiling_tok_s)
-            self.ctx_now.setData([wl.depth_tokens + wl.prompt_tokens + wl.output_tokens], [p.decode_tok_s])
-            self._fill_stack(self.mem_ctx, cd, x, wl.depth_tokens + wl.prompt_tokens + wl.output_tokens)
-        if cb is not None:
-            frame(self.p_batch, [cb.x], [cb.decode_low_tok_s, cb.throughput_high_tok_s, cb.decode_ceiling_tok_s])
-            frame(self.p_mem_batch, [cb.x], [_clip_memory(self.mem_batch["tops"][-1].yData, cb.usable_gb)],
-                  logy=False, y0=0.0)
-        if cp is not None:
-            frame(self.p_prompt, [cp.x], [cp.ttft_low_ms, cp.ttft_high_ms, ceiling])
-            frame(self.p_prefill, [cp.x], [cp.prefill_low_tok_s, cp.prefill_high_tok_s, cp.prefill_ceiling_tok_s])
-        if cd is not None:
-            frame(self.p_ctx, [x], [cd.decode_low_tok_s, cd.decode_ceiling_tok_s])
-            frame(self.p_mem_ctx, [x], [_clip_memory(self.mem_ctx["tops"][-1].yData, cd.usable_gb)],
-                  logy=False, y0=0.0)
+            _move(self.ctx_now, now_ctx, p.decode_tok_s)
+            self.mem_ctx["now"].setPos(math.log10(max(now_ctx, 1)))
         self.data = {"batch": cb, "prompt": cp, "depth": cd}
+
+
+def title_legend(plot: pg.PlotItem) -> None:
+    """The chart's title with its legend on a line below it, as coloured text: a legend inside the
+    chart hides the data under it, and is repainted with every curve that passes beneath it."""
+    entries = []
+    for item in plot.listDataItems():
+        name = item.opts.get("name")
+        if not name:
+            continue
+        pen = pg.mkPen(item.opts.get("pen"))
+        dashed = pen.style() != Qt.PenStyle.SolidLine
+        colour = pen.color().name()
+        if item.opts.get("fillLevel") is not None and item.opts.get("fillBrush") is not None:
+            colour, mark = pg.mkBrush(item.opts["fillBrush"]).color().name(), "■"
+        else:
+            mark = "┄" if dashed else "━"
+        entries.append(f"<span style='color:{colour}'>{mark}</span>&nbsp;{name}")
+    muted = plot_colors()["muted"]
+    label = plot.titleLabel
+    if not getattr(label, "narrowable", False):
+        # the label asks for its text's width as its minimum and preferred width (again on every
+        # resize): let the layout narrow it instead, or three charts would not fit a laptop's width
+        size_to_text = label.updateMin
+
+        def update_min() -> None:
+            size_to_text()
+            height = label._sizeHint[Qt.SizeHint.MinimumSize][1]
+            label.setMinimumWidth(0)
+            label._sizeHint[Qt.SizeHint.MinimumSize] = label._sizeHint[Qt.SizeHint.PreferredSize] = (0, height)
+
+        label.updateMin = update_min
+        label.narrowable = True
+    plot.setTitle(f"{plot.chart_title}<br><span style='font-size:7pt; color:{muted}'>"
+                  + " &nbsp; ".join(entries) + "</span>")
+    plot.titleLabel.setMaximumHeight(TITLE_HEIGHT)   # two lines: the title and its legend
+    plot.layout.setRowFixedHeight(0, TITLE_HEIGHT)
+
+
+def _marker(plot: pg.PlotItem, colour: str) -> pg.PlotDataItem:
+    """The inputs' own point on a chart: drawn once at (1, 1) of log space and moved with `_move`
+    (moving an item repaints it; setting its data rebuilds its scatter)."""
+    item = plot.plot([1.0], [1.0], pen=None, symbol="o", symbolSize=9, symbolBrush=colour)
+    item.setVisible(False)
+    return item
+
+
+def _move(item: pg.PlotDataItem, x: float, y: float) -> None:
+    ok = x > 0 and y > 0 and math.isfinite(x) and math.isfinite(y)
+    item.setVisible(ok)
+    if ok:
+        move_item(item, math.log10(x), math.log10(y))

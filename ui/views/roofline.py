@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from advisor.text.format import duration_ms, num
 from ui.views.curves import frame
-from ui.widgets import LazyView, plot_colors
+from ui.widgets import LazyView, move_item, plot_colors
 
 POINT_STYLE = {  # name: (label, colour key, symbol)
     "prefill": ("prefill", "b", "s"),
@@ -58,8 +58,11 @@ class RooflineView(LazyView):
         self.labels: dict[str, pg.TextItem] = {}
         for name, (label, ck, sym) in POINT_STYLE.items():
             size = 13 if name in ("prefill", "decode") else 10
-            self.points[name] = pi.plot([], [], pen=None, symbol=sym, symbolSize=size, symbolBrush=col[ck],
+            # one point at the origin of log space (1, 1), moved with setPos: moving an item costs a
+            # repaint, re-setting its data rebuilds its scatter (most of a redraw's time)
+            self.points[name] = pi.plot([1.0], [1.0], pen=None, symbol=sym, symbolSize=size, symbolBrush=col[ck],
                                         symbolPen=pg.mkPen(col["fg"], width=0.6))
+            self.points[name].setVisible(False)
             # prefill sits under the roofs' labels (right end): its label goes below-left of the point
             t = pg.TextItem("", color=col[ck], anchor=(1.1, -0.1) if name == "prefill" else (0, 1.1))
             pi.addItem(t, ignoreBounds=True)
@@ -72,17 +75,32 @@ class RooflineView(LazyView):
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.current: dict[str, object] = {}
         self._in_legend: set[str] = set()
+        self._device: tuple | None = None
+        self.xy: dict[str, tuple[float, float]] = {}   # each point's (intensity, TFLOP/s) as drawn
+        #: how often the roofs and the points were drawn (a workload change must not redraw the roofs)
+        self.draws = {"roofs": 0, "points": 0}
 
     # ------------------------------------------------------------------
     def render(self) -> None:
         r = self.session.roofline
         if r is None:
             return
-        col = self.colors
         bw = r.bandwidth_gb_s
         roofs = {k: v for k, v in (r.roofs or {}).items() if v and math.isfinite(v)}
         if not roofs and r.peak_tflops and math.isfinite(r.peak_tflops):
             roofs = {r.compute_dtype or "peak": r.peak_tflops}
+        # the roofs belong to the device (and the dtype in force): a workload change moves only the points
+        device = (bw, tuple(sorted(roofs.items())), r.compute_dtype, r.ridge_intensity, r.knee_batch)
+        if device != self._device:
+            self._device = device
+            self._render_roofs(r, roofs)
+            self.draws["roofs"] += 1
+        self._render_points(r, roofs)
+        self.draws["points"] += 1
+
+    def _render_roofs(self, r, roofs: dict[str, float]) -> None:
+        col = self.colors
+        bw = r.bandwidth_gb_s
         # one item per dtype, created when a device with that dtype first shows up; hidden otherwise
         # dtypes with the same peak (fp16/bf16, fp8/int8) share one line and one label
         same: dict[float, list[str]] = {}
@@ -126,18 +144,25 @@ class RooflineView(LazyView):
             self.ridge.setVisible(True)
         else:
             self.ridge.setVisible(False)
+
+    def _render_points(self, r, roofs: dict[str, float]) -> None:
+        bw = r.bandwidth_gb_s
         seen = set()
         bx, by = [], []
         for p in r.points:
             if p.name not in self.points or not (p.intensity > 0 and p.attained_tflops > 0):
                 continue
             seen.add(p.name)
-            self.points[p.name].setData([p.intensity], [p.attained_tflops])
+            xy = (math.log10(p.intensity), math.log10(p.attained_tflops))
+            move_item(self.points[p.name], *xy)
             self.points[p.name].setVisible(True)
+            self.xy[p.name] = (p.intensity, p.attained_tflops)
             lab = self.labels[p.name]
             # only the two headline points carry a label; the operators are told apart by the legend
-            lab.setText(POINT_STYLE[p.name][0] if p.name in ("prefill", "decode") else "")
-            lab.setPos(math.log10(p.intensity), math.log10(p.attained_tflops))
+            text = POINT_STYLE[p.name][0] if p.name in ("prefill", "decode") else ""
+            if lab.toPlainText() != text:
+                lab.setText(text)
+            lab.setPos(*xy)
             lab.setVisible(True)
             lo, hi = p.low_tflops, p.high_tflops
             if lo > 0 and hi > 0 and math.isfinite(lo) and math.isfinite(hi):
@@ -145,9 +170,9 @@ class RooflineView(LazyView):
                 by += [lo, hi]
         for name, item in self.points.items():
             if name not in seen:
-                item.setData([], [])
                 item.setVisible(False)
                 self.labels[name].setVisible(False)
+                self.xy.pop(name, None)
         self.bands.setData(bx, by, connect="pairs")
         if seen != self._in_legend:  # the legend lists only the points on the chart (all-reduce comes and goes)
             self._in_legend = seen
@@ -198,8 +223,6 @@ class RooflineView(LazyView):
 
     def point_xy(self, name: str) -> tuple[float, float] | None:
         """The raw (not log10) coordinates of a plotted point (for tests and exports)."""
-        item = self.points[name]
-        if not item.isVisible() or item.xData is None or len(item.xData) == 0:
+        if not self.points[name].isVisible() or name not in self.xy:
             return None
-        x, y = item.getOriginalDataset()
-        return float(np.asarray(x)[0]), float(np.asarray(y)[0])
+        return self.xy[name]
