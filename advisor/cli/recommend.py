@@ -172,7 +172,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     top_n = args.top or 10
     if args.json:
 
-        cands = rec.all() if not args.top else distinct(rec.passing, top_n) + rec.closest_misses(top_n)
+        cands = rec.all() if not args.top else distinct(rec, top_n) + rec.closest_misses(top_n)
         doc = {"model": req.model.name, "users": rec.users, "context_tokens": req.context,
                "context_note": context_note(req.model, req.context),
                "prompt_tokens": req.prompt_tokens, "output_tokens": req.output_tokens, "ttft_ms_target": req.ttft_ms,
@@ -216,14 +216,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
           f"{BASIS_TEXT[rec.cost_basis]}{why}.\n")
     if not rec.n_passing:
         print("No configuration meets every requirement. Closest misses (those that fit first):")
-        misses = distinct(rec.closest_misses(200), 8)
+        misses = rec.distinct(8, misses=True)
         print(table(["configuration", "runtime", "weights", "KV", "TTFT", "tok/s/user", "mem/GPU GB", "why not"],
                     [[c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
                       duration_ms(c.ttft_ms) if c.ttft_ms == c.ttft_ms else "—", num(c.tok_s) if c.tok_s == c.tok_s else "—",
                       f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}", "; ".join(reason_text(r) for r in c.failures[:2])]
                      for c in misses]))
         return EXIT_UNMET
-    groups = by_hardware(rec.passing, top_n)
+    groups = by_hardware(rec, top_n)
     best = [g.best for g in groups]
 
     def row(mark, c):
@@ -236,7 +236,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     both = any(g.best.cost_usd and g.best.rent_usd_month for g in groups)   # buy and rent beside each other
     rows = [row(str(i), g.best) for i, g in enumerate(groups, 1)]
     ttft_head = "TTFT (safe)" if req.burst else "TTFT p90 (safe)"
-    print(f"Best configuration per hardware ({len(groups)} of {len({c.hardware.key for c in distinct(rec.passing, 10**9)})} "
+    print(f"Best configuration per hardware ({len(groups)} of {rec.hardware_passing()} "
           f"that pass):")
     print(table(["#", "configuration", "runtime", "weights", "KV", ttft_head, "tok/s/user (safe)", "total tok/s",
                  "mem/GPU GB", "cost", "quality", "verdict", "data"] + (["buy vs rent 24/7"] if both else []), rows))

@@ -35,6 +35,9 @@ class FlatValues(Mapping):
         self._results, self._batches, self._sizes = results, batches, sizes
         self._names = results[0].names() if results else []
         self._flat: dict[str, np.ndarray] = {}
+        # joined tables and first rows, kept: the recommender reads the same fields once per replica count
+        self._tables: dict[str, np.ndarray] = {}
+        self._first: dict[str, np.ndarray] = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
         v = self._flat.get(key)
@@ -48,17 +51,27 @@ class FlatValues(Mapping):
 
     def table(self, key: str) -> np.ndarray:
         """Field ``key`` as a (batches, configurations) array, without flattening."""
-        if key not in self._names:
-            raise KeyError(key)
-        parts = [np.broadcast_to(getattr(r, key), (self._batches, n)) for r, n in zip(self._results, self._sizes)]
-        return np.concatenate(parts, axis=1) if parts else np.empty((self._batches, 0))
+        v = self._tables.get(key)
+        if v is None:
+            if key not in self._names:
+                raise KeyError(key)
+            parts = [np.broadcast_to(getattr(r, key), (self._batches, n)) for r, n in zip(self._results, self._sizes)]
+            v = np.concatenate(parts, axis=1) if parts else np.empty((self._batches, 0))
+            v.flags.writeable = False   # shared by every reader
+            self._tables[key] = v
+        return v
 
     def first_row(self, key: str) -> np.ndarray:
         """Field ``key`` at the first batch size, one element per configuration."""
-        if key not in self._names:
-            raise KeyError(key)
-        parts = [np.broadcast_to(getattr(r, key), (self._batches, n))[0] for r, n in zip(self._results, self._sizes)]
-        return np.concatenate(parts) if parts else np.empty(0)
+        v = self._first.get(key)
+        if v is None:
+            if key not in self._names:
+                raise KeyError(key)
+            parts = [np.broadcast_to(getattr(r, key), (self._batches, n))[0] for r, n in zip(self._results, self._sizes)]
+            v = np.concatenate(parts) if parts else np.empty(0)
+            v.flags.writeable = False   # shared by every reader
+            self._first[key] = v
+        return v
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)

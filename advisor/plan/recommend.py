@@ -342,10 +342,49 @@ class Recommendation:
     def all(self) -> list[Candidate]:
         return [self.candidate(int(i)) for i in self._order]
 
+    def _distinct_order(self, misses: bool = False) -> np.ndarray:
+        """The passing (or failing) configurations in rank order, the first of each distinct
+        (hardware, GPUs, replicas, runtime, format): the KV-dtype variants folded into the best one.
+        On the index arrays: a candidate is built only for what is shown (there can be 50k)."""
+        order = self._order[self.n_passing:] if misses else self._order[: self.n_passing]
+        if order.size == 0:
+            return order
+        s = self._configs
+        key = np.zeros(order.size, np.int64)   # the five indices as one number (a row-wise unique is 10× slower)
+        for part in (s.hw, s.gpus, self._a["replicas"], s.rt, s.q):
+            values = np.asarray(part)[order].astype(np.int64)
+            key = key * (int(values.max()) + 1) + values
+        _, first = np.unique(key, return_index=True)
+        return order[np.sort(first)]
+
+    def distinct(self, n: int, misses: bool = False) -> list[Candidate]:
+        """The first ``n`` distinct passing configurations (or closest misses), as `distinct` picks them."""
+        return [self.candidate(int(i)) for i in self._distinct_order(misses)[:n]]
+
+    def hardware_passing(self) -> int:
+        """How many hardware entries have a configuration that passes."""
+        return int(np.unique(self._configs.hw[self._order[: self.n_passing]]).size)
+
+    def by_hardware(self, n: int, alternatives: int = 2) -> list["HardwareGroup"]:
+        """`by_hardware` over the passing configurations, building only the candidates it lists."""
+        groups: dict[int, list[int]] = {}
+        for i in self._distinct_order():
+            hw = int(self._configs.hw[i])
+            g = groups.get(hw)
+            if g is None:
+                if len(groups) < n:
+                    groups[hw] = [int(i)]
+            elif len(g) <= alternatives:
+                g.append(int(i))
+        return [HardwareGroup(self.candidate(g[0]), [self.candidate(j) for j in g[1:]]) for g in groups.values()]
+
 
 def distinct(cands, n: int) -> list[Candidate]:
     """The first ``n`` candidates that differ in hardware, GPU count, replicas, runtime or weight format
-    (the KV-dtype variants of one configuration are folded into the first, best-ranked one)."""
+    (the KV-dtype variants of one configuration are folded into the first, best-ranked one). Given a
+    `Recommendation`, its passing configurations (without building the others)."""
+    if isinstance(cands, Recommendation):
+        return cands.distinct(n)
     seen, out = set(), []
     for c in cands:
         key = (c.hardware.key, c.gpus, c.replicas, c.runtime.key, c.quant.key)
@@ -368,7 +407,10 @@ class HardwareGroup:
 
 def by_hardware(cands, n: int, alternatives: int = 2) -> list[HardwareGroup]:
     """The first ``n`` hardware entries in rank order, each with its best configuration and up to
-    ``alternatives`` other distinct configurations (so eight rows of one GPU do not hide the rest)."""
+    ``alternatives`` other distinct configurations (so eight rows of one GPU do not hide the rest).
+    Given a `Recommendation`, its passing configurations (without building the others)."""
+    if isinstance(cands, Recommendation):
+        return cands.by_hardware(n, alternatives)
     groups: dict[str, HardwareGroup] = {}
     for c in distinct(cands, 10**9):
         g = groups.get(c.hardware.key)

@@ -479,8 +479,8 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     from advisor.plan.recommend import distinct, recommend
 
     rec = rec or recommend(cat, req)
-    best = distinct(rec.passing, top)
-    misses = distinct(rec.closest_misses(200), REJECTED_N)
+    best = distinct(rec, top)
+    misses = rec.distinct(REJECTED_N, misses=True)
     chosen = best[0] if best else (misses[0] if misses else None)
     if chosen is None:
         raise AdvisorError("no configuration of the catalog can run this model under these constraints")

@@ -32,10 +32,9 @@ MAX_GROUPS = 60
 
 
 def _ranked(cat, req):
-    """The recommendation and its best configuration per hardware (run in the worker: grouping builds
-    every passing candidate, about a second for 50k)."""
+    """The recommendation and its best configuration per hardware (run in the worker)."""
     rec = api.recommend(cat, req)
-    return rec, api.by_hardware(rec.passing, MAX_GROUPS)
+    return rec, api.by_hardware(rec, MAX_GROUPS)
 
 
 def reason_text(r) -> str:
