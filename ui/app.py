@@ -14,7 +14,9 @@ import sys
 import tempfile
 import time
 
-VIEW_NAMES = ("roofline", "curves", "serving", "whatifs", "recommend", "compare", "will-it-run", "probe", "measured")
+from ui.tabs import TABS
+
+VIEW_NAMES = tuple(t.option for t in TABS)
 NO_DISPLAY = ("advisor-gui: no display found (DISPLAY and WAYLAND_DISPLAY are unset); "
               "use the command line instead: advisor --help")
 

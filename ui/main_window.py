@@ -1,8 +1,5 @@
-"""The main window: inputs on the left; results at a glance above a row of tabs (roofline, curves,
-recommendations, compare, will it run, probe). Menus, shortcuts, status bar, files, exports, settings.
-
-Later capabilities (serving under load, what-ifs, model import, the PDF report) add a tab with
-`MainWindow.add_panel` and their state to `Session.extras`.
+"""The main window: inputs on the left; results at a glance above the tabs that `ui.tabs.TABS`
+declares (each view a `ui.tabs.TabView`). Menus, shortcuts, status bar, files, exports, settings.
 """
 
 from __future__ import annotations
@@ -22,26 +19,14 @@ from ui import sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
 from ui.session import Session, describe, missing_local, read_import
 from ui.settings import Settings
-from ui.views.compare import CompareView
-from ui.views.curves import CurvesView
+from ui.tabs import TABS
 from ui.views.inputs import InputsPanel
-from ui.views.measured import MeasuredView
-from ui.views.probe import ProbeView
-from ui.views.recommend import RecommendView
 from ui.views.results import ResultsView
-from ui.views.roofline import RooflineView
-from ui.views.serving import ServingView
-from ui.views.techniques import TechniquesView
-from ui.views.table import to_csv, visible_rows
-from ui.views.will_it_run import WillItRunView
+from ui.views.table import to_csv
 from ui.workers import Workers
 
 log = logging.getLogger(__name__)
 
-TABS = (("roofline", "&Roofline"), ("curves", "C&urves"), ("serving", "&Serving"), ("whatifs", "&What-ifs"),
-        ("recommend", "Reco&mmendations"),
-        ("compare", "Com&pare"), ("will_it_run", "W&ill it run"), ("probe", "Probe this &machine"),
-        ("measured", "Meas&ured"))
 DATA_SOURCES = ("vendor datasheets and whitepapers (each hardware entry cites its own)",
                 "model config.json files on Hugging Face (each model entry cites its own)",
                 "llama.cpp, vLLM, SGLang and TensorRT-LLM sources for formats and runtime defaults",
@@ -93,14 +78,9 @@ class MainWindow(QMainWindow):
         self.tabs.setDocumentMode(True)
         self.pages: dict[str, QWidget] = {}
         self._built: dict[str, QWidget] = {}
-        self._factories = {
-            "roofline": lambda: RooflineView(s), "curves": lambda: CurvesView(s), "serving": lambda: ServingView(s),
-            "whatifs": lambda: TechniquesView(s),
-            "recommend": lambda: RecommendView(s, self.workers), "compare": lambda: CompareView(s),
-            "will_it_run": lambda: WillItRunView(s, self.workers), "probe": lambda: ProbeView(s, self.workers),
-            "measured": lambda: MeasuredView(s, self.workers)}
-        for name, title in TABS:
-            self.add_panel(name, title, self._factories[name])
+        self._factories = {}
+        for tab in TABS:
+            self.add_panel(tab.name, tab.title, lambda tab=tab: tab.build(s, self.workers))
         self.tabs.currentChanged.connect(lambda _i: self.view(self.current_view_name()))
         self.view(self.current_view_name())
 
@@ -148,8 +128,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ layout
     def add_panel(self, name: str, title: str, factory) -> None:
-        """Add a tab (the way later capabilities plug in). ``factory()`` builds the view the first time
-        the tab is shown (or asked for through `view`), which keeps start-up short."""
+        """Add a tab. ``factory()`` builds its view (a `TabView`) the first time the tab is shown (or
+        asked for through `view`), which keeps start-up short."""
         page = QWidget()
         lay = QVBoxLayout(page)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -169,16 +149,6 @@ class MainWindow(QMainWindow):
     @property
     def views(self) -> dict[str, QWidget]:
         return {name: self.view(name) for name in self.pages}
-
-    roofline = property(lambda self: self.view("roofline"))
-    curves = property(lambda self: self.view("curves"))
-    serving = property(lambda self: self.view("serving"))
-    whatifs = property(lambda self: self.view("whatifs"))
-    recommend = property(lambda self: self.view("recommend"))
-    compare = property(lambda self: self.view("compare"))
-    will_it_run = property(lambda self: self.view("will_it_run"))
-    probe = property(lambda self: self.view("probe"))
-    measured = property(lambda self: self.view("measured"))
 
     def show_view(self, name: str) -> bool:
         name = name.replace("-", "_")
@@ -247,8 +217,9 @@ class MainWindow(QMainWindow):
         self._action(e, "Edit p&rompt length", lambda: self._focus(self.inputs.spin_prompt), "Ctrl+Shift+P")
         self._action(e, "Edit &users (batch)", lambda: self._focus(self.inputs.spin_batch), "Ctrl+Shift+B")
         v = mb.addMenu("&View")
-        for i, (name, title) in enumerate(TABS):
-            self._action(v, title.replace("&", ""), lambda _=False, n=name: self.show_view(n), f"Ctrl+{i + 1}")
+        for i, tab in enumerate(TABS):
+            self._action(v, tab.title.replace("&", ""), lambda _=False, n=tab.name: self.show_view(n),
+                         f"Ctrl+{i + 1}" if i < 9 else None)
         v.addSeparator()
         self._action(v, "Hide the explanation", self.results.hide_why, "Esc")
         h = mb.addMenu("&Help")
@@ -496,10 +467,9 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ export / copy
     def current_table_rows(self) -> list[list[str]]:
         w = self.current_view()
-        if hasattr(w, "table") and hasattr(w.table.model(), "sourceModel"):
-            return visible_rows(w.table)
-        if hasattr(w, "table_rows"):
-            return w.table_rows()
+        rows = w.table_rows() if w is not None else []
+        if rows:
+            return rows
         p = self.session.prediction
         return [["field", "value"]] + [[k, "" if v is None else str(v)] for k, v in p.to_dict().items()]
 
@@ -526,27 +496,15 @@ class MainWindow(QMainWindow):
 
     def _chart_target(self):
         """(what pyqtgraph's exporters take, the widget that shows it) for the current tab, or None."""
-        name = self.current_view_name()
-        if name == "roofline":
-            return self.roofline.plot_item, self.roofline.plot
-        if name in ("curves", "compare"):
-            w = self.view(name)
-            return w.glw.scene(), w.glw
-        if name == "whatifs":
-            w = self.view(name)
-            chart = w.charts.currentWidget()
-            if chart is w.spec_plot_widget:
-                return w.spec_plot, chart
-            if chart is w.off_plot_widget:
-                return w.off_plot, chart
-        return None
+        w = self.current_view()
+        return w.chart() if w is not None else None
 
     def export_chart(self, path=None) -> bool:
         import pyqtgraph.exporters as ex
 
         chart = self._chart_target()
         if chart is None:
-            self.show_error("this tab has no chart; choose Roofline, Curves or Compare")
+            self.show_error("this tab has no chart; choose Roofline, Curves, Serving, Compare or Measured")
             return False
         if not path:
             path, _ = QFileDialog.getSaveFileName(self, "Export chart", str(Path(self._dir()) /
@@ -582,7 +540,7 @@ class MainWindow(QMainWindow):
 
     def copy(self) -> None:
         w = self.current_view()
-        text = w.copy_text() if hasattr(w, "copy_text") else ""
+        text = w.copy_text() if w is not None else ""
         if not text:
             text = self.summary_text()
         QGuiApplication.clipboard().setText(text)
@@ -716,3 +674,9 @@ class MainWindow(QMainWindow):
         self.workers.wait(3000)
         super().closeEvent(event)
 
+
+# each tab's view as an attribute (``window.roofline``), built on first use
+for _tab in TABS:
+    if hasattr(MainWindow, _tab.name):
+        raise TypeError(f"tab name {_tab.name!r} hides a MainWindow attribute")
+    setattr(MainWindow, _tab.name, property(lambda self, name=_tab.name: self.view(name)))

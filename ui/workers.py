@@ -53,6 +53,7 @@ class Workers(QObject):
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
         self._generation: dict[str, int] = {}
+        self._in_flight: dict[str, int] = {}   # jobs started and not yet delivered, per channel
         self.busy = 0
 
     def run(self, channel: str, fn: Callable[..., Any], on_done: Callable[[Any], None],
@@ -64,8 +65,11 @@ class Workers(QObject):
         signals = _Signals(self)
         job = _Job(fn, on_progress is not None, signals)
 
+        self._in_flight[channel] = self._in_flight.get(channel, 0) + 1
+
         def finish() -> None:
             signals.deleteLater()   # after this delivery: nothing else comes from the job
+            self._in_flight[channel] -= 1
             self.busy -= 1
             self.sig_busy_changed.emit(self.busy)
 
@@ -93,6 +97,10 @@ class Workers(QObject):
         self.sig_busy_changed.emit(self.busy)
         self.pool.start(job)
         return gen
+
+    def running(self, *channels: str) -> bool:
+        """Whether a job on any of ``channels`` is still running (its answer not yet delivered)."""
+        return any(self._in_flight.get(c, 0) > 0 for c in channels)
 
     def current(self, channel: str) -> int:
         return self._generation.get(channel, 0)

@@ -15,6 +15,7 @@ from PySide6.QtGui import QColor
 from advisor import api
 from advisor.text.format import duration_ms, num
 from ui.session import MAX_COMPARE, describe
+from ui.tabs import TabView
 from ui.views.curves import frame, log_points
 from ui.widgets import plot_colors
 
@@ -63,7 +64,7 @@ VALUE_ROWS = ("$ / M tokens", "Buy")
 SERIES = ("a", "b", "c", "e")
 
 
-class CompareView(QWidget):
+class CompareView(QWidget, TabView):
     def __init__(self, session, parent=None):
         super().__init__(parent)
         self.session = session
@@ -216,6 +217,9 @@ class CompareView(QWidget):
             frame(self.p_prompt, px, py)
         self.hint.setText(f"{len(cfgs)} of {MAX_COMPARE} pinned" + (" — pin one more to compare" if len(cfgs) == 1
                                                                     else ""))
+
+    def chart(self):
+        return self.glw.scene(), self.glw
 
     def copy_text(self) -> str:
         rows = ["\t".join([""] + [f"#{j + 1}" for j in range(self.table.columnCount())])]

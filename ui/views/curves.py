@@ -11,6 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout
 
+from ui.tabs import TabView
 from ui.widgets import LazyView, move_item, plot_colors
 
 N_POINTS = 160
@@ -136,7 +137,7 @@ class Band:
         self.line.setData(x, y)
 
 
-class CurvesView(LazyView):
+class CurvesView(LazyView, TabView):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         col = plot_colors()
@@ -213,6 +214,9 @@ class CurvesView(LazyView):
         self._drawn: dict[str, tuple] = {}
         #: how often each chart's curves were drawn (tests check that an unchanged one is not)
         self.draws = {"batch": 0, "prompt": 0, "depth": 0}
+
+    def chart(self):
+        return self.glw.scene(), self.glw
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)

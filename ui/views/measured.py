@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPus
 
 from advisor import api
 from advisor.text.format import num
+from ui.tabs import TabView
 from ui.views.table import Column, RowsModel, make_table, selected_text
 
 FILE_FILTER = "Benchmark results (*.json *.jsonl *.csv *.md *.txt *.log);;All files (*)"
@@ -66,7 +67,7 @@ COLUMNS = [
 ]
 
 
-class MeasuredView(QWidget):
+class MeasuredView(QWidget, TabView):
     def __init__(self, session, workers, parent=None):
         super().__init__(parent)
         self.session, self.workers = session, workers
@@ -139,7 +140,6 @@ class MeasuredView(QWidget):
         p.setLabel("bottom", "measured")
         p.setLabel("left", "predicted")
         self.legend = p.addLegend(offset=(8, 8))
-        self.chart = self.plot
         split.addWidget(self.plot)
         self.model = RowsModel(COLUMNS, self)
         self.table, self.proxy = make_table(self.model)
@@ -343,6 +343,13 @@ class MeasuredView(QWidget):
                                          name=api.MEASURED_LABELS.get(metric, metric),
                                          brush=pg.mkBrush(COLOURS.get(metric, "#444")), pen=None, hoverable=True,
                                          data=tips, tip=lambda x, y, data: data))
+
+    @property
+    def busy(self) -> bool:
+        return self.workers.running("measured", "measured-learn")
+
+    def chart(self):
+        return self.plot.getPlotItem(), self.plot
 
     def table_rows(self) -> list[list[str]]:
         from ui.views.table import visible_rows

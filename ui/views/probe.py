@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QPlainTextEdit, Q
 
 from advisor import api
 from advisor.text.format import num
+from ui.tabs import TabView
 from ui.widgets import memory_gib
 
 
@@ -18,7 +19,7 @@ def _probe(quick: bool, progress):
     return probes.probe(quick=quick, progress=progress)
 
 
-class ProbeView(QWidget):
+class ProbeView(QWidget, TabView):
     def __init__(self, session, workers, parent=None):
         super().__init__(parent)
         self.session, self.workers = session, workers
@@ -152,3 +153,12 @@ class ProbeView(QWidget):
         for i, row in enumerate(rows):
             for j, text in enumerate(row):
                 self.table.setItem(i, j, QTableWidgetItem(text))
+
+    @property
+    def busy(self) -> bool:
+        return self.workers.running("probe")
+
+    def table_rows(self) -> list[list[str]]:
+        header = [self.table.horizontalHeaderItem(j).text() for j in range(self.table.columnCount())]
+        return [header] + [[self.table.item(i, j).text() if self.table.item(i, j) else ""
+                            for j in range(self.table.columnCount())] for i in range(self.table.rowCount())]

@@ -15,7 +15,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 
 from advisor import api
 from advisor.text.format import duration_ms, num
-from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text
+from ui.tabs import TabView
+from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text, visible_rows
 
 #: --cost-basis: "" lets the core choose by the hardware's kind
 COST_BASES = (("", "Cost: auto"), ("buy", "Cost: buy"), ("rent", "Cost: rent"))
@@ -116,7 +117,7 @@ COLUMNS = [
 ]
 
 
-class RecommendView(QWidget):
+class RecommendView(QWidget, TabView):
     def __init__(self, session, workers, parent=None):
         super().__init__(parent)
         self.session, self.workers = session, workers
@@ -424,3 +425,10 @@ class RecommendView(QWidget):
 
     def copy_text(self) -> str:
         return selected_text(self.table)
+
+    def table_rows(self) -> list[list[str]]:
+        return visible_rows(self.table)
+
+    @property
+    def busy(self) -> bool:
+        return self.computing

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from advisor.text.format import duration_ms, num
 from ui.views.curves import frame
+from ui.tabs import TabView
 from ui.widgets import LazyView, move_item, plot_colors
 
 POINT_STYLE = {  # name: (label, colour key, symbol)
@@ -26,7 +27,7 @@ POINT_STYLE = {  # name: (label, colour key, symbol)
 X_MIN, X_MAX = 0.1, 1e5
 
 
-class RooflineView(LazyView):
+class RooflineView(LazyView, TabView):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         col = plot_colors()
@@ -188,6 +189,9 @@ class RooflineView(LazyView):
         # decade grid lines only: the minor ones cost more paint time than they add on a chart this busy
         frame(self.plot_item, [xs], [np.asarray(ys) * f for f in (0.5, 2.0)], minor=False)
         self.hover.setText(self.describe("decode") or " ")
+
+    def chart(self):
+        return self.plot_item, self.plot
 
     # ------------------------------------------------------------------
     def describe(self, name: str) -> str:

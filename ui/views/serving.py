@@ -19,7 +19,8 @@ from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QS
 from advisor import api
 from advisor.text.format import duration_ms, num
 from ui.views.curves import frame
-from ui.views.table import Column, RowsModel, make_table
+from ui.tabs import TabView
+from ui.views.table import Column, RowsModel, make_table, selected_text, visible_rows
 from ui.widgets import LazyView, plot_colors
 
 COLUMNS = [
@@ -45,7 +46,7 @@ def _band(low: float, high: float, fmt) -> str:
     return f" <span style='color:#888'>({fmt(low)}–{fmt(high)})</span>"
 
 
-class ServingView(LazyView):
+class ServingView(LazyView, TabView):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         col = plot_colors()
@@ -222,3 +223,12 @@ class ServingView(LazyView):
         else:
             for item in self.now:
                 item.setData([], [])
+
+    def chart(self):
+        return self.glw.scene(), self.glw
+
+    def table_rows(self) -> list[list[str]]:
+        return visible_rows(self.table)
+
+    def copy_text(self) -> str:
+        return selected_text(self.table)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFormLay
 from advisor import api
 from advisor.text.format import num
 from ui.views.curves import frame
+from ui.tabs import TabView
 from ui.widgets import LazyView, plot_colors
 
 KINDS = (("speculative", "Speculative decoding"), ("eager", "Flash attention off (eager attention)"),
@@ -45,7 +46,7 @@ def one_layer_params_b(m) -> float:
     return max((m.params_total_b - embed) / max(m.layers, 1), 0.001)
 
 
-class TechniquesView(LazyView):
+class TechniquesView(LazyView, TabView):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         col = plot_colors()
@@ -618,6 +619,14 @@ class TechniquesView(LazyView):
         frame(self.off_plot, [x], [y], logx=False, logy=False, y0=0.0)
 
     # ------------------------------------------------------------------ copy / export
+    def chart(self):
+        chart = self.charts.currentWidget()
+        if chart is self.spec_plot_widget:
+            return self.spec_plot, chart
+        if chart is self.off_plot_widget:
+            return self.off_plot, chart
+        return None
+
     def table_rows(self) -> list[list[str]]:
         rows = [list(HEADERS)]
         rows[0][0] = self.effect.label if self.effect is not None else "what-if"

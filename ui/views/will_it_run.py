@@ -8,7 +8,8 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPushBu
 
 from advisor import api
 from advisor.text.format import num
-from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text
+from ui.tabs import TabView
+from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text, visible_rows
 
 GRADE_COLOURS = {"fast": "#2e9d3a", "usable": "#2e9d3a", "too slow": "#c98a1a", "needs more RAM": "#c98a1a",
                  "does not fit": "#d23c3c"}
@@ -29,7 +30,7 @@ COLUMNS = [
 ]
 
 
-class WillItRunView(QWidget):
+class WillItRunView(QWidget, TabView):
     def __init__(self, session, workers, parent=None):
         super().__init__(parent)
         self.session, self.workers = session, workers
@@ -159,3 +160,10 @@ class WillItRunView(QWidget):
 
     def copy_text(self) -> str:
         return selected_text(self.table)
+
+    def table_rows(self) -> list[list[str]]:
+        return visible_rows(self.table)
+
+    @property
+    def busy(self) -> bool:
+        return self.workers.running("will_it_run")
