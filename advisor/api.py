@@ -39,7 +39,7 @@ from __future__ import annotations
 
 __all__ = [
     "AdvisorError", "UnknownName", "Catalog", "LoadIssue", "load_catalog", "suggest",
-    "Config", "Defaults", "Workload", "configure", "with_defaults",
+    "Config", "Defaults", "Workload", "configure", "with_defaults", "reconfigure", "Reconfigured", "sized_hardware",
     "memory_options", "with_memory", "with_threads", "hardware_named", "hardware_sized", "MEMORY_SIZE_HINT",
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
@@ -61,9 +61,10 @@ __all__ = [
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
 from advisor.model.config import Config, Defaults, configure, with_defaults
+from advisor.model.reconfigure import Reconfigured, reconfigure, sized_hardware
 from advisor.model.predict import CURVE_AXES, Curve, Prediction, Roofline, RooflinePoint, curve, predict, roofline
-from advisor.data.catalog import (MEMORY_SIZE_HINT, Catalog, LoadIssue, load_catalog as _load, memory_assumption,
-                                  memory_options, with_memory, with_threads)
+from advisor.data.catalog import (MEMORY_SIZE_HINT, Catalog, LoadIssue, load_catalog as _load,
+                                  memory_options, hardware_sized, with_memory, with_threads)
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.safe_load import load_json, load_yaml
 from advisor.data.userdata import output_target
@@ -129,19 +130,6 @@ def hardware_named(cat: Catalog, name: str, memory_gib: float | None = None):
     """The `Hardware` a typed name designates, in the memory size the name or ``memory_gib`` states
     (else its default, with an ``assumed`` note when it ships in several)."""
     return cat.hardware_named(name, memory_gib)
-
-
-def hardware_sized(cat: Catalog, key: str, memory_gib: float | None = None, size_hint: str = MEMORY_SIZE_HINT):
-    """The catalog entry ``key`` in ``memory_gib`` (`AdvisorError` listing the sizes it ships in), or,
-    with none, in its default size carrying the note that it was assumed, which ends in ``size_hint``
-    (how the caller's user picks another: the command line's flag, the app's combo)."""
-    import dataclasses
-
-    hw = cat.hardware[key]
-    if memory_gib is not None:
-        return with_memory(hw, memory_gib)
-    note = memory_assumption(hw, size_hint)
-    return dataclasses.replace(hw, assumed=(note,)) if note else hw
 
 
 def suggest(cat: Catalog, prefix: str, section: str = "models", limit: int = 20) -> list[tuple[str, str]]:

@@ -32,7 +32,6 @@ DEFAULT_MODEL = "llama 3.1 8b"
 MAX_COMPARE = 4
 #: input changes of the same kind closer together than this are one undo step (a slider drag)
 UNDO_MERGE_S = 0.8
-WORKLOAD_KEYS = ("batch", "prompt", "output", "depth")
 #: the fields of a what-if (`api.Techniques`) a sizing file and the settings keep
 TECHNIQUE_FIELDS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
                     "gpu_layers", "offload_gb", "host_bandwidth_gb_s")
@@ -123,33 +122,9 @@ class Session(QObject):
     def _first_model(self) -> str:
         return DEFAULT_MODEL if _resolves(self.cat.model_named, DEFAULT_MODEL) else next(iter(self.cat.models))
 
-    def _spec(self, section: str, value: Any) -> Any:
-        """A spec object from a spec, a catalog key or a forgiving name."""
-        if value is None or not isinstance(value, str):
-            return value
-        table = getattr(self.cat, section)
-        if value in table:
-            return table[value]
-        return self.cat.resolve(section, value)
-
-    def _ok(self, choices: list, key: str) -> bool:
-        return any(c.key == key and c.ok for c in choices)
-
     def hardware(self, value: Any, memory_gb: float | None = None) -> Any:
-        """A hardware spec from a spec, a key or a typed name ("M3 Max 40-core 64GB"), in ``memory_gb``
-        or the size the name states; else in its default size with the app's "assumed … GB" note."""
-        if not isinstance(value, str):
-            if memory_gb is None or memory_gb == value.memory_gib:
-                return value
-            return api.hardware_sized(self.cat, value.key, memory_gb)
-        if value in self.cat.hardware:
-            key, stated = value, None
-        else:
-            named = api.hardware_named(self.cat, value)
-            key = named.key
-            stated = named.memory_gib if named.memory_gib != self.cat.hardware[key].memory_gib else None
-        size = memory_gb if memory_gb is not None else stated
-        return api.hardware_sized(self.cat, key, size, MEMORY_SIZE_HINT)
+        """A hardware spec from a spec, a key or a typed name, sized as `api.sized_hardware` does."""
+        return api.sized_hardware(self.cat, value, memory_gb, MEMORY_SIZE_HINT)
 
     def memory_options(self) -> tuple[float, ...]:
         """The memory sizes (GB) the hardware in use ships in (one: nothing to choose)."""
@@ -157,93 +132,12 @@ class Session(QObject):
         return api.memory_options(entry)
 
     def build(self, base: "api.Config", changes: dict[str, Any]) -> "api.Config":
-        """``base`` with ``changes`` applied, keeping the runtime, format and KV dtype where they still
-        run and switching to `api.with_defaults` where they do not. ``memory_gb`` picks a memory size
-        of the hardware (a new hardware starts at its default). Raises `api.AdvisorError`."""
-        changes = dict(changes)
-        memory = changes.pop("memory_gb", None)
-        memory = None if memory is None else float(memory)
-        threads = changes.pop("threads", None)   # CPUs: llama.cpp's -t; 0 = every core
-        hw_in = changes.pop("hardware", None)
-        if hw_in is not None:
-            hw = self.hardware(hw_in, memory)
-        elif memory is not None or threads is not None:
-            hw = self.hardware(base.hardware.key, memory if memory is not None else base.hardware.memory_gib)
-        else:
-            hw = base.hardware
-        new_device = hw.key != base.hardware.key
-        if threads is None and hw is not base.hardware and not new_device:
-            threads = base.hardware.threads   # a new memory size keeps the threads in use
-        if threads and hw.kind == "cpu":
-            hw = api.with_threads(hw, int(threads))
-        model = self._spec("models", changes.pop("model", None)) or base.model
-        rt = self._spec("runtimes", changes.pop("runtime", None))
-        quant = self._spec("quants", changes.pop("quant", None))
-        kv = self._spec("kv_dtypes", changes.pop("kv_dtype", None))
-        asked_runtime = rt is not None
-        if rt is None:
-            rt = base.runtime
-            if new_device:
-                rt = api.with_defaults(self.cat, hw, model).runtime
-        runtime_choice = next((c for c in api.runtimes_for(self.cat, hw) if c.key == rt.key), None)
-        if runtime_choice is not None and not runtime_choice.ok:
-            if asked_runtime:  # chosen on purpose (a greyed item, a typed name): say why not
-                raise api.AdvisorError(runtime_choice.reason or f"{rt.name} does not run on {hw.name}")
-            rt = api.with_defaults(self.cat, hw, model).runtime
-        d = api.with_defaults(self.cat, hw, model, rt)
-        if quant is None:
-            formats = api.formats_for(self.cat, rt, model, hardware=hw)
-            # an imported checkpoint's own format (a GGUF file's exact mix, an FP8 or MXFP4 release)
-            # when the model is chosen or the format in use no longer loads, as `configure` does
-            own = self.cat.imported_quant(model)
-            own = own if own is not None and self._ok(formats, own.key) else None
-            # a GGUF file's mix describes that file only: another model does not keep it
-            keep = self._ok(formats, base.quant.key) and not (
-                model is not base.model and any(m.quant is not None and m.quant.key == base.quant.key
-                                                for m in self.imported))
-            if own is not None and (model is not base.model or not keep):
-                quant = own
-            else:
-                quant = base.quant if keep else d.quant
-        if kv is None:
-            kv = base.kv_dtype if self._ok(api.kv_dtypes_for(self.cat, rt, hardware=hw), base.kv_dtype.key) else d.kv_dtype
-        self._fit_context(base, model, changes)
-        cfg = base.replace(hardware=hw, model=model, runtime=rt, quant=quant, kv_dtype=kv, **changes)
-        try:
-            cfg.check()
-        except api.AdvisorError:
-            if cfg.gpus > 1 and new_device and "gpus" not in changes:
-                # the new device is not used that many at a time: start it at one
-                cfg = cfg.replace(gpus=1)
-                cfg.check()
-                self.sig_message.emit(f"{hw.name}: GPU count reset to 1")
-            else:
-                raise
-        return cfg
-
-    def _fit_context(self, base: "api.Config", model, changes: dict[str, Any]) -> None:
-        """Keep depth + prompt + output within the model's context: a workload field that was moved
-        stops at the limit; after a model change, depth gives way first, then prompt, then output."""
-        wl = base.workload
-        vals = {"prompt": int(changes.get("prompt", wl.prompt_tokens)),
-                "output": int(changes.get("output", wl.output_tokens)),
-                "depth": int(changes.get("depth", wl.depth_tokens))}
-        over = sum(vals.values()) - int(model.native_context)
-        if over <= 0:
-            return
-        moved = [k for k in WORKLOAD_KEYS if k in changes and k != "batch"]
-        order = moved + [k for k in ("depth", "prompt", "output") if k not in moved]
-        for k in order:
-            floor = 0 if k == "depth" else 1
-            take = min(over, max(0, vals[k] - floor))
-            vals[k] -= take
-            over -= take
-            if over <= 0:
-                break
-        if over > 0:
-            return  # cannot fit: let check() say why
-        changes.update(vals)
-        self.sig_message.emit(f"context limited to {model.native_context:,} tokens, {model.name}'s native context")
+        """``base`` with ``changes`` applied by `api.reconfigure` (what else changes with them is said in
+        the status bar). Raises `api.AdvisorError`."""
+        r = api.reconfigure(self.cat, base, size_hint=MEMORY_SIZE_HINT, **changes)
+        for notice in r.notices:
+            self.sig_message.emit(notice)
+        return r.config
 
     def set_inputs(self, merge: str = "", **changes: Any) -> bool:
         """Apply input changes (hardware/model/quant/kv_dtype/runtime as spec, key or name; memory_gb; gpus,

@@ -422,6 +422,10 @@ class Catalog:
         key = self._imported_quants.get(model.key)
         return self.quants.get(key) if key else None
 
+    def is_file_mix(self, quant: specs.Quant) -> bool:
+        """Whether ``quant`` is an imported GGUF file's own mix (it describes that file only)."""
+        return quant.key in self._imported_quants.values()
+
     def quant_named(self, name: str) -> specs.Quant:
         return self.resolve("quants", name)
 
@@ -467,6 +471,18 @@ def offers_memory(hw: specs.Hardware, memory_gib: float) -> bool:
     if memory_gib in memory_options(hw):
         return True
     return bool(hw.unified_memory and not hw.memory_options_gib and 0 < memory_gib <= hw.memory_gib)
+
+
+def hardware_sized(cat: "Catalog", key: str, memory_gib: float | None = None,
+                   size_hint: str = MEMORY_SIZE_HINT) -> specs.Hardware:
+    """The catalog entry ``key`` in ``memory_gib`` (`AdvisorError` listing the sizes it ships in), or,
+    with none, in its default size carrying the note that it was assumed, which ends in ``size_hint``
+    (how the caller's user picks another: the command line's flag, the app's combo)."""
+    hw = cat.hardware[key]
+    if memory_gib is not None:
+        return with_memory(hw, memory_gib)
+    note = memory_assumption(hw, size_hint)
+    return dataclasses.replace(hw, assumed=(note,)) if note else hw
 
 
 def with_memory(hw: specs.Hardware, memory_gib: float) -> specs.Hardware:
