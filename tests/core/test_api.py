@@ -121,6 +121,7 @@ def test_predict_refuses_what_no_runtime_runs(cat):
         api.predict(cat, cfg.replace(quant=cat.quants["q4_k_m"]))
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_will_it_run_lists_every_model_with_its_best_fitting_format(cat):
     hw = cat.hardware_named("rtx 4090")
     answer = api.will_it_run(cat, hw, context=4096)

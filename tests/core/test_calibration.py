@@ -110,6 +110,7 @@ def test_a_bandwidth_fraction_beyond_physics_stops_at_the_bound(cat, monkeypatch
     assert g.uncertainty["decode_bw_fraction"] == (0.0, "bound")
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_shipped_profiles_meet_the_stated_accuracy(cat):
     # The README states these numbers; this guards them against regressions of model or data.
     report = validate(cat)
@@ -127,6 +128,7 @@ def test_shipped_profiles_meet_the_stated_accuracy(cat):
         assert by[metric].mdape < by[metric].ceiling_mdape / 3
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_every_row_is_either_compared_or_listed_with_a_reason(cat):
     cases, unmapped = load_cases(cat)
     import csv
@@ -188,6 +190,7 @@ def test_validate_rejects_bad_files_clearly(cat, tmp_path, text, message):
         validate(cat, f)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_validate_cli_json_and_errors(capsys, tmp_path):
     assert main(["validate", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

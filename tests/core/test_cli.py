@@ -41,6 +41,7 @@ def test_list_other_sections(capsys, what):
     assert code == 0 and out.count("\n") > 3
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_predict_text_and_json(capsys):
     code, out, _ = run(capsys, "predict", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--quant", "q4_k_m")
     assert code == 0 and "Decode:" in out and "TTFT" in out and "fits" in out
@@ -70,6 +71,7 @@ def test_predict_does_not_fit_exits_1_and_says_by_how_much(capsys):
     (["predict", "--bogus"], "unrecognized arguments"),
     (["list", "gpus"], "invalid choice"),
 ])
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, *argv)
     assert code == 2
@@ -96,6 +98,7 @@ def test_predict_cases_csv_roundtrip(capsys, tmp_path):
     assert "unknown hardware" in rows[2]["error"] and rows[2]["decode_tok_s"] == ""
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_predict_cases_errors(capsys, tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
@@ -139,6 +142,7 @@ def test_console_script_runs_in_a_subprocess():
     (["serve", "--cases", "CASES", "--concurrency", "4"], "--concurrency"),
     (["serve", "--hardware", "rtx 4090", "--model", "llama 3.1 8b", "--out", "x.csv"], "--out"),
 ])
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_contradictory_or_absurd_flags_are_errors_that_name_them(capsys, tmp_path, argv, says):
     """Issue 30 (10): zero, NaN and contradictory flags used to mean "default" or drop one of the
     pair silently; each is now an error (exit 2, one line) that names the flag."""
@@ -151,6 +155,7 @@ def test_contradictory_or_absurd_flags_are_errors_that_name_them(capsys, tmp_pat
     assert not (tmp_path / "x.csv").exists()
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_cases_stream_through_in_bounded_memory(tmp_path, capsys):
     """Issue 30 (8): `--cases` held every row (829 MB at 300 s for a million) and wrote nothing until
     the end. Rows now stream: peak memory does not grow with the table, and the output appears only

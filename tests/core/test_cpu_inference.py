@@ -53,6 +53,7 @@ def test_threads_on_a_catalog_cpu_say_what_they_assume_and_refuse_a_gpu(cat):
     assert slow.prefill_tok_s == pytest.approx(fast.prefill_tok_s / 4, rel=0.15)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_threads_on_the_command_line():
     def run(*args):
         return subprocess.run([sys.executable, "-m", "advisor.cli.entry", *args], capture_output=True, text=True,

@@ -107,6 +107,7 @@ def test_disaggregated_decode_is_not_slowed_by_prompts(cat):
     assert (fixed.prefill_instances, fixed.decode_instances) == (1, 1)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_targets_choose_the_split(cat):
     cfg = configure(cat, hardware="H100 SXM", model="Llama 3.1 70B", quant="fp8", gpus=2)
     load = Load(kind="open", rate_rps=4, prompt_tokens=8000, output_tokens=300)
@@ -132,6 +133,7 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "advisor.cli.main", "serve", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_cli_disaggregate():
     args = ["--hardware", "H100 SXM", "--model", "Llama 3.1 70B", "--quant", "fp8", "--gpus", "2",
             "--concurrency", "50", "--prompt", "5000", "--output", "500", "--disaggregate"]

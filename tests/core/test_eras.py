@@ -66,6 +66,7 @@ def test_a_future_date_and_an_undated_engine_are_refused(cat):
         configure(cat, hardware="H100 SXM", model="llama 3.1 8b", runtime="vllm@2025-01")
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_cli():
     ok = subprocess.run([sys.executable, "-m", "advisor.cli.main", "predict", "--hardware", "rtx 4090", "--model",
                          "llama 2 7b", "--runtime", "llama.cpp@2024-06"], capture_output=True, text=True)

@@ -216,6 +216,7 @@ def test_gguf_exact_bytes(tmp_path, cat, moe, write_gguf):
     assert cfg.quant == q and cfg.runtime.key == "llama.cpp"
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_gguf_bad_files_fail_fast(tmp_path, capsys, write_gguf):
     good = tmp_path / "good.gguf"
     write_gguf(good)
@@ -242,6 +243,7 @@ def test_gguf_bad_files_fail_fast(tmp_path, capsys, write_gguf):
 
 # ---- --model hook, CLI, --save -------------------------------------------------------------------
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_model_flag_takes_a_path(tmp_path, monkeypatch, capsys, cat):
     monkeypatch.setenv("ADVISOR_DATA_DIR", str(tmp_path / "data"))
     path = str(FIXTURES / "qwen3-30b-a3b.json")
@@ -256,6 +258,7 @@ def test_model_flag_takes_a_path(tmp_path, monkeypatch, capsys, cat):
     assert ds.quant.key == "fp8"  # the checkpoint's own format
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_import_model_cli_and_save(tmp_path, monkeypatch, capsys, write_gguf):
     data = tmp_path / "data"
     monkeypatch.setenv("ADVISOR_DATA_DIR", str(data))
@@ -284,6 +287,7 @@ def test_import_model_cli_and_save(tmp_path, monkeypatch, capsys, write_gguf):
     assert again.models[im.model.key].experts == 4
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_huge_vocabulary_is_counted_not_built(tmp_path, write_gguf):
     """Issue 30 (6): the gguf package's reader builds an object per array item: a 27 MB file with a
     three-million-string vocabulary took 3 min 43 s and 3.7 GiB to open. The importer walks the

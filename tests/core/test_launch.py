@@ -105,6 +105,7 @@ def printed(cat):
     return out
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_every_printed_line_uses_verified_flags_and_listed_checkpoints(cat, printed):
     assert len(printed) > 100
     families = set()

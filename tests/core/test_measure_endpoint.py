@@ -18,6 +18,7 @@ from advisor.fit.endpoint import measure
 from tests.fake_openai import FakeServer
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_healthy_server_is_measured_per_concurrency(tmp_path, capsys):
     with FakeServer(first_s=0.05, gap_s=0.004) as srv:
         m = measure(srv.url, concurrencies=(1, 3), requests=6, prompt_tokens=64, output_tokens=12, timeout_s=10)
@@ -53,6 +54,7 @@ def _free_port() -> int:
 @pytest.mark.parametrize("mode, words", [("garbage", "not an openai-style event stream"),
                                          ("empty", "streamed no tokens"),
                                          ("reject", "http 400: the request exceeds the available context size")])
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_server_that_does_not_stream_tokens_is_one_line(mode, words):
     with FakeServer(mode) as srv, pytest.raises(AdvisorError) as err:
         measure(srv.url, requests=2, output_tokens=4, timeout_s=5)
@@ -71,6 +73,7 @@ def test_no_server_no_models_and_bad_urls(capsys):
     assert "http://" in capsys.readouterr().err
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_errors_mid_run_are_counted_and_what_was_measured_is_kept():
     with FakeServer(fail_after=4) as srv:   # the probe and three requests succeed, then HTTP 500
         m = measure(srv.url, concurrencies=(1,), requests=6, output_tokens=4, timeout_s=5)
@@ -79,6 +82,7 @@ def test_errors_mid_run_are_counted_and_what_was_measured_is_kept():
     assert s["ttft_ms"] is not None
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_stream_that_never_ends_is_cut_by_the_timeout_and_the_budget():
     with FakeServer("endless", gap_s=0.01) as srv:
         t = time.perf_counter()
@@ -87,6 +91,7 @@ def test_a_stream_that_never_ends_is_cut_by_the_timeout_and_the_budget():
         assert time.perf_counter() - t < 10
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_a_cancelled_run_keeps_what_it_measured():
     done = []
     with FakeServer(gap_s=0.002) as srv:

@@ -98,6 +98,7 @@ def _run(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_cli_memory_gb_on_predict_will_it_run_and_recommend(cat, capsys):
     code, out, err = _run(capsys, "predict", "--hardware", "MacBook Pro M4 Pro", "--memory-gb", "24",
                           "--model", "qwen3 32b", "--json")
@@ -188,6 +189,7 @@ def test_serve_follows_the_same_context_rule(cat):
         serve(cat, cfg, Load(prompt_tokens=17_000, output_tokens=200, concurrency=2))
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_recommend_follows_the_same_context_rule(cat, capsys):
     code, out, err = _run(capsys, "recommend", "--model", "llama 2 7b", "--context", "12000", "--hardware",
                           "rtx 4090", "--json")

@@ -105,6 +105,7 @@ def _predict(capsys, hardware, model):
     ("RX 7600", "llama 3.1 8b"),
     ("RX 6800", "llama 3.1 8b"),
 ])
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_predict_runs_on_each_new_variant(capsys, cat, query, model):
     d = _predict(capsys, query, model)
     hw = cat.hardware_named(query)
@@ -112,6 +113,7 @@ def test_predict_runs_on_each_new_variant(capsys, cat, query, model):
     assert d["usable_gb"] < hw.memory_gib * 1.074  # never more than the card's own memory (GiB → GB)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_the_narrower_bus_decodes_slower(capsys):
     """Batch-1 decode reads the weights once per token: the 8 GB RTX 3060 (240 GB/s) decodes at
     about 240/360 of the 12 GB card's speed, which a size applied to one entry would miss."""

@@ -269,6 +269,7 @@ def test_worked_figures(cat):
 
 @pytest.mark.parametrize("hardware", ["Tesla P4", "RX 6700 XT", "K80", "RX 580", "RX 5700 XT", "Tesla M40 24GB", "Orin Nano Super", "Radeon VII", "H20", "RX 6750 XT", "Vega 64", "Radeon 780M", "Radeon 890M", "Max 1550", "Max 1100", "Arc 140V", "A770 8GB",
                                       "GTX 1080", "RTX 3080 Laptop", "RTX 5070 Ti Laptop", "RTX 5060", "GH200", "Jetson AGX Xavier", "Quadro GV100"])
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_predict_runs_on_each_new_family(capsys, hardware):
     # new family keys (nvidia-kepler, nvidia-maxwell, amd-gcn4, amd-rdna1) have no calibrated
     # profile: the prediction borrows a vendor/runtime profile and still runs

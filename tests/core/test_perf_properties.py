@@ -1,3 +1,4 @@
+import pytest
 """Physical invariants of the model, checked over random configurations from the catalog."""
 
 import dataclasses
@@ -53,6 +54,7 @@ def has_no_peak(p) -> bool:
     return any("no compute peak" in n for n in p.notes)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 @SETTINGS
 @given(config(), st.floats(1.01, 4.0))
 def test_more_bandwidth_never_slows_decode(c, k):

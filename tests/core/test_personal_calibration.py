@@ -37,6 +37,7 @@ def _machine_that_is_slower(cat, path: Path, decode_k=0.7, prefill_k=1.3) -> lis
     return values
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_personal_profile_moves_predictions_toward_the_users_rows(tmp_path, capsys, private_user_data):
     cat = load_catalog(CATALOG_DIR, user=None)
     path = tmp_path / "mine.json"
@@ -78,6 +79,7 @@ def test_calibrate_mine_refuses_what_it_cannot_fit(tmp_path, capsys):
     assert "--hardware goes with --mine" in capsys.readouterr().err
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_two_calibrations_at_once_both_land(tmp_path, private_user_data):
     """The personal file is read, merged and written under the user-data lock: two processes fitting
     two different cards at the same moment keep both profiles."""
@@ -98,6 +100,7 @@ def test_two_calibrations_at_once_both_land(tmp_path, private_user_data):
     assert keys == {"mine+llama.cpp+rtx-4080", "mine+llama.cpp+rtx-4090"}
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_corrupt_personal_file_is_listed_and_replaced(tmp_path, private_user_data, capsys):
     private_user_data.mkdir(parents=True, exist_ok=True)
     (private_user_data / PERSONAL_FILE).write_text("profiles: [ {key: 'mine+x', decode_bw_fraction: lots} ]\n")

@@ -71,6 +71,7 @@ def test_thin_factor_is_measured_on_the_well_quoted_devices(cat):
     assert 1.1 < pricing.thin_quote_factor(cat) < 2.0
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_one_quote_no_longer_decides_the_datacenter_answer(cat):
     """MI325X has one on-demand rate ($1.95/h, TensorWave): it is printed as one quote and ranked at
     its spread, so a well-quoted device of the same per-user cost ranks above it."""
@@ -154,6 +155,7 @@ def test_break_even_and_rent_per_month(cat):
     assert pricing.break_even_months(cheap, hour) is None
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_recommend_prints_quote_counts_and_buy_beside_rent(capsys):
     from advisor.cli.main import main
 

@@ -51,6 +51,7 @@ def test_several_datacenter_gpus_for_70b_at_50_users(cat):
     assert best.hardware.kind == "datacenter" and best.quant.quality_rank >= 94
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_nothing_recommended_fails_to_fit_or_misses_a_target(cat):
     req = Requirements(model=cat.model_named("Qwen3-30B-A3B"), prompt_tokens=4000, output_tokens=500,
                        context_tokens=16000, users=8, ttft_ms=3000, tok_s=15)
@@ -62,6 +63,7 @@ def test_nothing_recommended_fails_to_fit_or_misses_a_target(cat):
         assert c.launch
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 @pytest.mark.parametrize("tighter", [dict(ttft_ms=500), dict(tok_s=60), dict(users=64), dict(context_tokens=32000)])
 def test_tightening_a_target_never_makes_it_cheaper(cat, tighter):
     base = dict(model=cat.model_named("Llama-3.1-8B"), prompt_tokens=1000, output_tokens=200, users=8,
@@ -74,6 +76,7 @@ def test_tightening_a_target_never_makes_it_cheaper(cat, tighter):
     assert tight.n_passing <= loose.n_passing
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_safe_mode_is_never_more_permissive(cat):
     base = dict(model=cat.model_named("Llama-3.1-8B"), users=4, ttft_ms=800, tok_s=40)
     assert recommend(cat, Requirements(**base, safe=True)).n_passing <= recommend(cat, Requirements(**base)).n_passing
@@ -95,6 +98,7 @@ def test_quality_floor_rejects_with_the_perplexity_cost(cat):
     assert all(c.quant.quality_rank >= cat.quants["q4_k_m"].quality_rank for c in rec.passing)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_launch_lines_speak_each_runtime(cat):
     req = Requirements(model=cat.model_named("Llama-3.1-8B"), context_tokens=16384, users=4, kv_dtypes=("fp8", "q8_0"))
     rec = recommend(cat, req)
@@ -119,6 +123,7 @@ def test_bad_recommend_input(capsys, argv, needle):
     assert needle in err and err.count("\n") == 1
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_recommend_json_lists_every_candidate_with_a_verdict(capsys):
     code = main(["recommend", "--model", "llama 3.1 8b", "--hardware", "rtx 4090,rtx 3090", "--json"])
     doc = json.loads(capsys.readouterr().out)
@@ -127,6 +132,7 @@ def test_recommend_json_lists_every_candidate_with_a_verdict(capsys):
     assert doc["candidates"][0]["ok"] and doc["candidates"][0]["launch"]
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_will_it_run(capsys):
     assert main(["will-it-run", "--hardware", "rtx 4090", "--context", "8192", "--json"]) == 0
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
@@ -169,6 +175,7 @@ def test_quality_scale_reference_kld_or_unmeasured(cat):
     assert not is_upcast(q["awq-int4"], r1) and quality_text(q["awq-int4"], r1) == "unmeasured (vs native FP8)"
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_cost_basis_follows_the_hardware_and_the_flag(cat):
     m = cat.model_named("Llama-3.1-8B")
     assert recommend(cat, Requirements(model=m, hardware_kinds=("datacenter",))).cost_basis == "hour"

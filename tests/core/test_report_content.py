@@ -25,6 +25,7 @@ def rec_report(cat):
     return req, rec, api.report_from_requirements(cat, req, rec=rec)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_answer_quotes_the_chosen_candidate(rec_report):
     req, rec, r = rec_report
     best = rec.passing[0]

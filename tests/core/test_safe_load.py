@@ -57,6 +57,7 @@ def test_a_bombed_user_overlay_is_one_issue_and_the_catalog_loads(private_user_d
     assert any("expands to more than" in i.message for i in cat.issues)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_the_cli_says_one_line_for_deep_files(tmp_path, capsys):
     from advisor.cli.main import main
 

@@ -16,6 +16,7 @@ def _rec(cat, model, **kw):
     return recommend(cat, Requirements(model=cat.model_named(model), **kw))
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_8b_for_one_user_on_a_600_dollar_card(cat):
     """Expected: one card of at most $600 for the user's own PC runs Llama 3.1 8B at 4 bits or better,
     ranked by purchase price. Why: Q4_K_M of an 8B model is 4.58 GiB and Q8_0 7.96 GiB (llama.cpp
@@ -49,6 +50,7 @@ def test_32b_on_one_24_gb_card(cat):
     assert not q8.ok and any(r.constraint == "memory" for r in q8.failures)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_70b_at_home_keeps_the_4_bit_floor(cat):
     """Expected: Llama 3.1 70B at home at Q4_K_M-class on two 24 GB cards (or a large unified-memory
     machine), never IQ1/IQ2 on one card. Why: Q4_K_M of a 70B model is 38.5 GiB (llama.cpp
@@ -169,6 +171,7 @@ def test_128k_context_sizes_the_kv_cache(cat):
     assert one_card and all(any(r.constraint == "memory" for r in c.failures) for c in one_card)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_output_states_context_basis_quality_and_why(capsys):
     assert main(["recommend", "--model", "llama 3.1 8b", "--users", "1", "--hardware-kind", "consumer",
                  "--top", "4"]) == 0
@@ -182,6 +185,7 @@ def test_output_states_context_basis_quality_and_why(capsys):
     assert "ranked by rent" in out and "/M tok" in out and "(--cost-basis rent)" in out
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_rows_are_grouped_by_hardware(cat):
     rec = _rec(cat, "Llama 3.1 8B", users=4, hardware_kinds=("datacenter",))
     groups = by_hardware(rec.passing, 5)

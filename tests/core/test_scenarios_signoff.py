@@ -234,6 +234,7 @@ def test_one_user_on_a_mac_gets_the_speed_predict_gives(cat):
     ("Qwen3 32B", dict(users=20, prompt_tokens=2000, output_tokens=400, ttft_ms=1500, tok_s=25)),
     ("Llama 3.1 8B", dict(users=1, tok_s=40, hardware_kinds=("consumer",))),
 ])
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_every_verdict_agrees_with_its_own_band(cat, model, kw):
     """Issue 26: "meets every requirement" was printed while the row's own pessimistic edge missed. Now a
     pass with margin holds at the edge of every band, a pass "if the estimate holds" names what the edge
@@ -298,6 +299,7 @@ def test_buying_cards_prices_the_machine_they_go_in(cat):
             assert c.buy_total_usd == pytest.approx(c.cost_usd + c.power_usd_month * 36)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_no_configuration_passing_prints_a_complete_answer(capsys):
     """The 0-pass output kept an empty template ("completes —/s with — running sequences ()")."""
     assert main(["recommend", "--model", "llama 3.1 405b", "--users", "500", "--hardware", "rtx 3060",
@@ -307,6 +309,7 @@ def test_no_configuration_passing_prints_a_complete_answer(capsys):
     assert "—/s" not in out and "()" not in out and " nan" not in out
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_every_launch_line_the_suite_prints_starts(cat):
     """Every launch line printed for these questions uses flags its runtime's parser has at the version
     named, loads a checkpoint or file the sources table lists (or says how to make it), and is a

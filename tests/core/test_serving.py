@@ -298,6 +298,7 @@ LOAD_DRAW = st.fixed_dictionaries({"concurrency": st.integers(1, 2000).map(float
 PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 @PROPS
 @given(COST_DRAW, LOAD_DRAW, st.floats(1.05, 3.0))
 def test_more_concurrency_never_lowers_throughput(costs, load, k):
@@ -361,6 +362,7 @@ def test_long_prompts_fill_the_step_budget_before_the_kv_cache():
     assert short["bound"] == "kv-capacity" and short["running_batch"] == 400
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_serve_carries_a_band_per_metric(tmp_path, capsys):
     """Issue 25: `serve --json` and `serve --cases --out` carry the band of TTFT, ITL and throughput: the
     load solved at the profile's pessimistic and optimistic edges, around the estimate."""
@@ -432,6 +434,7 @@ def test_length_traces_are_read_by_content_and_bad_ones_get_one_line(tmp_path):
         read_lengths(tmp_path / "missing.csv")
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_serve_and_recommend_take_a_length_trace(tmp_path, capsys):
     from advisor.cli.main import main
 
@@ -475,6 +478,7 @@ def test_a_benchmark_runs_first_wave_is_in_its_ttft():
             Load(**bad).check()
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_serve_requests_on_the_command_line(capsys, tmp_path):
     """`serve --requests N` predicts a benchmark run (its first wave in TTFT), says so, and is refused
     without a closed loop; `--cases` takes a `requests` column."""

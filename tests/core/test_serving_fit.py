@@ -53,6 +53,7 @@ def test_rows_map_to_a_configuration_and_a_load(cat):
         assert isinstance(out, Skipped) and why in out.reason, (kw, out)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_the_shipped_data_maps_and_says_why_not(cases):
     mapped, skipped = cases
     assert len(mapped) > 1000 and {c.cfg.runtime.key for c in mapped} == {"vllm", "sglang", "tensorrt-llm"}

@@ -30,6 +30,7 @@ def test_sweep_matches_predict(cat):
             assert row["ttft_s"] * 1e3 == pytest.approx(p.ttft_ms, rel=1e-5)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_sweep_drops_what_cannot_run(cat):
     r = sweep(cat, cat.model_named("Llama-3.1-8B"), Workload(), runtimes=None, quants=None, kv_dtypes=None,
               gpus=(1, 8))

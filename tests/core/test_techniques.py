@@ -286,6 +286,7 @@ def run(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_predict_json_has_a_techniques_section(capsys):
     code, out, _ = run(capsys, "predict", "--hardware", "H100 SXM", "--model", "Llama 3.1 70B", "--quant", "fp8",
                        "--draft", "Llama 3.2 1B", "--accept", "0.7", "--draft-k", "4", "--no-flash-attention",

@@ -161,6 +161,7 @@ def test_cli_predict_sn40l_llama_70b(capsys):
     assert "SambaNova SN40L" in out and "extrapolated" in out and "DDR" in out
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_recommend_leaves_dataflow_machines_out_unless_asked(cat):
     model = cat.model_named("Llama 3.1 8B")
     plain = recommend(cat, Requirements(model=model, users=1))

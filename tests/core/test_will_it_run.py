@@ -18,6 +18,7 @@ def row(answer, key):
     return next(r for r in answer.rows if r.model.key == key)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_4090_runs_gpt_oss_120b_only_with_its_experts_in_64_gb_of_ram(cat):
     """gpt-oss-120b (MXFP4, ~63 GB) on one 24 GB card: llama.cpp --n-cpu-moe keeps attention and the
     shared weights on the GPU and the experts in system RAM; "64GB of system ram would be minimum"
@@ -33,6 +34,7 @@ def test_a_4090_runs_gpt_oss_120b_only_with_its_experts_in_64_gb_of_ram(cat):
     assert unknown.mode == "experts" and unknown.host_ram_gb > 20   # the RAM it needs is stated
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_a_4090_keeps_the_4_bit_floor_and_grades_speeds(cat):
     """On a 4090: gpt-oss-20b, Qwen3-30B-A3B and a 32B dense model at 4-5 bits run on the GPU, fast;
     a 70B at Q4_K_M only with about half its layers in system RAM, at ~3-6 tok/s: too slow
@@ -60,6 +62,7 @@ def test_a_4090_keeps_the_4_bit_floor_and_grades_speeds(cat):
     assert any(bits_class(r.quant) <= 2 and r.mode == "gpu" for r in low.rows)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_two_3090s_run_a_70b_at_4_bits_usably(cat):
     """2 × RTX 3090 (48 GB): a 70B at Q4_K_M fits with 8-16k context at ~12-18 tok/s; Q8 does not fit
     (docs/scenario-research.md section 3: community llama.cpp measurements)."""
@@ -70,6 +73,7 @@ def test_two_3090s_run_a_70b_at_4_bits_usably(cat):
     assert not next(x for x in q8.rows if x.quant.key == "q8_0").mode == "gpu"
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_a_64_gb_m4_max_runs_qwen3_30b_and_a_70b_slowly_but_not_gpt_oss_120b(cat):
     """A 64 GB M4 Max: the GPU may wire ~48 GB by default; Qwen3-30B-A3B (18.6 GB at Q4_K_M) runs;
     a 70B at Q4 fits with modest context; gpt-oss-120b (63.4 GB) needs the 128 GB machine
@@ -84,6 +88,7 @@ def test_a_64_gb_m4_max_runs_qwen3_30b_and_a_70b_slowly_but_not_gpt_oss_120b(cat
     assert row(big, "gpt-oss-120b").runs_usably and row(big, "gpt-oss-120b").quant.key == "mxfp4-moe-gguf"
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_a_dgx_spark_runs_gpt_oss_120b_natively_and_a_dense_70b_slowly(cat):
     """DGX Spark: gpt-oss-120b in its native MXFP4 at ~33-60 tok/s on one box; a dense 70B fits but
     decodes at ~3-4 tok/s (NVIDIA/dgx-spark-playbooks issue #79; spark-arena/recipe-registry #17)."""
@@ -94,6 +99,7 @@ def test_a_dgx_spark_runs_gpt_oss_120b_natively_and_a_dense_70b_slowly(cat):
     assert seventy.mode == "gpu" and seventy.grade == "too slow" and seventy.decode_tok_s < 10
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_a_strix_halo_gives_its_gpu_96_of_128_gb_and_runs_gpt_oss_120b(cat):
     """Ryzen AI Max+ 395 (128 GB): AMD's Variable Graphics Memory gives the GPU 96 GB (AMD blog,
     2025-07-29); gpt-oss-120b runs at ~30-52 tok/s (AMD; agledger.ai, llama.cpp Vulkan)."""
@@ -105,6 +111,7 @@ def test_a_strix_halo_gives_its_gpu_96_of_128_gb_and_runs_gpt_oss_120b(cat):
     assert oss.mode == "gpu" and 25 <= oss.decode_tok_s <= 70
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_will_it_run_cli_grades_and_states_the_ram(capsys):
     assert main(["will-it-run", "--hardware", "rtx 4090", "--host-ram-gb", "64"]) == 0
     out = capsys.readouterr().out

@@ -31,6 +31,7 @@ def real_probe():
     return probes.probe(quick=False)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_real_probe_of_this_machine_without_gpu(real_probe):
     """No mocks: whatever this machine is, the probe reports CPU, RAM and measured figures."""
     result = real_probe
@@ -118,6 +119,7 @@ def test_matching_says_how_sure_it_is(nvml):
     assert m["GPU 2: NVIDIA Quantum 9000"].hardware is None and m["GPU 2: NVIDIA Quantum 9000"].confidence == "none"
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_save_then_predict_this_machine_with_a_gpu(nvml, capsys, private_user_data):
     nvml(gpus=[fake_pynvml.RTX_4090])
     assert main(["--probe", "--quick", "--save"]) == 0
@@ -129,6 +131,7 @@ def test_save_then_predict_this_machine_with_a_gpu(nvml, capsys, private_user_da
     assert d["bandwidth_gb_s"] == 1008 and d["decode_tok_s"] > 50
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_save_then_predict_this_machine_without_gpu(capsys, private_user_data, monkeypatch, real_probe):
     # the measured result of this machine, taken once for the module (re-measuring costs seconds)
     if real_probe.accelerator_found:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import subprocess
 import sys
@@ -21,12 +23,14 @@ def _run(args, env, timeout=60):
                           text=True, timeout=timeout)
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_smoke_renders_every_view(tmp_path):
     out = _run(["--smoke"], _env(QT_QPA_PLATFORM="offscreen", ADVISOR_DATA_DIR=str(tmp_path)))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "rendered 11 views" in out.stdout and "whatifs" in out.stdout and "0 errors" in out.stdout
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_screenshot_writes_a_png(tmp_path):
     png = tmp_path / "shot.png"
     out = _run(["--screenshot", str(png), "--view", "curves"],

@@ -29,6 +29,7 @@ def test_a_missing_display_is_one_line(env):
     assert "advisor --help" in lines[0]
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_the_report_needs_no_display(tmp_path):
     out = tmp_path / "r.pdf"
     r = subprocess.run([sys.executable, "-m", "advisor.cli.entry", "report", "--hardware", "rtx 4090", "--model",

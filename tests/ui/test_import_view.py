@@ -39,6 +39,7 @@ def picker_keys(window) -> list[str]:
     return [combo.itemData(i) for i in range(combo.count())]
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_import_config_json_joins_the_picker_and_recomputes(window, tmp_path, settle):
     s = window.session
     before = s.prediction
@@ -192,6 +193,7 @@ def test_imports_survive_a_catalog_reload(window, settle):
     assert key in s.cat.models and s.cfg.model.key == key
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_a_sizing_of_an_imported_model_opens_in_a_fresh_window(make_window, tmp_path, write_gguf, settle):
     w1 = make_window(restore=False)
     gguf = tmp_path / "models" / "tiny.gguf"

@@ -41,6 +41,7 @@ def test_a_file_that_is_no_result_says_so(window, settle, tmp_path):
     assert window.measured.model.rowCount() == 0
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_measure_a_server_from_the_tab(window, settle):
     view = window.view("measured")
     window.session.set_inputs(hardware="rtx 4090")
@@ -64,6 +65,7 @@ def test_measure_a_server_from_the_tab(window, settle):
     assert "median |error|" in view.heading.text()
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_stop_keeps_what_was_measured(window, settle):
     view = window.view("measured")
     with FakeServer(first_s=0.05, gap_s=0.01) as srv:
@@ -90,6 +92,7 @@ def test_a_bad_file_among_good_ones_is_named_and_the_good_ones_kept(window, sett
     assert "Not read:" in view.heading.text() and "broken.json" in view.heading.text()
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_learn_from_these_and_forget(window, settle, tmp_path, private_user_data):
     """The app's `calibrate --mine`: the rows on screen fit a personal profile that the session's
     predictions then use; Forget removes it."""

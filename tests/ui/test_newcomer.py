@@ -5,6 +5,8 @@ recommendations state and take a context, and an imported model keeps its own na
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import math
 import shutil
@@ -146,6 +148,7 @@ def test_will_it_run_checks_the_weights_in_the_inputs_when_asked(window, qtbot):
     assert messages and "the inputs had Q4_K_M" in messages[-1]
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_will_it_run_quant_on_the_command_line(capsys):
     from advisor.cli.main import main
 

@@ -29,6 +29,7 @@ def _column(view, title):
     return [view.model.cell_text(r, i) for r in range(view.model.rowCount())]
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_cost_basis_control_changes_the_ranking_basis(rec_view, qtbot):
     view = rec_view
     _recompute(view, qtbot, lambda: view.combo_cost_basis.setCurrentIndex(view.combo_cost_basis.findData("rent")))
@@ -40,6 +41,7 @@ def test_cost_basis_control_changes_the_ranking_basis(rec_view, qtbot):
     assert view.rec.cost_basis == "purchase" and "ranked by buy" in view.status.text()
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_quality_floor_control_changes_what_passes(rec_view, qtbot):
     view = rec_view
     _recompute(view, qtbot, lambda: view.spin_min_bits.setValue(8))
@@ -51,6 +53,7 @@ def test_quality_floor_control_changes_what_passes(rec_view, qtbot):
     assert all(t.startswith(("reference", "KLD", "+", "unmeasured")) for t in _column(view, "Quality"))
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_vendor_and_budget_controls_filter_the_candidates(rec_view, qtbot):
     view = rec_view
     _recompute(view, qtbot, lambda: view.combo_vendor.setCurrentIndex(view.combo_vendor.findData("Apple")))
@@ -62,6 +65,7 @@ def test_vendor_and_budget_controls_filter_the_candidates(rec_view, qtbot):
     assert all(c.cost_usd is not None and c.cost_usd <= 1000 for c in view.rec.top(100))
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_allow_offload_makes_a_moe_model_pass_on_one_consumer_card(window, rec_view, qtbot):
     view = rec_view
     s = window.session
@@ -109,6 +113,7 @@ def test_rows_grouped_by_hardware_with_why_first_and_copyable_launch(window, rec
     assert QGuiApplication.clipboard().text() == rows[0].launch != ""
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_verdict_and_data_columns_agree_with_the_core(window, rec_view, qtbot):
     """Issue 26: the app prints one of the three verdicts, the one the row's own band gives, and says
     where no measurement backs the runtime × hardware × format."""

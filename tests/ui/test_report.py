@@ -55,6 +55,7 @@ def _chart_pixels(pdf: Path, page: int, tmp: Path) -> tuple[float, float]:
     return float(rgb.mean(axis=2).var()), float(colour.mean())
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_cli_report_for_a_recommendation(tmp_path):
     out = tmp_path / "sizing.pdf"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
@@ -75,6 +76,7 @@ def test_cli_report_for_a_recommendation(tmp_path):
     assert [f for f in os.listdir(tmp_path)] == ["sizing.pdf"]   # no temporary file left behind
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_app_side_report(tmp_path, qapp):
     from ui.report import write_report
 
@@ -103,6 +105,7 @@ def test_app_side_report(tmp_path, qapp):
     assert _chart_pixels(out, n, tmp_path)[1] < colour / 4      # the sources page: text, hardly any colour
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_unwritable_path_fails_cleanly(tmp_path, qapp):
     from ui.report import ReportError, write_report
 
@@ -132,6 +135,7 @@ def test_unwritable_path_fails_cleanly(tmp_path, qapp):
     assert sorted(os.listdir(tmp_path)) == ["locked"]
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_report_to_a_device_is_refused_and_to_a_link_written_through(tmp_path, qapp):
     """Issue 30 (4): `report -o /dev/full` as root turned the device into a PDF. A pipe (a device
     node stands for the same case without root) is refused and kept; a link keeps pointing at its
@@ -150,6 +154,7 @@ def test_report_to_a_device_is_refused_and_to_a_link_written_through(tmp_path, q
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.pdf", "pipe", "real.pdf"]
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_export_report_in_the_background(tmp_path, qtbot):
     from types import SimpleNamespace
 
@@ -204,6 +209,7 @@ def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path):
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "bench_results"
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_report_with_the_users_measurements(tmp_path):
     """Issue 27: `report --measured FILE…` adds a page of the user's results beside the predictions:
     the chart and the table, each row's error, and the rows that could not be predicted with why."""
@@ -219,6 +225,7 @@ def test_report_with_the_users_measurements(tmp_path):
     assert "give --model to say what it was" in text                    # the table's model type does not resolve
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_the_apps_report_carries_the_measured_tab(window, settle, tmp_path):
     from ui.report import export_report
 

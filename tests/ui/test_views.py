@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import math
 
 import numpy as np
@@ -106,6 +108,7 @@ def test_slider_drag_is_one_undo_step(window):
     assert s.cfg == first
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_a_recommendation_row_loads_into_the_inputs(window, qtbot):
     s = window.session
     s.set_inputs(batch=4)
@@ -157,6 +160,7 @@ def test_curves_mark_the_kv_limit(window):
     assert len(x) > 50 and np.all(np.diff(total) >= -1e-9)  # more users never need less memory
 
 
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_compare_and_will_it_run(window, qtbot):
     s = window.session
     window.show_view("compare")

@@ -1,0 +1,96 @@
+"""Resident memory of the desktop app under use, measured on the real window (offscreen). Prints a
+table; asserts nothing.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_memory.py [--seconds 300] [--seed 1]
+
+For ``--seconds`` it makes random input changes (hardware, model, format, workload, GPU count, undo)
+while moving through every tab, waiting for each tab's background job (recommendations, will it run)
+to finish, and reports the resident set size (VmRSS) after start-up, after the first minute and at
+the end, with its peak (VmHWM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def rss_mb() -> tuple[float, float]:
+    """(resident now, peak resident) in MB, from /proc/self/status."""
+    now = peak = float("nan")
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            now = int(line.split()[1]) / 1024
+        elif line.startswith("VmHWM:"):
+            peak = int(line.split()[1]) / 1024
+    return now, peak
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=300.0, help="how long to make random input changes")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+
+    import ui  # noqa: F401  (applies the PySide6 guard before Qt objects exist)
+    from ui.app import create_app
+    from ui.main_window import MainWindow
+    from ui.settings import Settings
+    from ui.tabs import TABS
+
+    app = create_app([])
+    win = MainWindow(settings=Settings(Path(tempfile.mkdtemp()) / "s.ini"), restore=False)
+    win.resize(1400, 900)
+    win.show()
+    app.processEvents()
+    s = win.session
+    rows = [("after start-up", *rss_mb())]
+    hardware = ["rtx 4090", "rtx 3090", "h100 sxm", "m3 max", "mi300x", "rtx 5090", "l40s", "a100 80gb"]
+    models = ["llama 3.1 8b", "llama 3.1 70b", "qwen3 30b a3b", "qwen3 8b", "gpt-oss 120b", "mistral small 3.2"]
+    tabs = [t.name for t in TABS if t.name != "probe"]   # the probe measures this machine: not an input
+    changes, t0, minute = 0, time.perf_counter(), None
+    while time.perf_counter() - t0 < args.seconds:
+        kind = rng.random()
+        if kind < 0.15:
+            s.set_inputs(hardware=rng.choice(hardware))
+        elif kind < 0.25:
+            s.set_inputs(model=rng.choice(models))
+        elif kind < 0.35:
+            s.set_inputs(batch=rng.choice([1, 2, 4, 8, 16, 32, 64]))
+        elif kind < 0.40:
+            s.undo()
+        elif kind < 0.45:
+            win.show_view(rng.choice(tabs))
+        else:
+            s.set_inputs(merge="prompt", prompt=rng.randint(64, 8192), output=rng.randint(16, 1024))
+        changes += 1
+        app.processEvents()
+        view = win.current_view()
+        while view is not None and view.busy and time.perf_counter() - t0 < args.seconds + 60:
+            app.processEvents()
+            time.sleep(0.005)
+        if minute is None and time.perf_counter() - t0 >= 60:
+            minute = rss_mb()
+            rows.append((f"after 1 minute ({changes:,} changes)", *minute))
+    app.processEvents()
+    rows.append((f"after {args.seconds:.0f} s ({changes:,} input changes, every tab)", *rss_mb()))
+    print(f"advisor-gui resident memory (QT_QPA_PLATFORM={os.environ['QT_QPA_PLATFORM']})")
+    print(f"{'when':<56} {'RSS MB':>8} {'peak MB':>8}")
+    print("-" * 74)
+    for when, now, peak in rows:
+        print(f"{when:<56} {now:>8.0f} {peak:>8.0f}")
+    win.close()
+
+
+if __name__ == "__main__":
+    main()
