@@ -3,10 +3,10 @@ table; asserts nothing.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_memory.py [--seconds 300] [--seed 1]
 
-For ``--seconds`` it makes random input changes (hardware, model, format, workload, GPU count, undo)
-while moving through every tab, waiting for each tab's background job (recommendations, will it run)
-to finish, and reports the resident set size (VmRSS) after start-up, after the first minute and at
-the end, with its peak (VmHWM).
+For ``--seconds`` it makes random input changes (hardware, model, workload, undo) while moving
+through every tab, waiting for each tab's background job (recommendations, will it run) to finish and
+now and then pausing two seconds as a reader would, and reports the resident set size (VmRSS) after
+start-up, after the first minute, at the end and after three idle seconds, with its peak (VmHWM).
 """
 
 from __future__ import annotations
@@ -79,11 +79,21 @@ def main() -> None:
         while view is not None and view.busy and time.perf_counter() - t0 < args.seconds + 60:
             app.processEvents()
             time.sleep(0.005)
+        if rng.random() < 0.03:   # now and then the user reads the screen for two seconds
+            pause_until = time.perf_counter() + 2.0
+            while time.perf_counter() < pause_until:
+                app.processEvents()
+                time.sleep(0.01)
         if minute is None and time.perf_counter() - t0 >= 60:
             minute = rss_mb()
             rows.append((f"after 1 minute ({changes:,} changes)", *minute))
     app.processEvents()
     rows.append((f"after {args.seconds:.0f} s ({changes:,} input changes, every tab)", *rss_mb()))
+    idle_until = time.perf_counter() + 3.0
+    while time.perf_counter() < idle_until:
+        app.processEvents()
+        time.sleep(0.01)
+    rows.append(("then 3 s idle", *rss_mb()))
     print(f"advisor-gui resident memory (QT_QPA_PLATFORM={os.environ['QT_QPA_PLATFORM']})")
     print(f"{'when':<56} {'RSS MB':>8} {'peak MB':>8}")
     print("-" * 74)

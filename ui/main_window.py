@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QSplitter, QTabWidget,
                                QVBoxLayout, QWidget)
@@ -17,6 +17,7 @@ from advisor import api
 from advisor.text.format import num
 from ui import sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
+from ui.memory import release_free_memory
 from ui.session import Session, describe, missing_local, read_import
 from ui.settings import Settings
 from ui.tabs import TABS
@@ -26,6 +27,8 @@ from ui.views.table import to_csv
 from ui.workers import Workers
 
 log = logging.getLogger(__name__)
+#: quiet time (no input change, no job running) after which freed memory is given back
+IDLE_TRIM_MS = 1500
 
 DATA_SOURCES = ("vendor datasheets and whitepapers (each hardware entry cites its own)",
                 "model config.json files on Hugging Face (each model entry cites its own)",
@@ -106,6 +109,14 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._update_catalog_label()
         _no_text_drops(self)
+
+        # freed sweep memory goes back to the system once the window is idle (ui/memory.py)
+        self._idle_trim = QTimer(self)
+        self._idle_trim.setSingleShot(True)
+        self._idle_trim.setInterval(IDLE_TRIM_MS)
+        self._idle_trim.timeout.connect(self._release_memory)
+        self.workers.sig_busy_changed.connect(lambda n: n == 0 and self._idle_trim.start())
+        s.sig_results_changed.connect(self._idle_trim.start)
 
         s.sig_error.connect(self.show_error)
         s.sig_message.connect(lambda m: self.statusBar().showMessage(m, 6000))
@@ -271,6 +282,14 @@ class MainWindow(QMainWindow):
                 if isinstance(item, pg.AxisItem):
                     item.setPen(c["fg"])
                     item.setTextPen(c["fg"])
+
+    def _release_memory(self) -> None:
+        if self.workers.busy:   # a job started since: after it
+            self._idle_trim.start()
+            return
+        ms = release_free_memory()
+        if ms is not None:
+            log.debug("returned free memory to the system in %.1f ms", ms)
 
     # ------------------------------------------------------------------ messages
     def show_error(self, message: str) -> None:

@@ -159,3 +159,20 @@ def test_will_it_run_quant_on_the_command_line(capsys):
     assert "No model loads in Q4_K_M in vLLM" in capsys.readouterr().out
     assert main(["will-it-run", "--hardware", "rtx 4090", "--quant", "no such format"]) == 2
     assert "unknown" in capsys.readouterr().err
+
+
+def test_freed_memory_goes_back_to_the_system_when_the_window_is_idle(window, qtbot, monkeypatch):
+    import sys
+
+    import ui.main_window as mw
+    from ui.memory import release_free_memory
+
+    took = release_free_memory()
+    assert (took is not None and took >= 0) if sys.platform.startswith("linux") else took is None
+    calls = []
+    monkeypatch.setattr(mw, "release_free_memory", lambda: calls.append(1) or 0.0)
+    window._idle_trim.setInterval(50)
+    for prompt in (600, 700, 800):
+        assert window.session.set_inputs(prompt=prompt)
+    assert not calls                       # not while the inputs are changing
+    qtbot.waitUntil(lambda: len(calls) == 1, timeout=5000)   # once, when they stop
