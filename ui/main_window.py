@@ -220,7 +220,7 @@ class MainWindow(QMainWindow):
         e.addSeparator()
         self.act_copy = self._action(e, "&Copy", self.copy, QKeySequence.StandardKey.Copy,
                                      "Copy the selected rows, or this sizing's figures")
-        self._action(e, "&Pin to Compare", lambda: self.session.pin(), "Ctrl+P",
+        self._action(e, "&Pin to Compare", lambda: self.session.compare.pin(), "Ctrl+P",
                      "Add the current configuration to the Compare tab")
         e.addSeparator()
         self._action(e, "Find &model…", lambda: self._focus(self.inputs.model_picker.search), "Ctrl+F")
@@ -342,7 +342,7 @@ class MainWindow(QMainWindow):
         if not self.session.load_keys(inputs, targets):
             self.show_error(f"{Path(path).name}: {self.session.last_error}")
             return False
-        if technique and not self.session.load_technique_keys(technique):
+        if technique and not self.session.whatif.load_keys(technique):
             self.show_error(f"{Path(path).name}: {self.session.last_error}")  # the inputs opened; the what-if did not
         self.file_path = Path(path)
         self.saved_state = self.session.state
@@ -660,7 +660,7 @@ class MainWindow(QMainWindow):
         if self.session.load_keys(inputs.get("inputs", {}), inputs.get("targets")):
             self.session.clear_history()
             technique = inputs.get("technique")
-            if isinstance(technique, dict) and technique and not self.session.load_technique_keys(technique):
+            if isinstance(technique, dict) and technique and not self.session.whatif.load_keys(technique):
                 notices.append(f"the last what-if could not be restored ({self.session.last_error})")
         else:
             notices.append(f"the last inputs could not be restored ({self.session.last_error}); "
@@ -682,7 +682,7 @@ class MainWindow(QMainWindow):
         st.set("window/tab", self.tabs.currentIndex())
         st.set("session/inputs", {"inputs": self.session.input_keys(), "targets": self.session.targets.to_dict(),
                                   "imported": dict(self.session.import_sources),
-                                  "technique": self.session.technique_keys()})
+                                  "technique": self.session.whatif.keys()})
         st.sync()
 
     def closeEvent(self, event) -> None:  # noqa: N802

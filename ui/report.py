@@ -541,7 +541,8 @@ def content_for_session(session) -> "api.ReportContent":
     """The report for what the app shows: ``session.cat``, ``session.cfg`` and ``session.targets``."""
     t = getattr(session, "targets", None)
     # the What-ifs tab's technique, when one is chosen and applies to this configuration
-    tech = getattr(session, "techniques", None) if getattr(session, "technique_effects", None) else None
+    whatif = getattr(session, "whatif", None)
+    tech = whatif.techniques if whatif is not None and whatif.effects else None
     return api.report_from_config(session.cat, session.cfg, ttft_ms=(getattr(t, "ttft_ms", 0) or None),
                                   tok_s=(getattr(t, "tok_s", 0) or None), techniques=tech)
 

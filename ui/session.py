@@ -23,18 +23,14 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from advisor import api
+from ui.tab_state import CompareList, WhatIf
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HARDWARE = "rtx 4090"
 DEFAULT_MODEL = "llama 3.1 8b"
-#: the most configurations the Compare tab shows side by side
-MAX_COMPARE = 4
 #: input changes of the same kind closer together than this are one undo step (a slider drag)
 UNDO_MERGE_S = 0.8
-#: the fields of a what-if (`api.Techniques`) a sizing file and the settings keep
-TECHNIQUE_FIELDS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
-                    "gpu_layers", "offload_gb", "host_bandwidth_gb_s")
 #: how the app asks for another memory size (the core's note otherwise names the CLI's --memory-gb)
 MEMORY_SIZE_HINT = "choose the memory size next to the hardware"
 
@@ -73,9 +69,6 @@ class Session(QObject):
     sig_message = Signal(str)
     """A one-line notice for the status bar."""
     sig_undo_changed = Signal()
-    sig_compare_changed = Signal()
-    sig_techniques_changed = Signal()
-    """`techniques` or their `technique_effects` are new (also after every input change)."""
 
     def __init__(self, cat: "api.Catalog | None" = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -90,17 +83,15 @@ class Session(QObject):
         self._undo: list[State] = []
         self._redo: list[State] = []
         self._last_merge: tuple[str, float] = ("", 0.0)
-        self.compare: list[api.Config] = []
+        #: the configurations pinned to Compare, and the What-ifs tab's what-if (ui/tab_state.py)
+        self.compare = CompareList(self)
+        self.whatif = WhatIf(self)
         self.extras: dict[str, Any] = {}
         self.last_error = ""
         #: models imported in this session (File → Import model…, drag-and-drop), kept across reloads
         self.imported: list[api.ImportedModel] = []
         #: what each imported model (by key) was imported from: a file, a folder or ``hf:org/name``
         self.import_sources: dict[str, str] = {}
-        #: the what-if on the What-ifs tab (None: none chosen), its before/after, or why it cannot apply
-        self.techniques: api.Techniques | None = None
-        self.technique_effects: list[api.TechniqueEffect] = []
-        self.technique_error = ""
         self._compute()
 
     # ------------------------------------------------------------------ inputs
@@ -155,23 +146,23 @@ class Session(QObject):
                 spread = _spread(changes.pop("prompt_spread"))
             cfg = self.build(self.cfg, changes) if changes else self.cfg
         except api.AdvisorError as exc:
-            return self._refuse(str(exc))
+            return self.refuse(str(exc))
         return self._apply(State(cfg, targets, spread), merge)
 
     def load_keys(self, keys: dict[str, Any], targets: dict[str, Any] | None = None) -> bool:
         """Inputs from a saved sizing (catalog keys or names, and numbers); False + `sig_error` if bad."""
         if not isinstance(keys, dict):
-            return self._refuse(f"the inputs must be a mapping of names to values, got {type(keys).__name__}")
+            return self.refuse(f"the inputs must be a mapping of names to values, got {type(keys).__name__}")
         if targets is not None and not isinstance(targets, dict):
-            return self._refuse(f"the targets must be a mapping (ttft_ms, tok_s), got {type(targets).__name__}")
+            return self.refuse(f"the targets must be a mapping (ttft_ms, tok_s), got {type(targets).__name__}")
         try:
             cfg = self.configure_keys(keys)
             spread = _spread(keys.get("prompt_spread") or 0.0)
             t = Targets(float((targets or {}).get("ttft_ms") or 0), float((targets or {}).get("tok_s") or 0))
         except api.AdvisorError as exc:
-            return self._refuse(str(exc))
+            return self.refuse(str(exc))
         except (TypeError, ValueError) as exc:
-            return self._refuse(f"bad target value: {exc}")
+            return self.refuse(f"bad target value: {exc}")
         return self._apply(State(cfg, t, spread), "")
 
     def configure_keys(self, keys: dict[str, Any]) -> "api.Config":
@@ -218,7 +209,8 @@ class Session(QObject):
         """File → New: the default sizing (undoable)."""
         self._apply(State(self._default_config(), Targets()), "")
 
-    def _refuse(self, message: str) -> bool:
+    def refuse(self, message: str) -> bool:
+        """Say why a change was refused (`sig_error`) and put the widgets back to the inputs in force."""
         self.last_error = message
         self.sig_error.emit(message)
         self.sig_inputs_changed.emit()
@@ -291,54 +283,8 @@ class Session(QObject):
         self.prediction, self.roofline = pred, roof
         self.serving = self._serve()
         self._explanations = None
-        self._compute_techniques()
+        self.whatif.recompute()
         self.generation += 1
-        return True
-
-    # ------------------------------------------------------------------ what-ifs
-    def set_techniques(self, tech: "api.Techniques | None") -> bool:
-        """Choose the what-if (None: none) and compute its before/after for the inputs in force.
-        A technique that cannot apply here (a draft of another tokenizer, a runtime with no offload)
-        is kept, with the reason in `technique_error`; returns False then."""
-        self.techniques = tech
-        ok = self._compute_techniques()
-        self.sig_techniques_changed.emit()
-        return ok
-
-    def technique_keys(self) -> dict[str, Any]:
-        """The chosen what-if as saved (a draft by its catalog key, only the fields that differ from
-        "no technique"); empty when none is chosen."""
-        t = self.techniques
-        if t is None or not t.any:
-            return {}
-        plain = api.Techniques()
-        out: dict[str, Any] = {}
-        for name in TECHNIQUE_FIELDS:
-            value = getattr(t, name)
-            if value != getattr(plain, name):
-                out[name] = value.key if name == "draft" else value
-        return out
-
-    def load_technique_keys(self, keys: dict[str, Any]) -> bool:
-        """Choose the what-if saved by `technique_keys` (a sizing file, the last session); a bad one is
-        refused with `sig_error` and the what-if in force stays."""
-        try:
-            tech = api.techniques_from(self.cat, **{k: keys[k] for k in TECHNIQUE_FIELDS if k in keys})
-        except api.AdvisorError as exc:
-            self._refuse(f"what-if: {exc}")
-            return False
-        self.set_techniques(tech if tech.any else None)
-        return True
-
-    def _compute_techniques(self) -> bool:
-        self.technique_effects, self.technique_error = [], ""
-        if self.techniques is None or not self.techniques.any:
-            return True
-        try:
-            self.technique_effects = api.techniques(self.cat, self.cfg, self.techniques)
-        except api.AdvisorError as exc:
-            self.technique_error = str(exc)
-            return False
         return True
 
     # ------------------------------------------------------------------ imported models
@@ -349,7 +295,7 @@ class Session(QObject):
         try:
             imported = read_import(source)
         except api.AdvisorError as exc:
-            self._refuse(str(exc))
+            self.refuse(str(exc))
             return None
         return self.add_imported(imported, save, source)
 
@@ -369,7 +315,7 @@ class Session(QObject):
                                     "depth": w.depth_tokens})
         except api.AdvisorError as exc:
             self.cat = old_cat
-            self._refuse(f"{imported.model.name}: {exc}")
+            self.refuse(f"{imported.model.name}: {exc}")
             return None
         if not self._apply(State(cfg, self.targets, self.state.prompt_spread), ""):
             self.cat = old_cat
@@ -498,7 +444,7 @@ class Session(QObject):
             cfg = self.configure_keys(keys)
         except api.AdvisorError:
             cfg = self._default_config()
-        self.compare = []
+        self.compare.clear()
         self.state = State(cfg, targets, spread)
         self._undo.clear()
         self._redo.clear()
@@ -506,25 +452,7 @@ class Session(QObject):
         self.sig_catalog_changed.emit()
         self.sig_inputs_changed.emit()
         self.sig_undo_changed.emit()
-        self.sig_compare_changed.emit()
         self.sig_results_changed.emit()
-
-    # ------------------------------------------------------------------ compare
-    def pin(self, cfg: "api.Config | None" = None) -> bool:
-        cfg = cfg or self.cfg
-        if cfg in self.compare:
-            return False
-        if len(self.compare) >= MAX_COMPARE:
-            self.sig_error.emit(f"Compare holds {MAX_COMPARE} configurations at most; remove one first")
-            return False
-        self.compare.append(cfg)
-        self.sig_compare_changed.emit()
-        return True
-
-    def unpin(self, index: int) -> None:
-        if 0 <= index < len(self.compare):
-            del self.compare[index]
-            self.sig_compare_changed.emit()
 
     # ------------------------------------------------------------------ files
     def to_file_dict(self) -> dict[str, Any]:
@@ -533,7 +461,7 @@ class Session(QObject):
         source = self.import_sources.get(self.cfg.model.key)
         if source:
             out["model_source"] = source
-        technique = self.technique_keys()
+        technique = self.whatif.keys()
         if technique:
             out["technique"] = technique
         return out

@@ -30,9 +30,10 @@ from advisor.data.userdata import write_atomic
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
               "output", "depth", "memory_gb", "threads", "prompt_spread")
-#: the what-if's fields (ui.session.TECHNIQUE_FIELDS); their values are checked by the core on loading
-TECHNIQUE_KEYS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
-                  "gpu_layers", "offload_gb", "host_bandwidth_gb_s")
+#: the fields of a what-if (`api.Techniques`) a sizing file and the settings keep; their values are
+#: checked by the core on loading
+TECHNIQUE_FIELDS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
+                    "gpu_layers", "offload_gb", "host_bandwidth_gb_s")
 FILE_FILTER = "Sizing files (*.yaml *.yml *.json);;All files (*)"
 
 
@@ -141,7 +142,7 @@ def read_all(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float],
     technique = data.get("technique") or {}
     if not isinstance(technique, dict):
         raise SizingFileError(f"{path.name}: 'technique' must be a mapping of what-if fields")
-    unknown = sorted(set(technique) - set(TECHNIQUE_KEYS))
+    unknown = sorted(set(technique) - set(TECHNIQUE_FIELDS))
     if unknown:
         raise SizingFileError(f"{path.name}: unknown technique field(s) {', '.join(map(str, unknown))}")
     return dict(inputs), targets, source, dict(technique)

@@ -76,7 +76,7 @@ def test_sizing_files_of_any_shape(tmp_path_factory, doc, as_yaml, qapp):
         session = Session(api.load_catalog(user=False))
         assert session.load_keys(inputs, targets) in (True, False)
         if technique:
-            assert session.load_technique_keys(technique) in (True, False)
+            assert session.whatif.load_keys(technique) in (True, False)
 
 
 @SETTINGS

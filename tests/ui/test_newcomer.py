@@ -43,12 +43,12 @@ def test_compare_prices_each_column_and_the_best_value_is_one_that_fits(window):
     s, view = window.session, window.compare
     s.compare.clear()
     assert s.set_inputs(hardware="rtx 3090", model="llama 3.1 8b", quant="Q4_K_M")
-    s.pin()
+    s.compare.pin()
     # faster on paper, but 70B does not fit a 5090: it must not win a speed or value row
     assert s.set_inputs(hardware="rtx 5090", model="llama 3.3 70b", quant="Q4_K_M")
-    s.pin()
+    s.compare.pin()
     assert s.set_inputs(hardware="h100 sxm", model="llama 3.1 8b", runtime="vllm")
-    s.pin()
+    s.compare.pin()
     rows = {r[0]: r[1:] for r in view.table_rows()}
     for label in ("Buy", "Rent", "Board power", "$ / M tokens"):
         assert label in rows, label

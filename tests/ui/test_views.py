@@ -164,7 +164,7 @@ def test_curves_mark_the_kv_limit(window):
 def test_compare_and_will_it_run(window, qtbot):
     s = window.session
     window.show_view("compare")
-    s.pin()
+    s.compare.pin()
     s.set_inputs(hardware="rtx 3090")
     window.compare.btn_pin.click()
     assert len(s.compare) == 2 and window.compare.table.columnCount() == 2

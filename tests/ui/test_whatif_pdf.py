@@ -28,7 +28,7 @@ def test_report_has_the_chosen_what_if(window, tmp_path):
     view.spin_accept.setValue(0.6)
     content = content_for_session(s)
     [table] = content.what_ifs
-    [effect] = api.techniques(s.cat, s.cfg, s.techniques)
+    [effect] = api.techniques(s.cat, s.cfg, s.whatif.techniques)
     assert "α=0.6" in table.title and table.rows == api.technique_rows(effect)
     out = write_report(content, tmp_path / "whatif.pdf", paper="a4")
     text = _text(out)
@@ -45,5 +45,5 @@ def test_a_what_if_that_does_not_apply_is_left_out(window):
     view.kind.setCurrentIndex(view.kind.findData("attention"))
     assert content_for_session(s).what_ifs                          # applies: in the report
     s.set_inputs(model="deepseek v2 lite")                          # MLA: no MHA/GQA/MQA what-if
-    assert s.technique_error and "MLA" in s.technique_error
+    assert s.whatif.error and "MLA" in s.whatif.error
     assert content_for_session(s).what_ifs == ()

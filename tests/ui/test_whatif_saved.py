@@ -22,7 +22,7 @@ def test_sizing_file_round_trips_the_technique(window, make_window, tmp_path):
     view = _choose(window, "speculative")
     view.spin_k.setValue(6)          # a draft length and acceptance of the user's own
     view.spin_accept.setValue(0.55)
-    tech = window.session.techniques
+    tech = window.session.whatif.techniques
     assert (tech.draft.key, tech.draft_k, tech.accept) == ("llama-3.2-1b", 6, 0.55)
     path = tmp_path / "spec.yaml"
     assert window.save_file(path)
@@ -30,13 +30,13 @@ def test_sizing_file_round_trips_the_technique(window, make_window, tmp_path):
     assert saved == {"draft": "llama-3.2-1b", "draft_k": 6, "accept": 0.55}
     other = make_window(restore=False, path=tmp_path / "other.ini")
     assert other.open_file(path)
-    assert other.session.techniques == tech
+    assert other.session.whatif.techniques == tech
     # the other window's What-ifs tab shows it (and does not push its own defaults over it)
     other.show_view("whatifs")
     v = other.whatifs
     assert v.kind.currentData() == "speculative" and v.spin_k.value() == 6 and v.spin_accept.value() == 0.55
-    assert other.session.techniques == tech
-    [e] = other.session.technique_effects
+    assert other.session.whatif.techniques == tech
+    [e] = other.session.whatif.effects
     assert e.after.decode_tok_s != e.before.decode_tok_s
 
 
@@ -45,7 +45,7 @@ def test_offload_layers_round_trip_and_show(window, make_window, tmp_path):
     assert s.set_inputs(hardware="rtx 3060", model="qwen2.5 32b", runtime="llama.cpp", quant="q4_k_m")
     view = _choose(window, "offload")
     view.spin_layers.setValue(20)
-    assert s.techniques.gpu_layers == 20
+    assert s.whatif.techniques.gpu_layers == 20
     path = tmp_path / "offload.json"
     assert window.save_file(path)
     assert json.loads(path.read_text())["technique"] == {"gpu_layers": 20}
@@ -53,16 +53,16 @@ def test_offload_layers_round_trip_and_show(window, make_window, tmp_path):
     assert other.open_file(path)
     other.show_view("whatifs")
     assert other.whatifs.kind.currentData() == "offload" and other.whatifs.spin_layers.value() == 20
-    assert other.session.techniques.gpu_layers == 20
+    assert other.session.whatif.techniques.gpu_layers == 20
 
 
 def test_settings_keep_the_technique(make_window):
     w = make_window()
     view = _choose(w, "eager")
-    assert w.session.techniques == api.Techniques(flash_attention=False)
+    assert w.session.whatif.techniques == api.Techniques(flash_attention=False)
     w.save_settings()
     again = make_window()
-    assert again.session.techniques == api.Techniques(flash_attention=False)
+    assert again.session.whatif.techniques == api.Techniques(flash_attention=False)
     again.show_view("whatifs")
     assert again.whatifs.kind.currentData() == "eager"
 
@@ -74,7 +74,7 @@ def test_old_sizing_file_opens_without_a_technique(window, tmp_path):
         "gpus": 1, "parallelism": "", "batch": 1, "prompt": 512, "output": 128, "depth": 0},
         "targets": {"ttft_ms": 0, "tok_s": 0}}))
     assert window.open_file(path)
-    assert window.session.cfg.hardware.key == "rtx-4090" and window.session.techniques is None
+    assert window.session.cfg.hardware.key == "rtx-4090" and window.session.whatif.techniques is None
 
 
 @pytest.mark.parametrize("technique, message", [

@@ -38,14 +38,14 @@ def open_whatifs(window, kind: str):
 
 
 def core_effect(session):
-    [e] = api.techniques(session.cat, session.cfg, session.techniques)
+    [e] = api.techniques(session.cat, session.cfg, session.whatif.techniques)
     return e
 
 
 def test_speculative_decoding_shows_the_core_numbers_and_follows_the_batch(window):
     s = window.session
     view = open_whatifs(window, "speculative")
-    tech = s.techniques
+    tech = s.whatif.techniques
     # Llama 3.1 8B: the smallest catalog model with its tokenizer drafts, at the typical k and α
     assert tech.draft.key == "llama-3.2-1b" and tech.draft_k is None and tech.accept is None
     e = core_effect(s)
@@ -74,16 +74,16 @@ def test_draft_length_acceptance_and_head(window):
     s = window.session
     view = open_whatifs(window, "speculative")
     view.spin_accept.setValue(0.0)                                # α = 0 never speeds up
-    assert s.techniques.accept == 0.0
+    assert s.whatif.techniques.accept == 0.0
     e = core_effect(s)
     assert e.after.decode_tok_s < e.before.decode_tok_s and shown(view) == expected(e)
     view.spin_k.setValue(2)
-    assert s.techniques.k == 2 and shown(view) == expected(core_effect(s))
+    assert s.whatif.techniques.k == 2 and shown(view) == expected(core_effect(s))
     view.typical.click()                                          # back to the core's defaults
-    assert s.techniques.draft_k is None and s.techniques.accept is None
+    assert s.whatif.techniques.draft_k is None and s.whatif.techniques.accept is None
     assert view.spin_k.value() == 4 and view.spin_accept.value() == pytest.approx(0.7)
     view.radio_head.setChecked(True)                              # an EAGLE-style head
-    t = s.techniques
+    t = s.whatif.techniques
     assert t.draft is None and t.head_params_b == pytest.approx(view.head_b.value()) and t.draft_kind == "head"
     assert view.spin_k.value() == 3 and view.spin_accept.value() == pytest.approx(0.8)
     e = core_effect(s)
@@ -96,7 +96,7 @@ def test_a_target_without_a_catalog_draft_switches_to_a_head(window):
     s.set_inputs(model="falcon 7b")
     assert view.radio_head.isChecked() and not view.draft.isEnabled()
     assert "no catalog model can draft" in view.draft.currentText()
-    assert s.techniques.head_params_b > 0 and not s.technique_error
+    assert s.whatif.techniques.head_params_b > 0 and not s.whatif.error
     assert shown(view) == expected(core_effect(s))
 
 
@@ -109,7 +109,7 @@ def test_partial_offload_of_a_model_too_large_for_the_card(window):
     curve = api.offload_curve(s.cat, s.cfg)
     most = int(curve.gpu_layers[curve.fits][-1])
     # by default the most layers with which it fits, and then it fits
-    assert view.spin_layers.value() == most and s.techniques.gpu_layers == most
+    assert view.spin_layers.value() == most and s.whatif.techniques.gpu_layers == most
     e = core_effect(s)
     assert not e.before.fits and e.after.fits and shown(view) == expected(e)
     x, y = view.off_line.getOriginalDataset()
@@ -130,25 +130,25 @@ def test_offload_by_gb_on_vllm_and_none_on_a_runtime_without_it(window):
     # 141 GB of BF16 weights on an 80 GB card: by default the fewest GB offloaded with which it fits
     curve = api.offload_curve(s.cat, s.cfg)
     least = float(curve.host_gb[curve.fits][0])
-    assert s.techniques.offload_gb == pytest.approx(least) and least > 0
+    assert s.whatif.techniques.offload_gb == pytest.approx(least) and least > 0
     e = core_effect(s)
     assert not e.before.fits and e.after.fits and shown(view) == expected(e)
     view.spin_gb.setValue(least + 10.0)
     e2 = core_effect(s)
-    assert s.techniques.offload_gb == pytest.approx(least + 10.0) and shown(view) == expected(e2)
+    assert s.whatif.techniques.offload_gb == pytest.approx(least + 10.0) and shown(view) == expected(e2)
     assert e2.after.decode_tok_s < e.after.decode_tok_s
     x, _ = view.off_line.getOriginalDataset()
     assert np.array_equal(x, curve.host_gb[curve.fits]) and "host memory" in view.off_plot.titleLabel.text
     assert s.set_inputs(runtime="tensorrt-llm")
     assert "no partial offload" in view.offload_label.text()
-    assert "no partial offload" in s.technique_error and "no partial offload" in view.summary.text()
+    assert "no partial offload" in s.whatif.error and "no partial offload" in view.summary.text()
     assert all(v == ("—", "—", "—") for v in shown(view).values())
 
 
 def test_attention_layout_and_eager_attention(window):
     s = window.session
     view = open_whatifs(window, "attention")
-    assert s.techniques.attention == "mha"                        # a GQA model: what MHA would cost
+    assert s.whatif.techniques.attention == "mha"                        # a GQA model: what MHA would cost
     e = core_effect(s)
     assert e.details["kv_ratio"] == pytest.approx(4.0) and shown(view) == expected(e)
     assert e.after.max_batch < e.before.max_batch
@@ -156,7 +156,7 @@ def test_attention_layout_and_eager_attention(window):
     view.layout_combo.setCurrentIndex(view.layout_combo.findData("mqa"))
     view.layout_combo.activated.emit(view.layout_combo.currentIndex())
     e = core_effect(s)
-    assert s.techniques.attention == "mqa" and e.details["kv_ratio"] == pytest.approx(1 / 8)
+    assert s.whatif.techniques.attention == "mqa" and e.details["kv_ratio"] == pytest.approx(1 / 8)
     assert "×0.125" in view.notes.text() and shown(view) == expected(e)
     view = open_whatifs(window, "eager")
     window.inputs.spin_prompt.setValue(32768)

@@ -1,5 +1,6 @@
 """Compare two to four configurations side by side: a table of figures and overlaid curves
-(decode speed vs batch, TTFT vs prompt). The pinned configurations live in `Session.compare`."""
+(decode speed vs batch, TTFT vs prompt). The pinned configurations are the session's `CompareList`
+(ui/tab_state.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from PySide6.QtGui import QColor
 
 from advisor import api
 from advisor.text.format import duration_ms, num
-from ui.session import MAX_COMPARE, describe
+from ui.session import describe
+from ui.tab_state import MAX_COMPARE
 from ui.tabs import TabView
 from ui.views.curves import frame, log_points
 from ui.widgets import plot_colors
@@ -110,10 +112,10 @@ class CompareView(QWidget, TabView):
         split.addWidget(self.glw)
         split.setSizes([500, 500])
         lay.addWidget(split, 1)
-        self.btn_pin.clicked.connect(lambda: session.pin())
+        self.btn_pin.clicked.connect(lambda: session.compare.pin())
         self.btn_remove.clicked.connect(self._remove)
         self.btn_load.clicked.connect(self._load)
-        session.sig_compare_changed.connect(self.render)
+        session.compare.sig_changed.connect(self.render)
         self.predictions: list[api.Prediction] = []
         self.best_value: int | None = None
         self.render()
@@ -121,7 +123,7 @@ class CompareView(QWidget, TabView):
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         if not self.session.compare:  # start from the configuration on screen
-            self.session.pin()
+            self.session.compare.pin()
 
     def _selected_col(self) -> int:
         cols = {i.column() for i in self.table.selectedIndexes()}
@@ -130,7 +132,7 @@ class CompareView(QWidget, TabView):
     def _remove(self) -> None:
         i = self._selected_col()
         if i >= 0:
-            self.session.unpin(i)
+            self.session.compare.unpin(i)
 
     def _load(self) -> None:
         i = self._selected_col()

@@ -3,8 +3,8 @@
 The techniques are the core's (`api.techniques`, issue 18): speculative decoding with a catalog
 draft or an MTP/EAGLE-style head, flash attention off, the attention layout (MHA / GQA:G / MQA) and
 partial offload to host memory (llama.cpp ``-ngl``, vLLM/SGLang ``--cpu-offload-gb``). The widgets
-here only describe the technique; `Session.set_techniques` holds it and recomputes its effect on
-every input change, and this view renders the session's `technique_effects`: a table of TTFT,
+here only describe the technique; the session's `WhatIf` (ui/tab_state.py) holds it and recomputes
+its effect on every input change, and this view renders its ``effects``: a table of TTFT,
 decode speed, throughput, max batch, memory per GPU and fits, the technique's notes, and a chart
 where the physics has a curve (speed-up against batch with the crossover batch; decode speed
 against the GPU layers or the offloaded GB). Each redraw costs one `speculative_curve` or
@@ -59,7 +59,7 @@ class TechniquesView(LazyView, TabView):
         self.offload_curve: api.OffloadCurve | None = None
         self.offload_message = ""
         #: a technique chosen outside the widgets (a sizing file, the settings), shown at the next render
-        self._pending: api.Techniques | None = session.techniques  # the tab is built on first use
+        self._pending: api.Techniques | None = session.whatif.techniques  # the tab is built on first use
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -157,7 +157,7 @@ class TechniquesView(LazyView, TabView):
         lay.addWidget(split, 1)
 
         self.kind.currentIndexChanged.connect(self._on_kind)
-        session.sig_techniques_changed.connect(self._on_techniques_changed)
+        session.whatif.sig_changed.connect(self._on_techniques_changed)
 
     # ------------------------------------------------------------------ building
     def _plot(self, title: str, xlabel: str, ylabel: str,
@@ -360,8 +360,8 @@ class TechniquesView(LazyView, TabView):
 
     def _push(self) -> None:
         tech = self.chosen()
-        if tech != self.session.techniques:
-            self.session.set_techniques(tech)
+        if tech != self.session.whatif.techniques:
+            self.session.whatif.set(tech)
 
     # ------------------------------------------------------------------ session → widgets
     def _sync_options(self) -> None:
@@ -465,7 +465,7 @@ class TechniquesView(LazyView, TabView):
 
     # ------------------------------------------------------------------ rendering
     def _on_techniques_changed(self) -> None:
-        tech = self.session.techniques
+        tech = self.session.whatif.techniques
         if tech is not None and tech != self.chosen():
             # chosen elsewhere (a sizing file, the last session): the widgets take it before they push
             self._pending = tech
@@ -531,11 +531,11 @@ class TechniquesView(LazyView, TabView):
 
     def _draw(self) -> None:
         s = self.session
-        effects = s.technique_effects
+        effects = s.whatif.effects
         self.effect = effects[0] if effects else None
         kind = self.kind.currentData()
-        if s.technique_error or self.effect is None:
-            why = s.technique_error or "choose a technique"
+        if s.whatif.error or self.effect is None:
+            why = s.whatif.error or "choose a technique"
             self.summary.setText(f"<span style='color:#d23c3c'>{why}</span>")
             self.notes.setText("")
             for i in range(len(ROW_LABELS)):
@@ -564,9 +564,9 @@ class TechniquesView(LazyView, TabView):
         s = self.session
         self.charts.setCurrentWidget(self.spec_plot_widget)
         self.spec_curve = None
-        if not s.technique_error and s.techniques is not None and s.techniques.speculative:
+        if not s.whatif.error and s.whatif.techniques is not None and s.whatif.techniques.speculative:
             try:
-                self.spec_curve = api.speculative_curve(s.cat, s.cfg, s.techniques, batches=CHART_BATCHES)
+                self.spec_curve = api.speculative_curve(s.cat, s.cfg, s.whatif.techniques, batches=CHART_BATCHES)
             except api.AdvisorError:
                 self.spec_curve = None
         c = self.spec_curve
@@ -592,8 +592,8 @@ class TechniquesView(LazyView, TabView):
         s = self.session
         self.charts.setCurrentWidget(self.off_plot_widget)
         self.offload_curve = None
-        tech = s.techniques
-        if not s.technique_error and tech is not None and (tech.gpu_layers is not None or tech.offload_gb is not None):
+        tech = s.whatif.techniques
+        if not s.whatif.error and tech is not None and (tech.gpu_layers is not None or tech.offload_gb is not None):
             try:
                 self.offload_curve = api.offload_curve(s.cat, s.cfg, tech)
             except api.AdvisorError:
