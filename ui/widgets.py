@@ -6,10 +6,14 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette, QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QSlider, QSpinBox, QWidget
+from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QVBoxLayout,
+                               QWidget)
+
+from advisor.text.format import num
 
 SLIDER_STEPS = 1000
 
@@ -162,7 +166,72 @@ def memory_gib(hw) -> float:
     return v if v is not None else getattr(hw, "memory_gb", float("nan"))
 
 
+def with_readout(view: pg.GraphicsView, plots, idle: str = "hover a chart for its values") -> QWidget:
+    """``view`` with a `HoverReadout` line under it, as one widget (the readout kept on ``.readout``)."""
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.setSpacing(2)
+    lay.addWidget(view, 1)
+    label = QLabel()
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    lay.addWidget(label)
+    box.readout = HoverReadout(view, plots, label, idle)
+    return box
+
+
 def move_item(item, x: float, y: float) -> None:
     """Move a chart item in view coordinates. A PlotDataItem's own setPos also rebuilds its display
     data (a scatter's spots: ~0.5 ms a point); a point drawn once at the origin only needs moving."""
     pg.GraphicsObject.setPos(item, x, y)
+
+
+class HoverReadout:
+    """What the pointer is over on a chart, in words: the x under it and, at that x, the value of
+    every named line of that plot ("batch 16 · per user 49.5 · aggregate 792"), shown in ``label``
+    (a line under the charts) and as the chart's tooltip. Works for every plot of one scene."""
+
+    def __init__(self, view: pg.GraphicsView, plots, label: QLabel, idle: str = " "):
+        self.view, self.plots, self.label, self.idle = view, list(plots), label, idle
+        label.setText(idle)
+        view.scene().sigMouseMoved.connect(self._moved)
+
+    def text_at(self, plot: pg.PlotItem, x_view: float) -> str:
+        """The readout for view x coordinate ``x_view`` (log10 of x on a log axis) of ``plot``."""
+        parts, x_shown = [], None
+        for item in plot.listDataItems():
+            name = item.opts.get("name")
+            if not name or not item.isVisible():
+                continue
+            xs, ys = item.getOriginalDataset()
+            if xs is None or len(xs) < 2:   # a marker, not a line
+                continue
+            # a stacked layer is drawn at its running total but read as its own value
+            ys = getattr(item, "readout_y", ys)
+            xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+            if ys.shape != xs.shape:
+                continue
+            log_x = bool(item.opts.get("logMode", (False, False))[0])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                where = np.log10(xs) if log_x else xs
+            ok = np.isfinite(where) & np.isfinite(ys)
+            if not ok.any():
+                continue
+            i = int(np.flatnonzero(ok)[np.argmin(np.abs(where[ok] - x_view))])
+            x_shown = xs[i] if x_shown is None else x_shown
+            parts.append(f"{name} {num(ys[i])}")
+        if not parts:
+            return ""
+        axis = plot.getAxis("bottom").labelText or "x"
+        unit = plot.getAxis("left").labelText
+        return f"{axis} {num(x_shown)} · " + " · ".join(parts) + (f" — {unit}" if unit else "")
+
+    def _moved(self, pos) -> None:
+        for plot in self.plots:
+            if plot.isVisible() and plot.vb.sceneBoundingRect().contains(pos):
+                text = self.text_at(plot, plot.vb.mapSceneToView(pos).x())
+                self.label.setText(text or self.idle)
+                self.view.setToolTip(text)
+                return
+        self.label.setText(self.idle)
+        self.view.setToolTip("")

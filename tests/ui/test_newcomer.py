@@ -1,20 +1,23 @@
 """What a newcomer tripped over (issue 28), each on the real widgets: a configuration that does not fit
 says so before its speeds, Compare prices and powers each column and marks the best value among those
 that fit, rows without a value sort last, a name that does not resolve stays marked, the
-recommendations state and take a context, and an imported model keeps its own name."""
+recommendations state and take a context, an imported model keeps its own name, Will it run follows
+the Weights input when asked, charts read out their values under the pointer, and freed memory goes
+back to the system when the window is idle."""
 
 from __future__ import annotations
-
-import pytest
 
 import json
 import math
 import shutil
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
 
 from advisor import api
+from advisor.text.format import num
 from advisor.text.report import shown_source
 from ui.views.table import Column, RowsModel, make_table, visible_rows
 
@@ -176,3 +179,33 @@ def test_freed_memory_goes_back_to_the_system_when_the_window_is_idle(window, qt
         assert window.session.set_inputs(prompt=prompt)
     assert not calls                       # not while the inputs are changing
     qtbot.waitUntil(lambda: len(calls) == 1, timeout=5000)   # once, when they stop
+
+
+def test_charts_read_out_their_values_under_the_pointer(window):
+    s = window.session
+    assert s.set_inputs(hardware="rtx 4090", model="llama 3.1 8b", batch=8)
+    window.show_view("curves")
+    curves = window.curves
+    plot = curves.p_batch
+    centre = plot.vb.sceneBoundingRect().center()
+    curves.readout._moved(centre)
+    text = curves.hover.text()
+    assert text.startswith("batch (concurrent users) ") and "per user" in text and text.endswith("— tok/s")
+    # the value read is the curve's own at the batch under the pointer
+    batch = round(10 ** plot.vb.mapSceneToView(centre).x())
+    cb = curves.data["batch"]
+    i = int(np.argmin(np.abs(np.log10(cb.x) - np.log10(batch))))
+    assert f"per user {num(cb.decode_tok_s[i])}" in text
+    # a stacked memory layer reads as its own GB, not the running total
+    curves.readout._moved(curves.p_mem_batch.vb.sceneBoundingRect().center())
+    assert "weights " in curves.hover.text() and curves.hover.text().endswith("— GB")
+    weights = float(curves.hover.text().split("weights ")[1].split(" ")[0])
+    assert weights == pytest.approx(s.prediction.weights_gb / max(1, s.cfg.gpus), rel=0.02)
+    curves.readout._moved(plot.vb.sceneBoundingRect().topLeft() - QPointF(50, 50))   # off the charts
+    assert curves.hover.text() == "hover a chart for its values"
+    for tab in ("serving", "compare"):
+        window.show_view(tab)
+        view = window.view(tab)
+        first = view.charts.readout.plots[0]
+        view.charts.readout._moved(first.vb.sceneBoundingRect().center())
+        assert " · " in view.charts.readout.label.text(), tab

@@ -19,7 +19,7 @@ from ui.session import describe
 from ui.tab_state import MAX_COMPARE
 from ui.tabs import TabView
 from ui.views.curves import frame, log_points
-from ui.widgets import plot_colors
+from ui.widgets import plot_colors, with_readout
 
 def _price(v: float | None, unit: str = "", digits: int = 0) -> str:
     return "—" if v is None else f"${v:,.{digits}f}{unit}"
@@ -109,7 +109,8 @@ class CompareView(QWidget, TabView):
                             for i, k in enumerate(SERIES)]
         self.lines_prompt = [self.p_prompt.plot([], [], pen=pg.mkPen(col[k], width=2), name=f"#{i + 1}")
                              for i, k in enumerate(SERIES)]
-        split.addWidget(self.glw)
+        self.charts = with_readout(self.glw, (self.p_batch, self.p_prompt))
+        split.addWidget(self.charts)
         split.setSizes([500, 500])
         lay.addWidget(split, 1)
         self.btn_pin.clicked.connect(lambda: session.compare.pin())

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QScrollArea, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout
 
 from ui.tabs import TabView
-from ui.widgets import LazyView, move_item, plot_colors
+from ui.widgets import HoverReadout, LazyView, move_item, plot_colors
 
 N_POINTS = 160
 MEMORY_LAYERS = (("weights_gb", "weights", "a"), ("kv_gb", "KV", "b"), ("workspace_gb", "workspace", "c"),
@@ -152,6 +152,10 @@ class CurvesView(LazyView, TabView):
         self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         self.scroll.setWidget(self.glw)
         lay.addWidget(self.scroll)
+        self.hover = QLabel(" ")
+        self.hover.setObjectName("curves_hover")
+        self.hover.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.hover)
         dash = Qt.PenStyle.DashLine
 
         def new_plot(row, column, title, xlabel, ylabel, logx=True, logy=True):
@@ -206,6 +210,7 @@ class CurvesView(LazyView, TabView):
         self.plots = [self.p_batch, self.p_prompt, self.p_ctx, self.p_mem_ctx, self.p_mem_batch, self.p_prefill]
         for p in self.plots:
             title_legend(p)
+        self.readout = HoverReadout(self.glw, self.plots, self.hover, "hover a chart for its values")
         self.columns = 3
         self.glw.setMinimumHeight(2 * 230)
         self.data: dict[str, object] = {}
@@ -251,8 +256,10 @@ class CurvesView(LazyView, TabView):
         acc = np.zeros_like(x, dtype=float)
         for (attr, _, _), top, area in zip(MEMORY_LAYERS, stack["tops"], stack["fills"]):
             below = acc
-            acc = acc + np.nan_to_num(np.asarray(getattr(c, attr), dtype=float))
+            layer = np.nan_to_num(np.asarray(getattr(c, attr), dtype=float))
+            acc = acc + layer
             top.setData(x, acc)
+            top.readout_y = layer   # the hover reads each layer's own GB, not the running total
             area.set(x, below, acc)
         usable = np.asarray(c.usable_gb, dtype=float)
         stack["usable"].setData(x, usable)

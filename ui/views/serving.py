@@ -21,7 +21,7 @@ from advisor.text.format import duration_ms, num
 from ui.views.curves import frame
 from ui.tabs import TabView
 from ui.views.table import Column, RowsModel, make_table, selected_text, visible_rows
-from ui.widgets import LazyView, plot_colors
+from ui.widgets import LazyView, plot_colors, with_readout
 
 COLUMNS = [
     Column("Users", lambda r: int(r.load.concurrency), "Concurrent clients (closed loop)"),
@@ -122,7 +122,8 @@ class ServingView(LazyView, TabView):
                     for p in (self.p_speed, self.p_ttft)]
         for p, line in zip((self.p_speed, self.p_ttft), self.saturation):
             p.addItem(line, ignoreBounds=True)
-        split.addWidget(self.glw)
+        self.charts = with_readout(self.glw, (self.p_speed, self.p_ttft))
+        split.addWidget(self.charts)
         self.model = RowsModel(COLUMNS, self)
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("serving_table")
