@@ -206,6 +206,42 @@ def _check_entry(entry: Any) -> None:
         raise EntryError("gpu_cores", "is required for Apple silicon")
 
 
+def _shipped_doc(path: Path, text: str) -> Any:
+    """A file of the shipped catalog parsed, from the per-user cache when this exact text was parsed before
+    (turning the YAML into Python objects is about a third of the app's start-up). Keyed by the text's
+    hash, so an edited file is parsed again; an unreadable or unwritable cache is parsed around."""
+    import hashlib
+    import os
+    import pickle
+
+    from advisor.data.userdata import user_cache_dir
+
+    folder = user_cache_dir()
+    if folder is None or CATALOG_DIR.resolve() not in path.resolve().parents:
+        # only the shipped files: a test's or a tool's own files would pile up in the cache
+        return yaml.load(text, Loader=_Loader)
+    stem = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
+    cache = folder / "catalog" / f"{stem}-{digest}.pickle"
+    try:
+        with open(cache, "rb") as f:
+            return pickle.load(f)
+    except Exception:  # noqa: BLE001 - missing, truncated or foreign: parse the text instead
+        pass
+    doc = yaml.load(text, Loader=_Loader)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        for old in cache.parent.glob(f"{stem}-*.pickle"):   # this file's earlier versions
+            old.unlink(missing_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(doc, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return doc
+
+
 def parse_file(path: Path, trusted: bool = True) -> tuple[dict[str, list[Any]], list[LoadIssue]]:
     """Parse one YAML file into specs per section, with the issues found. An untrusted file (the
     user's overlay) is bounded first: no alias bombs, no absurd nesting (`advisor.data.safe_load`)."""
@@ -218,7 +254,9 @@ def parse_file(path: Path, trusted: bool = True) -> tuple[dict[str, list[Any]], 
         text = path.read_text(encoding="utf-8")
         if not trusted:
             check_yaml(text, label)
-        doc = yaml.load(text, Loader=_Loader)
+            doc = yaml.load(text, Loader=_Loader)
+        else:
+            doc = _shipped_doc(path, text)
     except (OSError, UnicodeDecodeError) as exc:
         return out, [LoadIssue(label, None, None, f"cannot be read: {exc}")]
     except AdvisorError as exc:

@@ -22,6 +22,7 @@ from advisor.data.errors import AdvisorError
 
 APP_NAME = "advisor"
 ENV_VAR = "ADVISOR_DATA_DIR"
+CACHE_ENV_VAR = "ADVISOR_CACHE_DIR"
 
 
 def user_data_dir() -> Path:
@@ -35,6 +36,21 @@ def user_data_dir() -> Path:
         base = os.environ.get("APPDATA") or str(Path.home() / "AppData" / "Roaming")
         return Path(base) / APP_NAME
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / APP_NAME
+
+
+def user_cache_dir() -> Path | None:
+    """Where advisor keeps what it can rebuild (the parsed shipped catalog): $ADVISOR_CACHE_DIR, else
+    the platform's per-user cache folder; None when $ADVISOR_CACHE_DIR is empty (no cache)."""
+    override = os.environ.get(CACHE_ENV_VAR)
+    if override is not None:
+        return Path(override).expanduser() if override.strip() else None
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / APP_NAME
+    if sys.platform.startswith("win"):
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / APP_NAME / "cache"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / APP_NAME
 
 
