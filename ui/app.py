@@ -86,42 +86,12 @@ def _connects(family, address) -> bool:
         return False
 
 
-def apply_theme(app, theme: str = "system") -> None:
-    """Fusion style, dark palette when the system (or ``theme``) asks for it; plots follow the palette."""
-    import pyqtgraph as pg
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QColor, QPalette
-
-    app.setStyle("Fusion")
-    dark = False
-    try:
-        dark = app.styleHints().colorScheme() == Qt.ColorScheme.Dark
-    except AttributeError:  # Qt < 6.5
-        pass
-    if theme != "system":
-        dark = theme == "dark"
-    if dark:
-        pal = QPalette()
-        for role, colour in ((QPalette.ColorRole.Window, "#2b2d30"), (QPalette.ColorRole.WindowText, "#dfe1e5"),
-                             (QPalette.ColorRole.Base, "#1e1f22"), (QPalette.ColorRole.AlternateBase, "#26282b"),
-                             (QPalette.ColorRole.Text, "#dfe1e5"), (QPalette.ColorRole.Button, "#3c3f41"),
-                             (QPalette.ColorRole.ButtonText, "#dfe1e5"), (QPalette.ColorRole.Highlight, "#2f65ca"),
-                             (QPalette.ColorRole.HighlightedText, "#ffffff"), (QPalette.ColorRole.ToolTipBase, "#3c3f41"),
-                             (QPalette.ColorRole.ToolTipText, "#dfe1e5"), (QPalette.ColorRole.PlaceholderText, "#8c8c8c")):
-            pal.setColor(role, QColor(colour))
-        pal.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text, QColor("#6f737a"))
-        pal.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.ButtonText, QColor("#6f737a"))
-        app.setPalette(pal)
-    from ui.widgets import plot_colors
-
-    c = plot_colors()
-    pg.setConfigOptions(antialias=True, background=c["bg"], foreground=c["fg"])
-
-
 def create_app(argv: list[str], theme: str = "system"):
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
+
+    from ui.widgets import apply_theme
 
     app = QApplication.instance()
     if app is None:

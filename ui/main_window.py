@@ -271,8 +271,7 @@ class MainWindow(QMainWindow):
         import pyqtgraph as pg
         from PySide6.QtWidgets import QApplication
 
-        from ui.app import apply_theme
-        from ui.widgets import plot_colors
+        from ui.widgets import apply_theme, plot_colors
 
         apply_theme(QApplication.instance())
         c = plot_colors()

@@ -3,7 +3,7 @@
 Pure parsing (data layer): a source goes in, an `ImportedModel` comes out — the spec, the notes
 that say what was read, assumed or left out, and, where the files tell, the exact bytes of the
 weights. Nothing here imports the physics; the spec is checked exactly as the catalog loader checks
-its entries (`_build` + `_check_entry`).
+its entries (`entries.build_entry` + `entries.check_entry`).
 
 Sources (`import_model`):
 
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from advisor.data import specs
+from advisor.data.entries import EntryError, build_entry, check_entry
 from advisor.data.safe_load import load_json
 from advisor.data.errors import AdvisorError
 
@@ -496,11 +497,9 @@ def _hf_params(cfg: Mapping[str, Any], mtype: str, *, hidden: int, layers: int, 
 
 def validate_entry(entry: Mapping[str, Any]) -> specs.Model:
     """The spec ``entry`` makes, checked as the catalog loader checks its entries."""
-    from advisor.data.catalog import EntryError, _build, _check_entry
-
     try:
-        model = _build(specs.Model, dict(entry), origin=str(entry.get("source", "")))
-        _check_entry(model)
+        model = build_entry(specs.Model, dict(entry), origin=str(entry.get("source", "")))
+        check_entry(model)
     except EntryError as exc:
         raise AdvisorError(f"the imported model is not a valid catalog entry: {exc.field} {exc}") from None
     return model
@@ -932,11 +931,9 @@ def _gguf_quality(ftype: str, bits: float) -> int:
 
 
 def _validate_quant(entry: Mapping[str, Any]) -> specs.Quant:
-    from advisor.data.catalog import EntryError, _build, _check_entry
-
     try:
-        q = _build(specs.Quant, dict(entry), origin=str(entry.get("source", "")))
-        _check_entry(q)
+        q = build_entry(specs.Quant, dict(entry), origin=str(entry.get("source", "")))
+        check_entry(q)
     except EntryError as exc:
         raise AdvisorError(f"the GGUF file's weight mix is not a valid format entry: {exc.field} {exc}") from None
     return q

@@ -15,15 +15,16 @@ import csv
 import dataclasses
 import io
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.data.catalog import CATALOG_DIR, Catalog, with_threads
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.model.config import Config
 from advisor.model.predict import predict
+from advisor.fit.cases import Case, Unmapped
+from advisor.fit.serving_cases import decode_cases, load_serving_cases
 from advisor.model.roofline import Workload
-from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
+from advisor.data.specs import Hardware, Model, Quant, Runtime
 
 DEFAULT_DATA = CATALOG_DIR / "measured" / "calibration.csv"
 #: llama-batched-bench's S_TG: the aggregate generation speed of `batch` sequences, each generating
@@ -31,38 +32,6 @@ DEFAULT_DATA = CATALOG_DIR / "measured" / "calibration.csv"
 BATCHED_DECODE_TEST = "tg_batched_tok_s"
 REQUIRED_COLUMNS = ("hardware", "model", "quant", "test", "value", "framework")
 METRICS = ("decode", "prefill", "ttft", "e2e")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One measured row, resolved."""
-
-    row: int                 # 1-based line number in the CSV (header = line 1)
-    hardware: Hardware
-    model: Model
-    quant: Quant
-    kv: KvDtype
-    runtime: Runtime
-    gpus: int
-    workload: Workload
-    metric: str              # decode | prefill | ttft | e2e
-    measured: float          # tokens/s for decode/prefill, ms for ttft/e2e
-    source: str              # the file / source label
-    note: str = ""
-    #: the prompt micro-batch the run used (llama.cpp -ub / n_ubatch), where the source states one;
-    #: None = the runtime's default (`Runtime.workspace_tokens`)
-    ubatch_tokens: int | None = None
-
-    @property
-    def device(self) -> str:
-        return self.hardware.key
-
-
-@dataclass(frozen=True)
-class Unmapped:
-    row: int
-    text: str                # a short description of the row
-    reason: str
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
@@ -351,7 +320,5 @@ def load_cases(cat: Catalog, path: str | Path | None = None) -> tuple[list[Case]
     lone or lightly loaded vLLM and SGLang servers' inter-token latency)."""
     cases, unmapped = map_rows(cat, read_rows(path or DEFAULT_DATA))
     if Path(path or DEFAULT_DATA).resolve() == DEFAULT_DATA.resolve():
-        from advisor.fit.serving_cases import decode_cases, load_serving_cases
-
         cases += decode_cases(load_serving_cases(cat)[0])
     return cases, unmapped

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from advisor.data.catalog import Catalog
 from advisor.data.errors import AdvisorError
+from advisor.fit.cases import Case
 from advisor.model.config import Config, configure
+from advisor.model.roofline import Workload
 from advisor.model.serving import Load
 
 DATA = Path(__file__).resolve().parents[2] / "catalog" / "measured" / "serving.csv"
@@ -166,9 +168,6 @@ def decode_cases(cases: list[ServingCase]):
     or of a few whose prompts put at most `DECODE_PROMPT_TOKENS_PER_STEP` tokens and a
     `DECODE_PROMPT_STEP_SHARE` of prompt-carrying steps into the decode steps. One row per run (its
     ITL mean, else TPOT mean, else a median), labelled with its source."""
-    from advisor.fit.measurements import Case
-    from advisor.model.roofline import Workload
-
     best: dict[tuple, tuple[int, ServingCase]] = {}
     for c in cases:
         L = c.load

@@ -7,7 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.data.catalog import THIS_MACHINE_ALIASES, THIS_MACHINE_KEY, Catalog, EntryError, _build, _check_entry
+from advisor.data.catalog import THIS_MACHINE_ALIASES, THIS_MACHINE_KEY, Catalog
+from advisor.data.entries import EntryError, build_entry, check_entry
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.data.specs import Hardware
 from advisor.data.userdata import save_entries
@@ -164,7 +165,7 @@ def this_machine_entry(cat: Catalog, result, matches: list[Match]) -> dict:
     entry["key"] = THIS_MACHINE_KEY
     entry["notes"] = "; ".join(notes)
     try:  # validate exactly as the loader will
-        _check_entry(_build(Hardware, entry))
+        check_entry(build_entry(Hardware, entry))
     except EntryError as exc:
         raise AdvisorError(f"the probed machine does not make a valid catalog entry ({exc.field}: {exc})") from None
     return entry

@@ -87,3 +87,55 @@ def test_importing_the_core_loads_no_qt():
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == ""
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _runtime_imports(path: Path):
+    """Every module name an import statement of the file names (``from a import b`` names ``a`` and
+    ``a.b``), module-level or in a function, leaving out what only type checkers read
+    (``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    typing_only = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names)
+
+
+def test_no_module_of_ours_imports_itself_back():
+    """No import circle among our modules (advisor, ui, probes), lazy imports included: a circle
+    means two modules are one, split by accident (issue 28 found data.catalog <-> data.importers,
+    ui.app <-> ui.main_window and fit.measurements <-> fit.serving_cases)."""
+    paths = [p for top in ("advisor", "ui", "probes") for p in (ROOT / top).rglob("*.py")]
+    modules = {_module_of(p): p for p in paths}
+    graph = {mod: {name for name in _runtime_imports(path) if name in modules and name != mod
+                   and not mod.startswith(name + ".")}   # a module's own package is not a circle
+             for mod, path in modules.items()}
+    cycles: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            if state.get(d) == "open":
+                cycles.append(" -> ".join(stack[stack.index(d):] + [d]))
+            elif d not in state:
+                visit(d, stack + [d])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, cycles
