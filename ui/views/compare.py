@@ -18,7 +18,7 @@ from advisor.text.format import duration_ms, num
 from ui.session import describe
 from ui.tab_state import MAX_COMPARE
 from ui.tabs import TabView
-from ui.views.curves import frame, log_points
+from ui.views.curves import frame, log_points, title_legend
 from ui.widgets import plot_colors, with_readout
 
 def _price(v: float | None, unit: str = "", digits: int = 0) -> str:
@@ -52,15 +52,16 @@ ROWS = (
     ("Max batch", lambda p, c, k: _count(p.max_batch), lambda p, k: p.max_batch, False),
     ("Max context", lambda p, c, k: _count(p.max_context), lambda p, k: p.max_context, False),
     ("Bound", lambda p, c, k: p.bound, None, False),
-    ("Buy", lambda p, c, k: _price(k.buy_usd) + (f" ({k.buy_label})" if k.buy_label else ""),
+    ("Buy", lambda p, c, k: _price(k.buy_usd) + (" (few quotes)" if k.thin and k.buy_usd else ""),
      lambda p, k: k.buy_usd, True),
-    ("Rent", lambda p, c, k: _price(k.rent_usd_hour, "/h", 2) + (f" ({k.rent_label})" if k.rent_label else ""),
-     lambda p, k: k.rent_usd_hour, True),
+    ("Rent", lambda p, c, k: _price(k.rent_usd_hour, "/h", 2), lambda p, k: k.rent_usd_hour, True),
     ("Board power", lambda p, c, k: "—" if k.power_w is None else f"{k.power_w:,.0f} W", lambda p, k: k.power_w, True),
     ("$ / M tokens", lambda p, c, k: _price(k.usd_per_million_tokens, "", 2) + (" (rent)" if k.usd_per_million_tokens
                                                                                   else ""),
      lambda p, k: k.usd_per_million_tokens, True),
 )
+#: what a price cell's figure is, for its tooltip
+PRICE_BASIS = {"Buy": lambda k: k.buy_label, "Rent": lambda k: k.rent_label}
 #: the row whose best column is "best value" in the header (else the cheapest to buy)
 VALUE_ROWS = ("$ / M tokens", "Buy")
 SERIES = ("a", "b", "c", "e")
@@ -93,8 +94,9 @@ class CompareView(QWidget, TabView):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         split.addWidget(self.table)
         self.glw = pg.GraphicsLayoutWidget()
-        self.p_batch = self.glw.addPlot(row=0, col=0, title="Decode per user vs batch")
-        self.p_prompt = self.glw.addPlot(row=1, col=0, title="TTFT vs prompt")
+        self.p_batch = self.glw.addPlot(row=0, col=0)
+        self.p_prompt = self.glw.addPlot(row=1, col=0)
+        self.p_batch.chart_title, self.p_prompt.chart_title = "Decode per user vs batch", "TTFT vs prompt"
         for p, xl, yl in ((self.p_batch, "batch", "tok/s"), (self.p_prompt, "prompt (tokens)", "ms")):
             p.setLogMode(True, True)
             p.setLabel("bottom", xl)
@@ -102,7 +104,6 @@ class CompareView(QWidget, TabView):
             p.getAxis("bottom").enableAutoSIPrefix(False)
             p.getAxis("left").enableAutoSIPrefix(False)
             p.setMenuEnabled(False)
-            p.addLegend(offset=(-5, 5), labelTextSize="7pt")
             p.disableAutoRange()
             p.setMouseEnabled(x=False, y=False)
         self.lines_batch = [self.p_batch.plot([], [], pen=pg.mkPen(col[k], width=2), name=f"#{i + 1}")
@@ -111,7 +112,7 @@ class CompareView(QWidget, TabView):
                              for i, k in enumerate(SERIES)]
         self.charts = with_readout(self.glw, (self.p_batch, self.p_prompt))
         split.addWidget(self.charts)
-        split.setSizes([500, 500])
+        split.setSizes([600, 400])
         lay.addWidget(split, 1)
         self.btn_pin.clicked.connect(lambda: session.compare.pin())
         self.btn_remove.clicked.connect(self._remove)
@@ -146,7 +147,8 @@ class CompareView(QWidget, TabView):
         s = self.session
         cfgs = list(s.compare)
         self.table.setColumnCount(len(cfgs))
-        headers = [f"#{i + 1} {c.hardware.name}" for i, c in enumerate(cfgs)]
+        # the hardware has its own row: the header numbers the column (the legends' #1…) and marks it
+        headers = [f"#{i + 1}" for i in range(len(cfgs))]
         self.predictions = []
         figures: dict[int, tuple] = {}   # column -> (prediction, costs)
         for j, cfg in enumerate(cfgs):
@@ -162,10 +164,12 @@ class CompareView(QWidget, TabView):
         for j, (p, k) in figures.items():
             cfg = cfgs[j]
             if not p.fits:
-                headers[j] += " (does not fit)"
+                headers[j] += " — does not fit"
             for i, (label, text, value, _) in enumerate(ROWS):
                 item = QTableWidgetItem(text(p, cfg, k))
                 tip = describe(cfg)
+                if label in PRICE_BASIS:
+                    tip = PRICE_BASIS[label](k) or "no sourced figure in the catalog"
                 if not p.fits and value is not None and label not in ("Buy", "Rent", "Board power"):
                     # it does not fit: its speeds are what it would reach if it did, never a winner
                     item.setForeground(muted)
@@ -185,8 +189,6 @@ class CompareView(QWidget, TabView):
             headers[value_col] += " ★ best value"
         self.table.setHorizontalHeaderLabels(headers)
         self.best_value = value_col
-        for plot in (self.p_batch, self.p_prompt):
-            plot.legend.clear()
         bx, by, px, py = [], [], [], []
         for i in range(MAX_COMPARE):
             lb, lp = self.lines_batch[i], self.lines_prompt[i]
@@ -206,9 +208,6 @@ class CompareView(QWidget, TabView):
                     py.append(cp.ttft_ms)
                 lb.setVisible(True)
                 lp.setVisible(True)
-                label = f"#{i + 1} {_short(cfg)}"
-                self.p_batch.legend.addItem(lb, label)
-                self.p_prompt.legend.addItem(lp, label)
             else:
                 lb.setData([], [])
                 lp.setData([], [])
@@ -218,6 +217,8 @@ class CompareView(QWidget, TabView):
             frame(self.p_batch, bx, by)
         if px:
             frame(self.p_prompt, px, py)
+        for plot in (self.p_batch, self.p_prompt):
+            title_legend(plot)   # the lines of the columns pinned, by number, off the data
         self.hint.setText(f"{len(cfgs)} of {MAX_COMPARE} pinned" + (" — pin one more to compare" if len(cfgs) == 1
                                                                     else ""))
 
@@ -248,11 +249,6 @@ def _best_columns(figures: dict[int, tuple]) -> dict[str, int]:
             continue
         out[label] = (min if lower else max)(have, key=have.get)
     return out
-
-
-def _short(cfg) -> str:
-    n = f"{cfg.gpus}× " if cfg.gpus > 1 else ""
-    return f"{cfg.model.name} · {n}{cfg.hardware.name} · {cfg.quant.name}"
 
 
 def _finite(x) -> bool:

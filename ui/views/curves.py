@@ -359,7 +359,7 @@ def title_legend(plot: pg.PlotItem) -> None:
     entries = []
     for item in plot.listDataItems():
         name = item.opts.get("name")
-        if not name:
+        if not name or not item.isVisible():
             continue
         pen = pg.mkPen(item.opts.get("pen"))
         dashed = pen.style() != Qt.PenStyle.SolidLine

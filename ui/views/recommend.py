@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 from advisor import api
 from advisor.text.format import duration_ms, num
 from ui.tabs import TabView
-from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text, visible_rows
+from ui.views.table import Column, RowsModel, fit_columns, make_table, selected_row, selected_text, visible_rows
 
 #: --cost-basis: "" lets the core choose by the hardware's kind
 COST_BASES = (("", "Cost: auto"), ("buy", "Cost: buy"), ("rent", "Cost: rent"))
@@ -127,6 +127,7 @@ class RecommendView(QWidget, TabView):
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter rows (any column)…")
         self.filter.setClearButtonEnabled(True)
+        self.filter.setMinimumWidth(140)
         self.combo_show = QComboBox()
         for k, label in SHOW:
             self.combo_show.addItem(label, k)
@@ -139,7 +140,7 @@ class RecommendView(QWidget, TabView):
                                       "group of up to 8 GPUs in one node)")
         self.check_pareto = QCheckBox("Pareto only")
         self.check_pareto.setToolTip("Show only rows that nothing else beats on both cost and speed (★)")
-        self.check_group = QCheckBox("Group by hardware")
+        self.check_group = QCheckBox("By hardware")
         self.check_group.setChecked(True)
         self.check_group.setToolTip("The best configuration on each hardware, its alternatives (↳) below it, as "
                                     "advisor recommend lists them; off: every configuration in rank order")
@@ -153,7 +154,6 @@ class RecommendView(QWidget, TabView):
         bar.addWidget(self.spin_max_gpus)
         bar.addWidget(self.check_group)
         bar.addWidget(self.check_pareto)
-        bar.addWidget(self.check_safe)
         bar.addWidget(self.btn_load)
         bar.addWidget(self.btn_copy)
         lay.addLayout(bar)
@@ -173,9 +173,6 @@ class RecommendView(QWidget, TabView):
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("recommend_table")
         lay.addWidget(self.table, 1)
-        for i, w in enumerate((44, 24, 200, 42, 95, 85, 60, 70, 70, 95, 60, 80, 70, 80, 160, 60, 120, 300, 70, 80,
-                               260)):
-            self.table.setColumnWidth(i, w)
         self.rec: api.Recommendation | None = None
         self.computing = False
         self._dirty = True
@@ -212,9 +209,8 @@ class RecommendView(QWidget, TabView):
         session.sig_inputs_changed.connect(self._on_inputs_changed)
         self._last_req = None
 
-    def _options_bar(self) -> QHBoxLayout:
+    def _options_bar(self) -> QVBoxLayout:
         """The recommender's options (those of ``advisor recommend``) that the inputs panel does not hold."""
-        bar = QHBoxLayout()
         self.combo_cost_basis = QComboBox()
         for key, label in COST_BASES:
             self.combo_cost_basis.addItem(label, key)
@@ -280,10 +276,20 @@ class RecommendView(QWidget, TabView):
         self.spin_budget_usd_hour.setSpecialValueText("no $/h cap")
         self.spin_budget_usd_hour.setKeyboardTracking(False)
         self.spin_budget_usd_hour.setToolTip("Rent budget for all GPUs, USD per hour (--budget-usd-hour; 0 = none)")
-        for w in (self.spin_context, self.combo_cost_basis, self.spin_min_bits, self.combo_kind, self.combo_vendor, self.spin_budget_usd,
-                  self.spin_budget_usd_hour, self.check_spec, self.check_offload, self.check_burst, self.spin_think_s):
-            bar.addWidget(w)
-        bar.addStretch(1)
+        # two rows, so that nothing is cut at a laptop's width: what is asked, then what is allowed
+        asked, allowed = QHBoxLayout(), QHBoxLayout()
+        for w in (self.spin_context, self.combo_cost_basis, self.spin_min_bits, self.combo_kind, self.combo_vendor,
+                  self.check_safe):
+            asked.addWidget(w)
+        for w in (self.spin_budget_usd, self.spin_budget_usd_hour, self.check_spec, self.check_offload,
+                  self.check_burst, self.spin_think_s):
+            allowed.addWidget(w)
+        asked.addStretch(1)
+        allowed.addStretch(1)
+        bar = QVBoxLayout()
+        bar.setSpacing(2)
+        bar.addLayout(asked)
+        bar.addLayout(allowed)
         return bar
 
     def options(self) -> dict:
@@ -382,6 +388,7 @@ class RecommendView(QWidget, TabView):
         if self.check_pareto.isChecked():
             rows = [c for c in rows if c.pareto]
         self.model.set_rows(rows)
+        fit_columns(self.table)
         self.why_first.setText(self.why_text())
         self.why_first.setVisible(bool(self.why_first.text()))
         basis = BASIS_TEXT.get(rec.cost_basis, rec.cost_basis)

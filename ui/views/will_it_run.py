@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPushBu
 from advisor import api
 from advisor.text.format import num
 from ui.tabs import TabView
-from ui.views.table import Column, RowsModel, make_table, selected_row, selected_text, visible_rows
+from ui.views.table import Column, RowsModel, fit_columns, make_table, selected_row, selected_text, visible_rows
 
 GRADE_COLOURS = {"fast": "#2e9d3a", "usable": "#2e9d3a", "too slow": "#c98a1a", "needs more RAM": "#c98a1a",
                  "does not fit": "#d23c3c"}
@@ -129,6 +129,7 @@ class WillItRunView(QWidget, TabView):
         self.result = w
         rows = list(w.rows)   # the core's order: what runs usably, most capable first
         self.model.set_rows(rows)
+        fit_columns(self.table)
         n = sum(r.runs_usably for r in rows)
         g = f"{w.gpus}× " if w.gpus > 1 else ""
         quant = self._key[-1] if self._key else None
