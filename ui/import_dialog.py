@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog
 
 from advisor import api
 from advisor.text.format import num
-from ui.session import missing_local, read_import
+from ui.imports import missing_local, read_import
 from ui.workers import Workers
 
 FILE_FILTER = ("Model files (config.json *.json *.gguf *.safetensors.index.json *.safetensors);;"

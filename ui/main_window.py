@@ -18,7 +18,8 @@ from advisor.text.format import num
 from ui import sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
 from ui.memory import release_free_memory
-from ui.session import Session, describe, missing_local, read_import
+from ui.imports import missing_local, read_import
+from ui.session import Session, describe
 from ui.settings import Settings
 from ui.tabs import TABS
 from ui.views.inputs import InputsPanel
@@ -245,7 +246,7 @@ class MainWindow(QMainWindow):
         self.act_undo.setEnabled(self.session.can_undo())
         self.act_redo.setEnabled(self.session.can_redo())
         self.act_chart.setEnabled(self._chart_target() is not None)
-        self.act_save_model.setEnabled(any(m.model.key == self.session.cfg.model.key for m in self.session.imported))
+        self.act_save_model.setEnabled(self.session.imports.in_use() is not None)
 
     def _update_title(self) -> None:
         name = self.file_path.name if self.file_path else "untitled sizing"
@@ -331,7 +332,7 @@ class MainWindow(QMainWindow):
             if isinstance(imported, str):
                 self.show_error(f"{Path(path).name}: its model could not be imported again ({imported})")
                 return
-            self.session.adopt_import(imported, source)
+            self.session.imports.adopt(imported, source)
             self._finish_open(path, inputs, targets, technique)
 
         self._read_imports("open", [source], read, f"Reading the model of {Path(path).name} ({source})…")
@@ -397,7 +398,7 @@ class MainWindow(QMainWindow):
         be imported leaves everything as it was and says why in the status bar."""
         source = import_path(source)
         if imported is not None:
-            return self.session.add_imported(imported, save, source) is not None
+            return self.session.imports.add(imported, save, source) is not None
         missing = missing_local(source)
         if missing:
             self.session.last_error = missing
@@ -408,7 +409,7 @@ class MainWindow(QMainWindow):
             imported = results[0][1]
             if isinstance(imported, str):
                 self.show_error(imported)
-            elif self.session.add_imported(imported, save, source) is not None and not source.startswith("hf:"):
+            elif self.session.imports.add(imported, save, source) is not None and not source.startswith("hf:"):
                 p = Path(source)
                 self.settings.set("files/last_dir", str(p if p.is_dir() else p.parent))
 
@@ -432,7 +433,7 @@ class MainWindow(QMainWindow):
                          lambda exc, _tb: self.show_error(f"{', '.join(sources)}: {type(exc).__name__}: {exc}"))
 
     def save_imported_model(self) -> bool:
-        return self.session.save_imported() is not None
+        return self.session.imports.save() is not None
 
     # drag-and-drop: a config.json, a .gguf or a model folder imports it; a sizing file opens it
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt name
@@ -465,7 +466,7 @@ class MainWindow(QMainWindow):
             done, failed = [], []
             for p, (source, imported) in zip(models, results):
                 self.session.last_error = ""
-                if not isinstance(imported, str) and self.session.add_imported(imported, False, source) is not None:
+                if not isinstance(imported, str) and self.session.imports.add(imported, False, source) is not None:
                     done.append(p.name)
                 else:
                     failed.append(f"{p.name} ({imported if isinstance(imported, str) else self.session.last_error})")
@@ -637,7 +638,7 @@ class MainWindow(QMainWindow):
                     notices.append(f"the imported model {key} could not be read again: {model}")
                 else:
                     try:
-                        self.session.adopt_import(model, source)
+                        self.session.imports.adopt(model, source)
                     except api.AdvisorError as exc:
                         notices.append(f"the imported model {key} could not be read again: {exc}")
             if self.session.state == start:
@@ -680,7 +681,7 @@ class MainWindow(QMainWindow):
         st.set("window/right_splitter", self.right_splitter.sizes())
         st.set("window/tab", self.tabs.currentIndex())
         st.set("session/inputs", {"inputs": self.session.input_keys(), "targets": self.session.targets.to_dict(),
-                                  "imported": dict(self.session.import_sources),
+                                  "imported": dict(self.session.imports.sources),
                                   "technique": self.session.whatif.keys()})
         st.sync()
 

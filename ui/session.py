@@ -16,13 +16,13 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from advisor import api
+from ui.imports import ImportedModels
 from ui.tab_state import CompareList, WhatIf
 
 log = logging.getLogger(__name__)
@@ -88,10 +88,8 @@ class Session(QObject):
         self.whatif = WhatIf(self)
         self.extras: dict[str, Any] = {}
         self.last_error = ""
-        #: models imported in this session (File → Import model…, drag-and-drop), kept across reloads
-        self.imported: list[api.ImportedModel] = []
-        #: what each imported model (by key) was imported from: a file, a folder or ``hf:org/name``
-        self.import_sources: dict[str, str] = {}
+        #: the models imported in this session, kept across reloads (ui/imports.py)
+        self.imports = ImportedModels(self)
         self._compute()
 
     # ------------------------------------------------------------------ inputs
@@ -205,6 +203,10 @@ class Session(QObject):
         return self.set_inputs(hardware=c.hardware, runtime=c.runtime, quant=c.quant, kv_dtype=c.kv_dtype,
                                gpus=int(c.gpus), batch=max(1, int(c.users or self.cfg.workload.batch)))
 
+    def switch_to(self, cfg: "api.Config") -> bool:
+        """Make ``cfg`` the inputs (undoable), the targets and prompt spread kept; False if it cannot run."""
+        return self._apply(State(cfg, self.targets, self.state.prompt_spread), "")
+
     def new(self) -> None:
         """File → New: the default sizing (undoable)."""
         self._apply(State(self._default_config(), Targets()), "")
@@ -287,86 +289,6 @@ class Session(QObject):
         self.generation += 1
         return True
 
-    # ------------------------------------------------------------------ imported models
-    def import_model(self, source: str, save: bool = False) -> "api.ImportedModel | None":
-        """Import a model (a config.json, a folder, a .gguf, ``hf:org/name``), add it to this session's
-        catalog and make it the model in use, everything recomputed (undoable). With ``save`` it is
-        also written to the user catalog. A bad source is refused with `sig_error` and nothing changes."""
-        try:
-            imported = read_import(source)
-        except api.AdvisorError as exc:
-            self.refuse(str(exc))
-            return None
-        return self.add_imported(imported, save, source)
-
-    def add_imported(self, imported: "api.ImportedModel", save: bool = False,
-                     source: str = "") -> "api.ImportedModel | None":
-        """Make an already imported model (read from ``source``) the one in use (see `import_model`)."""
-        old_cat = self.cat
-        try:
-            cat, imported = api.catalog_with_imported(old_cat, imported)
-            self.cat = cat
-            w = self.cfg.workload
-            # its own weight format and a runtime that loads it (a GGUF file: llama.cpp), as on the CLI
-            base = api.configure(cat, hardware=self.cfg.hardware.key, model=imported.model.key, gpus=self.cfg.gpus,
-                                 parallelism=self.cfg.parallelism or None)
-            base = base.replace(hardware=self.cfg.hardware)  # the memory size in use stays
-            cfg = self.build(base, {"batch": w.batch, "prompt": w.prompt_tokens, "output": w.output_tokens,
-                                    "depth": w.depth_tokens})
-        except api.AdvisorError as exc:
-            self.cat = old_cat
-            self.refuse(f"{imported.model.name}: {exc}")
-            return None
-        if not self._apply(State(cfg, self.targets, self.state.prompt_spread), ""):
-            self.cat = old_cat
-            return None
-        self._remember(imported, source)
-        self.sig_catalog_changed.emit()
-        self.sig_inputs_changed.emit()
-        message = f"Imported {imported.model.name} ({imported.kind}, {imported.model.params_total_b:.3g} B params)"
-        if save:
-            saved = self.save_imported(imported)
-            if saved is None:
-                return imported
-            message += f"; saved to {saved}"
-        self.sig_message.emit(message)
-        return imported
-
-    def restore_import(self, source: str) -> str:
-        """Import ``source`` into this session's catalog without changing the inputs (a sizing or the
-        last session that used an imported model); the model's key, or `api.AdvisorError`."""
-        return self.adopt_import(read_import(source), source)
-
-    def adopt_import(self, imported: "api.ImportedModel", source: str) -> str:
-        """Add a model read (on a worker) from ``source`` to this session's catalog without changing
-        the inputs; its key."""
-        self.cat, imported = api.catalog_with_imported(self.cat, imported)
-        self._remember(imported, source)
-        self.sig_catalog_changed.emit()
-        return imported.model.key
-
-    def _remember(self, imported: "api.ImportedModel", source: str) -> None:
-        self.imported = [m for m in self.imported if m.model.key != imported.model.key] + [imported]
-        if source:
-            self.import_sources[imported.model.key] = _absolute(source)
-
-    def save_imported(self, imported: "api.ImportedModel | None" = None):
-        """Write an imported model (default: the one in use) to the user catalog; the path, or None
-        with `sig_error` when it is not an imported model or cannot be written."""
-        if imported is None:
-            imported = next((m for m in reversed(self.imported) if m.model.key == self.cfg.model.key), None)
-            if imported is None:
-                self.sig_error.emit(f"{self.cfg.model.name} is not an imported model; import one first")
-                return None
-        try:
-            _, path = api.save_imported_model(self.cat, imported)
-        except (api.AdvisorError, OSError) as exc:
-            self.last_error = f"could not save {imported.model.name}: {exc}"
-            self.sig_error.emit(self.last_error)
-            return None
-        self.sig_message.emit(f"Saved {imported.model.name} to {path}")
-        return path
-
     def explanations(self) -> dict[str, Any]:
         """api.explain for the current prediction (computed on first use)."""
         if self._explanations is None:
@@ -436,10 +358,7 @@ class Session(QObject):
     def reload_catalog(self) -> None:
         """Re-read the catalog (after "this machine" was saved) and keep the inputs where possible."""
         keys, targets, spread = self.input_keys(), self.targets, self.state.prompt_spread
-        self.cat = api.load_catalog()
-        for imported in self.imported:  # this session's imports stay usable
-            if imported.model.key not in self.cat.models:
-                self.cat, _ = api.catalog_with_imported(self.cat, imported)
+        self.cat = self.imports.readd(api.load_catalog())   # this session's imports stay usable
         try:
             cfg = self.configure_keys(keys)
         except api.AdvisorError:
@@ -458,7 +377,7 @@ class Session(QObject):
     def to_file_dict(self) -> dict[str, Any]:
         """The sizing as saved; an imported model's source goes with it, so the file opens elsewhere."""
         out = {"advisor_sizing": 1, "inputs": self.input_keys(), "targets": self.targets.to_dict()}
-        source = self.import_sources.get(self.cfg.model.key)
+        source = self.imports.sources.get(self.cfg.model.key)
         if source:
             out["model_source"] = source
         technique = self.whatif.keys()
@@ -474,23 +393,6 @@ def _spread(value: Any) -> float:
     return float(value)
 
 
-def read_import(source: str) -> "api.ImportedModel":
-    """`api.import_model`, with an unreadable file or folder as an `api.AdvisorError` too. Plain data in
-    and out: the window calls it on a worker thread."""
-    try:
-        return api.import_model(source)
-    except OSError as exc:
-        raise api.AdvisorError(f"{source}: {exc.strerror or exc}") from None
-
-
-def _absolute(source: str) -> str:
-    """A local source as an absolute path (so a saved sizing finds it from any folder); ``hf:`` as is."""
-    from pathlib import Path
-
-    text = str(source).strip()
-    return text if text.startswith("hf:") else str(Path(text).expanduser().resolve())
-
-
 def _resolves(fn, name: str) -> bool:
     try:
         fn(name)
@@ -503,16 +405,3 @@ def describe(cfg: "api.Config") -> str:
     """A short label for a configuration: model on N× hardware, format, runtime."""
     n = f"{cfg.gpus}× " if cfg.gpus > 1 else ""
     return f"{cfg.model.name} · {n}{cfg.hardware.name} · {cfg.quant.name} · {cfg.runtime.name}"
-
-
-def missing_local(source: str) -> str:
-    """Why a local import source cannot be read, found without opening it ("" when it may be): checked
-    on the GUI thread so that a plainly missing file answers at once."""
-    if source.startswith("hf:") or not source.strip():
-        return ""
-    p = Path(source).expanduser()
-    if not p.exists():
-        return f"{source}: no such file or folder"
-    if not (p.is_dir() or p.is_file()):
-        return f"{source}: not a regular file (a pipe, socket or device); give a model file or folder"
-    return ""

@@ -48,7 +48,7 @@ def test_import_config_json_joins_the_picker_and_recomputes(window, tmp_path, se
     shutil.copy(FIXTURES / "qwen3-8b.json", path)
     assert window.import_source(str(path))
     settle(window)
-    im = s.imported[-1]
+    im = s.imports.models[-1]
     m = s.cfg.model
     # the import (named after its folder) is the model in use, in the picker and selected there
     assert m.key == im.model.key == "my-finetune" and m.name == "my-finetune"
@@ -120,7 +120,7 @@ def test_a_bad_file_leaves_the_window_usable_and_the_model_as_it_was(window, tmp
         path.write_text(content)
     assert drop(window, [path])             # a file is accepted for dropping; its import is refused
     settle(window)
-    assert s.cfg is before_cfg and s.prediction is before_pred and not s.imported
+    assert s.cfg is before_cfg and s.prediction is before_pred and not s.imports.models
     assert window.inputs.model_picker.combo.currentData() == "qwen3-8b"
     msg = window.statusBar().currentMessage()
     assert msg.startswith("⚠") and words in msg.lower() and "\n" not in msg
@@ -252,7 +252,7 @@ def test_a_hub_id_is_fetched_in_the_background_offline_from_the_cache(window, qt
     # the catalog has its own Qwen2.5 7B: the import sits beside it, named as imported
     qtbot.waitUntil(lambda: s.cfg.model.name == "Qwen2.5-7B (imported)", timeout=10000)
     assert s.cfg.model.key != "qwen2.5-7b" and "qwen2.5-7b" in s.cat.models
-    assert s.import_sources[s.cfg.model.key] == "hf:Qwen/Qwen2.5-7B"
+    assert s.imports.sources[s.cfg.model.key] == "hf:Qwen/Qwen2.5-7B"
     before = s.cfg
     window.import_source("hf:Qwen/Not-There")
     qtbot.waitUntil(lambda: "not in the local cache" in window.statusBar().currentMessage(), timeout=10000)
