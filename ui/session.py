@@ -6,8 +6,10 @@ undo stack, and `sig_results_changed` tells the views. An impossible change (a r
 the weight format, a prompt longer than the model's context) is refused with `sig_error`, and
 `sig_inputs_changed` tells the input widgets to show the inputs that are still in force.
 
-Later panels (serving under load, technique what-ifs, imported models) add their own state here
-through `extras` and their own signals, rather than reaching into other views.
+What changes with an input change (the runtime, format or KV dtype that no longer run, the context
+limit, a GPU count reset) is the core's policy, `api.reconfigure`; the session applies it. The tabs
+that keep state of their own hold it in small objects with their own signals: `compare` and `whatif`
+(ui/tab_state.py) and `imports` (ui/imports.py).
 """
 
 from __future__ import annotations
@@ -86,7 +88,6 @@ class Session(QObject):
         #: the configurations pinned to Compare, and the What-ifs tab's what-if (ui/tab_state.py)
         self.compare = CompareList(self)
         self.whatif = WhatIf(self)
-        self.extras: dict[str, Any] = {}
         self.last_error = ""
         #: the models imported in this session, kept across reloads (ui/imports.py)
         self.imports = ImportedModels(self)
