@@ -376,6 +376,27 @@ class Runtime:
     #: where the three scheduler figures come from; without it they are the spec's defaults
     scheduler_source: str = _f("str")
     launch: str = _f("str")
+    # ---- what its command line and features are (read by the launch lines, the what-ifs, the
+    # recommender's techniques and the sweep; each runtime's own, so a new runtime is its entry)
+    #: our KV-cache dtype key -> the value of its KV flag, where they differ (vLLM: f16 -> auto)
+    kv_cache_flags: tuple[tuple[str, str], ...] = _f("map")
+    #: our weight-format key -> the method it quantizes BF16 weights with while loading (--quantization)
+    online_quantization: tuple[tuple[str, str], ...] = _f("map")
+    #: the tool that makes a checkpoint of a format nobody published (a comment on the launch line)
+    quantize_with: str = _f("str")
+    #: it loads Hugging Face safetensors checkpoints (and reads their quantization_config)
+    loads_hf_checkpoints: bool = _f("bool")
+    #: each user gets a slot of its own with its whole context reserved up front (llama-server -np)
+    fixed_slots: bool = _f("bool")
+    #: how it keeps part of the weights off the GPU: by layers (llama.cpp -ngl, --n-cpu-moe), by GB
+    #: read over PCIe (vLLM/SGLang --cpu-offload-gb), or not at all
+    partial_offload: str = _f("str", choices=("", "layers", "gb"))
+    #: how it turns flash attention off (unfused attention); empty: it has no unfused path on GPUs
+    eager_attention_flag: str = _f("str")
+    #: it runs a draft model or speculative head (the recommender's --allow-spec tries it)
+    speculative_decoding: bool = _f("bool")
+    #: with an FP8 KV cache, its attention kernels compute in FP8 where the GPU has FP8 tensor cores
+    fp8_attention: bool = _f("bool")
     #: Loads the weight formats and KV types of this runtime (a backend or an older build of it).
     formats_of: str = _f("str")
     #: Overrides the quantization's compute dtype (vendor or ``default`` → dtype) where this

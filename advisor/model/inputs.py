@@ -62,16 +62,14 @@ def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
     return peak, used, wanted
 
 
-#: Engines whose attention kernels compute in FP8 when the KV cache is FP8 (FlashAttention-3 and
-#: FlashInfer FP8 paths in vLLM and SGLang, TensorRT-LLM's FP8 context FMHA), on hardware with FP8 units.
-FP8_ATTENTION_FAMILIES = frozenset({"vllm", "sglang", "tensorrt-llm"})
-
-
 def attention_dtype(h: Hardware, r: Runtime, kv: KvDtype) -> str:
+    # engines whose attention kernels compute in FP8 when the KV cache is FP8 (`Runtime.fp8_attention`:
+    # FlashAttention-3 and FlashInfer FP8 paths in vLLM and SGLang, TensorRT-LLM's FP8 context FMHA),
+    # on hardware with FP8 units
     """The dtype attention's products run at: FP8 where the cache is FP8 and the engine computes in it,
     else 16-bit (llama.cpp's flash attention converts quantized caches to F16; FP4/INT4 weight formats
     never apply to the attention products)."""
-    if kv.key == "fp8" and r.format_family in FP8_ATTENTION_FAMILIES and h.fp8_dense_tflops:
+    if kv.key == "fp8" and r.fp8_attention and h.fp8_dense_tflops:
         return "fp8"
     return "fp16"
 

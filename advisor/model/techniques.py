@@ -74,23 +74,16 @@ VOCAB_MAX_DIFFERENCE = 128
 CROSSOVER_SEARCH = 4096
 #: Eager attention keeps its scores in fp32 (llama.cpp's KQ product is F32).
 SCORE_BYTES_FP32 = 4.0
-#: How each runtime turns flash attention off (unfused attention); runtimes not listed have no
-#: unfused attention path on GPUs (vLLM V1's backends FLASH_ATTN, FLASHINFER, TRITON_ATTN and
-#: FLEX_ATTENTION are all fused; TensorRT-LLM and MLX fuse attention too).
-EAGER_ATTENTION_SWITCH = {
-    "llama.cpp": "-fa off (llama.cpp: --flash-attn on|off|auto)",
-    "llama.cpp-vulkan": "-fa off",
-    "llama.cpp-2023": "omit -fa (flash attention was opt-in)",
-    "sglang": "--attention-backend torch_native (PyTorch SDPA; its math path materialises the scores)",
-}
+# How each runtime turns flash attention off is `Runtime.eager_attention_flag` (empty: no unfused
+# attention path on GPUs: vLLM V1's backends FLASH_ATTN, FLASHINFER, TRITON_ATTN and FLEX_ATTENTION are
+# all fused; TensorRT-LLM and MLX fuse attention too); how it keeps weights off the GPU is
+# `Runtime.partial_offload` (by layers: llama.cpp; by GB over PCIe: vLLM and SGLang).
 #: Host RAM for llama.cpp's CPU layers: dual-channel DDR5-5600, 2 × 8 B × 5600 MT/s = 89.6 GB/s
 #: peak (JEDEC), of which a CPU decode reaches an estimated 70 %.
 DEFAULT_HOST_BW_GB_S = 89.6
 HOST_BW_FRACTION = 0.7
 #: Reads over PCIe reach an estimated 80 % of the link's payload rate.
 PCIE_READ_FRACTION = 0.8
-OFFLOAD_LAYER_RUNTIMES = ("llama.cpp", "llama.cpp-vulkan", "llama.cpp-2023")
-OFFLOAD_GB_RUNTIMES = ("vllm", "sglang")
 
 
 @dataclass(frozen=True)
@@ -395,7 +388,7 @@ def eager_attention(cat: "Catalog | None", cfg: Config, profiles=None) -> Effect
     before, after = _to_prediction(before_r, cfg, eff), _to_prediction(after_r, cfg, eff)
     extra_ws = (_first(after_r.workspace_gpu_bytes) - _first(before_r.workspace_gpu_bytes))
     extra_bytes = _first(after_r.prefill_bytes) - _first(before_r.prefill_bytes)
-    switch = EAGER_ATTENTION_SWITCH.get(cfg.runtime.key)
+    switch = cfg.runtime.eager_attention_flag
     notes = [f"how: {switch}" if switch else
              f"{cfg.runtime.name} has no unfused attention path on this hardware; the figures show what one would cost"]
     details = {"score_workspace_gpu_gb": extra_ws / GB, "prefill_extra_gb_per_gpu": extra_bytes / GB,
@@ -543,26 +536,26 @@ def _offload_arrays(cfg: Config, eff: Efficiency, r: Result, gpu_layers, offload
 
 
 def _offload_check(cfg: Config, tech: Techniques) -> None:
-    rt = cfg.runtime.key
+    how = cfg.runtime.partial_offload
     which = "--gpu-layers" if tech.gpu_layers is not None else "--offload-gb"
     if cfg.gpus != 1:
         raise AdvisorError(f"{which}: partial offload is modelled for one GPU")
     if cfg.hardware.unified_memory or cfg.hardware.kind in ("apple", "soc", "cpu"):
         raise AdvisorError(f"{which}: {cfg.hardware.name} has one memory for CPU and GPU: there is nothing to "
                            "offload to")
-    if tech.gpu_layers is not None and rt not in OFFLOAD_LAYER_RUNTIMES:
+    if tech.gpu_layers is not None and how != "layers":
         raise AdvisorError(f"--gpu-layers is llama.cpp's -ngl; {cfg.runtime.name} offloads by size (--offload-gb)"
-                           if rt in OFFLOAD_GB_RUNTIMES else f"--gpu-layers: {cfg.runtime.name} has no partial offload")
-    if tech.offload_gb is not None and rt not in OFFLOAD_GB_RUNTIMES:
+                           if how == "gb" else f"--gpu-layers: {cfg.runtime.name} has no partial offload")
+    if tech.offload_gb is not None and how != "gb":
         raise AdvisorError(f"--offload-gb: {cfg.runtime.name} offloads whole layers: use --gpu-layers (-ngl)"
-                           if rt in OFFLOAD_LAYER_RUNTIMES else f"--offload-gb: {cfg.runtime.name} has no partial offload")
+                           if how == "layers" else f"--offload-gb: {cfg.runtime.name} has no partial offload")
 
 
 def offload_curve(cat: "Catalog | None", cfg: Config, tech: Techniques | None = None, profiles=None) -> OffloadCurve:
     """Speed, TTFT and memory for every llama.cpp ``-ngl`` from 0 to L (or, for vLLM/SGLang,
     offloads from 0 to all the body's weights in 1 GB steps)."""
-    tech = tech or Techniques(gpu_layers=0 if cfg.runtime.key in OFFLOAD_LAYER_RUNTIMES else None,
-                              offload_gb=None if cfg.runtime.key in OFFLOAD_LAYER_RUNTIMES else 0.0)
+    by_layers = cfg.runtime.partial_offload == "layers"
+    tech = tech or Techniques(gpu_layers=0 if by_layers else None, offload_gb=None if by_layers else 0.0)
     tech.check()
     _offload_check(cfg, tech)
     cfg.check(check_context=False)
@@ -631,7 +624,7 @@ def moe_offload_curve(cat: "Catalog | None", cfg: Config, host_bw_gb_s: float = 
     at the host RAM bandwidth: t = t_gpu + N·a·(1/host − 1/BW), a = the routed bytes one layer's
     batch touches (E·(1−(1−k/E)^B) experts). Prompts copy those layers' experts over PCIe once per
     micro-batch, as partial offload does. Memory: N layers' experts leave the GPU."""
-    if cfg.runtime.key not in OFFLOAD_LAYER_RUNTIMES:
+    if cfg.runtime.partial_offload != "layers":
         raise AdvisorError(f"--n-cpu-moe is llama.cpp's; {cfg.runtime.name} has no expert offload")
     tech = Techniques(gpu_layers=0)
     _offload_check(cfg, tech)

@@ -33,35 +33,13 @@ from advisor.model.compat import refusal, refuses_format_key
 from advisor.model.devices import usable_memory_gb
 from advisor.model.geometry import WeightBits, geometry, weight_bytes
 
-#: KV dtype spellings per runtime family (our key → the runtime's flag value). vLLM: --kv-cache-dtype
-#: auto|fp8 (vllm/config/cache.py CacheDType); SGLang: auto|fp8_e5m2|fp8_e4m3|bf16 (server_args.py);
-#: llama.cpp's -ctk/-ctv take our keys as they are (f16, q8_0, q4_0 …).
-KV_FLAG = {
-    "vllm": {"f16": "auto", "bf16": "auto", "fp8": "fp8"},
-    "sglang": {"f16": "auto", "bf16": "auto", "fp8": "fp8_e5m2"},
-    "llama.cpp": {},
-}
 #: NVIDIA generations before Ada (compute capability < 8.9), where vLLM's "fp8" KV cache (E4M3) falls
 #: back to the Triton attention backend, which has no E4M3 below sm89 (vllm-project/vllm issue #26431);
 #: the launch line asks for E5M2 there (vllm/config/cache.py CacheDType: auto, bfloat16, fp8, fp8_e4m3,
 #: fp8_e5m2, …).
 E4M3_KV_MISSING = frozenset({"nvidia-volta", "nvidia-turing", "nvidia-ampere"})
-#: Families whose launch line gives each user a slot of its own with the whole context reserved up
-#: front (llama-server with an explicit -np: -c is the total over the slots, c / np each).
-FIXED_SLOTS = frozenset({"llama.cpp"})
-#: Engines that load Hugging Face safetensors checkpoints (and read their quantization_config).
-HF_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm", "mlx"})
-#: Formats an engine quantizes while loading BF16 weights: vLLM/SGLang online FP8
-#: (--quantization fp8) and vLLM's in-flight bitsandbytes (--quantization bitsandbytes).
-ONLINE_QUANTIZATION = {("vllm", "fp8"): "fp8", ("sglang", "fp8"): "fp8", ("vllm", "nf4"): "bitsandbytes"}
-#: What makes a checkpoint that is not published, per engine family (a shell comment on the line).
-QUANTIZE_WITH = {
-    "vllm": "llm-compressor (github.com/vllm-project/llm-compressor)",
-    "sglang": "llm-compressor (github.com/vllm-project/llm-compressor)",
-    "tensorrt-llm": "TensorRT Model Optimizer (github.com/NVIDIA/Model-Optimizer, examples/llm_ptq/hf_ptq.py)",
-    "mlx": "mlx_lm.convert",
-    "llama.cpp": "convert_hf_to_gguf.py and llama-quantize",
-}
+# (each runtime's KV flag values, online quantization, quantizer, checkpoint kind and slots are
+# fields of its entry in catalog/runtimes.yaml: `Runtime.kv_cache_flags` …)
 #: The tag a GGUF file name and llama.cpp's -hf repo:TAG use for a format, where it is not the
 #: first word of the format's name (gpt-oss ships its MoE-MXFP4 mix as "mxfp4").
 GGUF_TAG = {"mxfp4-moe-gguf": "MXFP4"}
@@ -190,7 +168,7 @@ def hf_weights(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> W
                if q.key == "f16" and family == "tensorrt-llm" else "")
     if found:
         return Weights(found[0].repo, half, trt_f16 if "f16" not in found[0].quants else "", found[0])
-    online = ONLINE_QUANTIZATION.get((family, q.key))
+    online = dict(c.runtime.online_quantization).get(q.key)
     if online and own is not None and native in ("bf16", "f16") and (online != "fp8" or bf16_load_fits(c, model)):
         return Weights(own.repo, f"{half} --quantization {online}", "", own)
     if q.key == "f16" and own is not None and native == "bf16":  # the BF16 repository served at FP16
@@ -205,10 +183,10 @@ def hf_weights(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> W
     source = own.repo if own is not None else model.name
     path = local_name(own, model, q.name.split()[0].replace("/", "-"))
     return Weights(path, "", f"  # no {q.name} checkpoint of {model.name} in catalog/checkpoints.yaml{why}: "
-                             f"make it from {source} with {QUANTIZE_WITH[family]} into {path}")
+                             f"make it from {source} with {c.runtime.quantize_with} into {path}")
 
 
-def gguf_weights(model: Model, q: Quant, checkpoints: Mapping[str, Checkpoint]) -> Weights:
+def gguf_weights(model: Model, q: Quant, checkpoints: Mapping[str, Checkpoint], quantize_with: str) -> Weights:
     """The GGUF file llama-server loads for format ``q``: exact file, or the repository's tag."""
     for cp in checkpoints_of(checkpoints, model, q, gguf=True):
         f = gguf_file(cp, q)
@@ -221,7 +199,7 @@ def gguf_weights(model: Model, q: Quant, checkpoints: Mapping[str, Checkpoint]) 
     path = local_name(own, model, f"{gguf_tag(q)}.gguf")
     source = own.repo if own is not None else model.name
     how = (f"convert_hf_to_gguf.py --outtype {q.key}" if q.kind == "float"
-           else f"{QUANTIZE_WITH['llama.cpp']} {gguf_tag(q)}")
+           else f"{quantize_with} {gguf_tag(q)}")
     return Weights(f"-m {path}", "", f"  # no {gguf_tag(q)} GGUF of {model.name} in catalog/checkpoints.yaml: "
                                      f"make it from {source} with {how}")
 
@@ -245,9 +223,9 @@ def draft_gguf(model: Model, quant: Quant, checkpoints: Mapping[str, Checkpoint]
 
 
 def weights_for(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> Weights:
-    if c.runtime.format_family in HF_ENGINES:
+    if c.runtime.loads_hf_checkpoints:
         return hf_weights(c, model, checkpoints)
-    return gguf_weights(model, c.quant, checkpoints)
+    return gguf_weights(model, c.quant, checkpoints, c.runtime.quantize_with)
 
 
 def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> str:
@@ -262,7 +240,7 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     if hw is not None and refusal(hw, model, c.quant, c.kv_dtype, rt, c.gpus):
         return ""  # a configuration the support matrix refuses gets no command line
     w = weights_for(c, model, shipped_checkpoints() if checkpoints is None else checkpoints)
-    kv = KV_FLAG.get(family, {}).get(c.kv_dtype.key, c.kv_dtype.key)
+    kv = dict(rt.kv_cache_flags).get(c.kv_dtype.key, c.kv_dtype.key)
     if family == "vllm" and kv == "fp8" and hw is not None and hw.family in E4M3_KV_MISSING:
         kv = "fp8_e5m2"   # "fp8" means E4M3, which vLLM's attention kernels lack before Ada
     prefix = kv_flags = ""
@@ -276,7 +254,7 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     replicas = int(getattr(c, "replicas", 1) or 1)
     slots = math.ceil(c.users / replicas)
     # llama-server divides -c among its -np slots: ask for every user's whole context
-    context = req.context * slots if family in FIXED_SLOTS else req.context
+    context = req.context * slots if rt.fixed_slots else req.context
     values = {
         "model": w.model, "context": context, "parallel": slots, "kv": kv, "tp": c.gpus,
         "memory_fraction": rt.memory_fraction, "format_flags": w.flags, "kv_flags": kv_flags, "split": split,

@@ -28,7 +28,7 @@ from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
 from advisor.model.sweep import sweep
 from advisor.plan import pricing
-from advisor.plan.launch import FIXED_SLOTS, launch_line
+from advisor.plan.launch import launch_line
 from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.reasons import Reason
 
@@ -532,7 +532,6 @@ TECHNIQUE_TRIES = 40
 #: Partial offload is a single-user (home) technique: with more users the PCIe or host-RAM reads of
 #: every step are shared by a batch we do not model.
 OFFLOAD_MAX_USERS = 2
-SPEC_RUNTIMES = ("llama.cpp", "vllm")
 
 
 def _near_misses(memory, a, mask: np.ndarray) -> list[int]:
@@ -576,9 +575,9 @@ def _try_speculation(cat: Catalog, req: Requirements, memory, a: dict) -> None:
     if draft is None:
         return
     t = memory.tables
-    family = np.array([r.format_family for r in t.runtimes])[memory.rt]
+    speculates = np.array([r.speculative_decoding for r in t.runtimes])[memory.rt]
     mask = (~a["ok"] & ~a["tok_ok"] & a["fits"] & a["load_ok"] & a["ttft_ok"] & a["predicted"] & a["quality_ok"]
-            & a["budget_ok"] & a["budget_hour_ok"] & np.isin(family, SPEC_RUNTIMES))
+            & a["budget_ok"] & a["budget_hour_ok"] & speculates)
     tech = Techniques(draft=draft)
     for i in _near_misses(memory, a, mask):
         batch = max(1, int(round(float(a["running"][i]))))
@@ -606,21 +605,20 @@ def _try_speculation(cat: Catalog, req: Requirements, memory, a: dict) -> None:
 def _try_offload(cat: Catalog, req: Requirements, memory, a: dict, users: int) -> None:
     """Single-GPU configurations that miss only memory: does keeping part of the model in host RAM
     (llama.cpp -ngl, vLLM/SGLang --cpu-offload-gb) make them fit, and are they still fast enough?"""
-    from advisor.model.techniques import (OFFLOAD_GB_RUNTIMES, OFFLOAD_LAYER_RUNTIMES, Techniques,
-                                          moe_offload_curve, offload_curve)
+    from advisor.model.techniques import Techniques, moe_offload_curve, offload_curve
 
     if users > OFFLOAD_MAX_USERS or req.burst:
         return
     t = memory.tables
-    rt_key = np.array([r.key for r in t.runtimes])[memory.rt]
+    offloads = np.array([bool(r.partial_offload) for r in t.runtimes])[memory.rt]
     unified = np.array([bool(h.unified_memory) or h.kind in ("apple", "soc", "cpu", "dataflow")
                         for h in t.hardware])[memory.hw]
     mask = (~a["ok"] & ~a["fits"] & a["predicted"] & a["quality_ok"] & a["budget_ok"] & a["budget_hour_ok"]
             & (memory.gpus == 1) & (a["replicas"] == 1) & ~unified
-            & np.isin(rt_key, OFFLOAD_LAYER_RUNTIMES + OFFLOAD_GB_RUNTIMES))
+            & offloads)
     for i in _near_misses(memory, a, mask):
         cfg = _config(memory, i, req, users)
-        layers = cfg.runtime.key in OFFLOAD_LAYER_RUNTIMES
+        layers = cfg.runtime.partial_offload == "layers"
         try:
             curve = offload_curve(cat, cfg, Techniques(gpu_layers=0) if layers else Techniques(offload_gb=0.0))
         except AdvisorError:
@@ -703,7 +701,7 @@ def _with_technique(line: str, c: Candidate, tech: dict, quants) -> str:
             cp, q = found
             src = f"--spec-draft-hf {cp.repo}:{gguf_tag(q)}"
         else:
-            w = gguf_weights(tech["draft"], c.quant, shipped_checkpoints())
+            w = gguf_weights(tech["draft"], c.quant, shipped_checkpoints(), c.runtime.quantize_with)
             src = "-md " + w.model[3:]
             note += w.note.replace("  # ", "  # draft: ", 1)
         line = f"{line} {src} --spec-draft-n-max {tech['k']}"
@@ -1015,7 +1013,7 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged
     sets_limit = np.array(["{parallel}" in r.launch for r in t.runtimes])[rt]
-    fixed = np.array([r.format_family in FIXED_SLOTS for r in t.runtimes])[rt]
+    fixed = np.array([r.fixed_slots for r in t.runtimes])[rt]
     max_seqs = np.where(sets_limit, float(users), t.max_seqs[rt])
     costs = costs_from_result(_Grid, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt])
     s = solve(costs, load)

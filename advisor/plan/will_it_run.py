@@ -28,7 +28,7 @@ from advisor.model.compat import gpus_refusal, runtime_refusal
 from advisor.model.config import Config, with_defaults
 from advisor.model.roofline import Workload
 from advisor.model.sweep import sweep
-from advisor.model.techniques import OFFLOAD_GB_RUNTIMES, OFFLOAD_LAYER_RUNTIMES, moe_offload_curve, offload_curve
+from advisor.model.techniques import moe_offload_curve, offload_curve
 
 #: The output a context is split into when sizing a single user (the rest is the prompt).
 OUTPUT_TOKENS = 128
@@ -231,7 +231,7 @@ def _offload(cat, hw, rt, m: Model, x: FitRow, wl: Workload, context: int, min_t
     over PCIe (--cpu-offload-gb)."""
     cfg = Config(hw, m, x.quant, cat.kv_dtypes["f16"], rt, 1, "", wl)
     try:
-        if m.is_moe and rt.key in OFFLOAD_LAYER_RUNTIMES:
+        if m.is_moe and rt.partial_offload == "layers":
             curve = moe_offload_curve(cat, cfg)
             fit = [j for j in range(len(curve.fits)) if curve.fits[j]]
             if not fit:
@@ -240,12 +240,12 @@ def _offload(cat, hw, rt, m: Model, x: FitRow, wl: Workload, context: int, min_t
             n, total = int(curve.cpu_moe_layers[j]), int(curve.cpu_moe_layers[-1])
             mode, how = "experts", f"--n-cpu-moe {n} (the experts of {n} of {total} MoE layers in RAM)"
             host, tok, gpu_gb = float(curve.host_gb[j]), float(curve.decode_tok_s[j]), float(curve.memory_gb[j])
-        elif rt.key in OFFLOAD_LAYER_RUNTIMES + OFFLOAD_GB_RUNTIMES:
+        elif rt.partial_offload:
             curve = offload_curve(cat, cfg)
             fit = [j for j in range(len(curve.fits)) if curve.fits[j]]
             if not fit:
                 return None
-            layers = rt.key in OFFLOAD_LAYER_RUNTIMES
+            layers = rt.partial_offload == "layers"
             j = fit[-1] if layers else fit[0]
             how = (f"-ngl {int(curve.gpu_layers[j])} (of {int(curve.gpu_layers[-1])} layers on the GPU)" if layers
                    else f"--cpu-offload-gb {math.ceil(float(curve.host_gb[j]))}")

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from advisor.plan.launch import HF_ENGINES, gguf_file, is_gguf, launch_line, native_checkpoint
+from advisor.plan.launch import gguf_file, is_gguf, launch_line, native_checkpoint
 from advisor.plan.recommend import Requirements, recommend
 
 FLAGS = yaml.safe_load((Path(__file__).parents[1] / "data" / "runtime_flags.yaml").read_text())
@@ -59,7 +59,7 @@ def check_line(cat, c, line: str, context: int) -> None:
         assert allowed is None or values[flag] in allowed, f"{flag} {values[flag]} is not accepted: {line}"
     repos = {cp.repo: cp for cp in cat.checkpoints.values()}
     made_locally = re.search(r"in catalog/checkpoints\.yaml[^#]*: make it", comment) is not None
-    if family in HF_ENGINES:
+    if c.runtime.loads_hf_checkpoints:
         model_arg = model_arg or values.get("--model-path") or values.get("--model")
         if model_arg.startswith("./"):
             assert made_locally, f"a local checkpoint without saying how to make it: {line}"
