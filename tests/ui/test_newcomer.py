@@ -209,3 +209,22 @@ def test_charts_read_out_their_values_under_the_pointer(window):
         first = view.charts.readout.plots[0]
         view.charts.readout._moved(first.vb.sceneBoundingRect().center())
         assert " · " in view.charts.readout.label.text(), tab
+
+
+def test_recommendations_show_a_first_look_then_everything(window, qtbot):
+    s = window.session
+    assert s.set_inputs(model="llama 3.1 8b", batch=4, tok_s_target=20)
+    window.show_view("recommend")
+    view = window.recommend
+    qtbot.waitUntil(lambda: not view.busy and view.rec is not None, timeout=60000)
+    best_before = [g.best.hardware.key for g in view.groups]
+    seen: list[tuple[bool, int, tuple]] = []
+    view.model.modelReset.connect(lambda: seen.append((view.first_look, view.model.rowCount(),
+                                                       view.rec.requirements.hardware)))
+    assert s.set_inputs(prompt=700)   # a new workload: ranked again
+    qtbot.waitUntil(lambda: bool(seen) and not view.busy, timeout=60000)
+    first, last = seen[0], seen[-1]
+    assert first[0] and first[1] > 0                   # rows at once, from the first look …
+    assert not last[0] and not view.first_look         # … replaced by the whole ranking
+    # the first look ranked the devices that were ranked best last time; the whole ranking every device
+    assert first[2] == tuple(best_before[:16]) and len(best_before) > 16 and last[2] == ()

@@ -6,6 +6,7 @@ context menu); choosing a row (double-click, Enter or "Load into inputs") makes 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from PySide6.QtCore import Qt, QTimer
@@ -30,6 +31,8 @@ MAX_ROWS = 300
 
 #: hardware groups listed when grouped (each its best configuration and alternatives)
 MAX_GROUPS = 60
+#: devices ranked in the first look, before the whole catalog (about a tenth of the time)
+FIRST_LOOK = 16
 
 
 def _ranked(cat, req):
@@ -175,6 +178,7 @@ class RecommendView(QWidget, TabView):
         lay.addWidget(self.table, 1)
         self.rec: api.Recommendation | None = None
         self.computing = False
+        self.first_look = False   # the rows on screen are the first look, the whole ranking still coming
         self._dirty = True
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -342,15 +346,51 @@ class RecommendView(QWidget, TabView):
         self._timer.start()
 
     def compute(self) -> None:
-        """Start the recommender in the worker; a newer request makes this one stale."""
+        """Start the recommender in the worker; a newer request makes this one stale. A first look at a
+        few devices (those ranked best last time) comes first, in about a tenth of the time, and the
+        whole catalog follows: the table fills at once and is replaced when everything is ranked."""
         self._last_req = self._req_key()
         cat, req = self.session.cat, self.requirements()
         self.computing = True
+        self.first_look = False
         self.status.setText(f"Ranking every configuration for {req.model.name}, {req.users} users…")
-        self.workers.run("recommend", lambda: _ranked(cat, req), self._on_done, self._on_error)
+        first = self._first_look(req)
+
+        def everything(_result=None) -> None:
+            if _result is not None:
+                self._on_first(_result, first)
+            self.workers.run("recommend", lambda: _ranked(cat, req), self._on_done, self._on_error)
+
+        if first is None:
+            everything()
+        else:
+            # a first look that fails (no device of the filters among the few) leaves it to everything
+            self.workers.run("recommend", lambda: _ranked(cat, first), everything, lambda _exc, _tb: everything())
+
+    def _first_look(self, req: "api.Requirements") -> "api.Requirements | None":
+        """The request on a few devices: those ranked best last time, else the hardware on screen and
+        the newest of its kind; None when the request names its hardware already."""
+        if req.hardware:
+            return None
+        cat, on_screen = self.session.cat, self.session.cfg.hardware
+        keys = [g.best.hardware.key for g in self.groups][:FIRST_LOOK]
+        if not keys:
+            kin = sorted((h for h in cat.hardware.values() if h.kind == on_screen.kind and h.key != on_screen.key),
+                         key=lambda h: -(h.year or 0))
+            keys = [on_screen.key] + [h.key for h in kin][:FIRST_LOOK - 1]
+        keys = [k for k in dict.fromkeys(keys) if k in cat.hardware]
+        return dataclasses.replace(req, hardware=tuple(keys)) if keys else None
+
+    def _on_first(self, result, first: "api.Requirements") -> None:
+        self.rec, self.groups = result
+        self.first_look = True
+        self._fill()
+        self.status.setText(f"A first look at {len(first.hardware)} of {len(self.session.cat.hardware)} devices "
+                            f"(those ranked best last time); ranking every configuration…")
 
     def _on_done(self, result) -> None:
         self.computing = False
+        self.first_look = False
         self.rec, self.groups = result
         self._fill()
 
