@@ -19,8 +19,7 @@ from advisor.fit.compare import (METRIC_LABELS as LABELS, METRIC_UNITS as UNITS,
                                  load_text, metric_text, summarise)
 from advisor.model.config import whole_number
 from advisor.text.format import json_text, num, table
-
-EXIT_OK = 0
+from advisor.cli.exit_codes import EXIT_OK
 
 
 def _row(c: Comparison) -> list[str]:

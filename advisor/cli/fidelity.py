@@ -10,8 +10,7 @@ from pathlib import Path
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.text.format import json_text, num, table
-
-EXIT_OK, EXIT_UNMET = 0, 1
+from advisor.cli.exit_codes import EXIT_OK
 
 
 def _summary_rows(summaries):

@@ -17,8 +17,8 @@ from advisor.data.catalog import user_catalog
 from advisor.data.importers import ImportedModel, import_model, save_imported_model
 from advisor.model.geometry import geometry, kv_bytes_per_token, weight_bits, weight_bytes
 from advisor.text.format import json_text, table
+from advisor.cli.exit_codes import EXIT_OK
 
-EXIT_OK = 0
 #: formats shown in the text output (all catalog formats are in --json)
 SHOWN_FORMATS = ("bf16", "fp8", "q8_0", "q6_k", "q4_k_m", "awq-int4", "mxfp4", "mxfp4-moe-gguf")
 

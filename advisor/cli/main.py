@@ -27,8 +27,8 @@ from advisor.cli.csvio import csv_value, run_cases
 from advisor.cli.options import add_configuration
 from advisor.text.format import json_text, table
 from advisor.text.summary import prediction_summary
+from advisor.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNMET, EXIT_USAGE
 
-EXIT_OK, EXIT_UNMET, EXIT_USAGE, EXIT_NO_ACCELERATOR, EXIT_INTERNAL = 0, 1, 2, 3, 70
 
 LIST_SECTIONS = {"hardware": "hardware", "models": "models", "quants": "quants", "quantizations": "quants",
                  "runtimes": "runtimes", "kv-dtypes": "kv_dtypes", "kv_dtypes": "kv_dtypes", "profiles": "profiles"}
@@ -439,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("advisor: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the CLI promises no tracebacks

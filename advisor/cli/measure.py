@@ -17,8 +17,7 @@ from advisor.data.errors import AdvisorError
 from advisor.data.userdata import write_atomic
 from advisor.model.config import whole_number
 from advisor.text.format import json_text, num, table
-
-EXIT_OK = 0
+from advisor.cli.exit_codes import EXIT_OK
 
 
 def _levels(text) -> list[int]:

@@ -8,8 +8,7 @@ import time
 
 from advisor.data.catalog import user_catalog
 from advisor.text.format import json_text, num
-
-EXIT_OK, EXIT_NO_ACCELERATOR = 0, 3
+from advisor.cli.exit_codes import EXIT_NO_ACCELERATOR, EXIT_OK, EXIT_USAGE
 
 
 def _progress(json_mode: bool):
@@ -57,7 +56,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
                   "compare-measured FILE --hardware \"this machine\".")
     if save_error:
         print(f"advisor: error: {save_error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if not result.accelerator_found:
         if not args.json:
             print("\nNo accelerator found: the CPU figures above are what CPU inference can use.", file=sys.stderr)

@@ -14,11 +14,10 @@ from advisor.text.format import duration_ms, json_text, num, table
 from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.recommend import by_hardware, distinct
 from advisor.text.verdicts import EVIDENCE_WORDS, VERDICTS, candidate_record, reason_text, why_first
+from advisor.cli.exit_codes import EXIT_OK, EXIT_UNMET
 
 #: The verdict in a table cell.
 SHORT_VERDICT = {"margin": "margin", "estimate": "if estimate", "miss": "misses"}
-
-EXIT_OK, EXIT_UNMET = 0, 1
 
 
 def _csv_list(text: str | None) -> list[str]:

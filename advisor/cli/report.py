@@ -22,8 +22,8 @@ from advisor.cli.options import add_memory, add_threads
 from advisor.cli.recommend import _csv_list, _number, requirements_from_args, sized_catalog
 from advisor.data.catalog import user_catalog
 from advisor.data.errors import AdvisorError
+from advisor.cli.exit_codes import EXIT_OK
 
-EXIT_OK = 0
 #: options that only make sense when the recommender searches
 SEARCH_OPTIONS = ("hardware_kind", "vendor", "budget_usd", "budget_usd_hour", "max_gpus", "min_quant", "max_ppl",
                   "rps", "burst", "safe", "top", "think_s")

@@ -15,8 +15,8 @@ from advisor.model.config import configure, whole_number
 from advisor.model.disaggregation import disaggregate
 from advisor.model.serving import Load, concurrency_sweep, serve
 from advisor.text.format import duration_ms, json_text, num, table
+from advisor.cli.exit_codes import EXIT_OK, EXIT_UNMET
 
-EXIT_OK, EXIT_UNMET = 0, 1
 SERVE_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "parallel", "prompt", "output", "concurrency",
                     "rate", "requests"]
 SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_low_ms", "ttft_high_ms", "ttft_p90_ms", "itl_ms", "itl_low_ms", "itl_high_ms",
