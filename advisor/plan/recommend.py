@@ -519,7 +519,9 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     if tech:
         c.technique = tech["text"]
     if c.ok:
-        c.launch = launch_line(c, req)
+        # the catalog's checkpoints (a user's own published ones among them), else the shipped ones
+        c.launch = launch_line(c, req, rec.catalog.checkpoints if rec.catalog is not None and rec.catalog.checkpoints
+                               else None)
         if tech and c.launch:
             c.launch = _with_technique(c.launch, c, tech, t.quants_by_key)
     return c

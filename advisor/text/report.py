@@ -571,7 +571,7 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     launch = c.launch if c.ok else ""
     if not launch:
         from advisor.plan.launch import launch_line
-        launch = launch_line(c, req)
+        launch = launch_line(c, req, cat.checkpoints or None)
     note = (f"{c.runtime.name}'s command for {c.label}, sized for {rec.users} users at {req.context:,} tokens of "
             "context. Check the flags against the version you deploy.")
     table_configs = [(x.hardware, req.model, x.quant, x.kv_dtype, x.runtime) for x in best + misses]
@@ -637,7 +637,7 @@ def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = N
     ctx = wl.prompt_tokens + wl.output_tokens + wl.depth_tokens
     req = SimpleNamespace(model=cfg.model, context=ctx, output_tokens=wl.output_tokens)
     cand = SimpleNamespace(runtime=cfg.runtime, kv_dtype=cfg.kv_dtype, quant=cfg.quant, gpus=cfg.gpus, users=users)
-    launch = launch_line(cand, req)
+    launch = launch_line(cand, req, cat.checkpoints or None)
     note = f"{cfg.runtime.name}'s command for this configuration, sized for {users} users at {ctx:,} tokens of context."
     content = _assemble(cat, cfg, question=question, answer=answer, users=users,
                         targets={"ttft_ms": ttft_ms, "tok_s": tok_s}, serving=serving, recommendations=None,

@@ -254,3 +254,24 @@ def test_popular_models_download_a_published_gguf(cat, quant):
 def test_popular_models_have_their_own_release_listed(cat):
     for key in POPULAR:
         assert native_checkpoint(cat.checkpoints, cat.models[key]) is not None, key
+
+
+def test_a_users_own_checkpoint_reaches_the_launch_line(private_user_data):
+    """Launch lines read the catalog's checkpoints, the user's overlay among them (they read only the
+    shipped file before)."""
+    from advisor import api
+    from advisor.plan.recommend import Requirements, recommend
+
+    def gptq_lines(cat):
+        rec = recommend(cat, Requirements(model=cat.models["llama-3.1-8b"], users=4, hardware=("h100-sxm5-80gb",),
+                                          runtimes=("vllm",)))
+        return [c.launch for c in rec.passing if c.quant.key == "gptq-int8" and c.launch]
+
+    shipped = gptq_lines(api.load_catalog(user=False))
+    assert shipped and all("make it" in line for line in shipped)   # nobody published one: made locally
+    private_user_data.mkdir(parents=True, exist_ok=True)
+    (private_user_data / "my-checkpoints.yaml").write_text(
+        "checkpoints:\n- key: llama-3.1-8b.gptq-mine\n  model: llama-3.1-8b\n  quants: [gptq-int8]\n"
+        "  repo: my-org/Llama-3.1-8B-GPTQ-Int8\n  source: our own quantization\n", encoding="utf-8")
+    mine = gptq_lines(api.load_catalog())
+    assert mine and all(line.startswith("vllm serve my-org/Llama-3.1-8B-GPTQ-Int8 ") for line in mine)
