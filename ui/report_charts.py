@@ -18,7 +18,7 @@ from PySide6.QtGui import QFont, QPainter, QPicture
 from PySide6.QtWidgets import QApplication
 
 from advisor.text.format import duration_ms, num
-from ui.views.curves import Band, _blend, frame, log_ticks
+from ui.views.curves import Band, blend, frame, log_ticks
 from ui.views.roofline import POINT_STYLE, X_MAX, X_MIN
 
 #: the app's light palette (ui/widgets.plot_colors): a printed page is white whatever the app's theme
@@ -138,7 +138,7 @@ def memory_chart(content) -> Chart:
     for label, v, colour in parts:
         if not (v > 0 and math.isfinite(v)):
             continue
-        bar = pg.BarGraphItem(x0=[x0], y=[0], width=[v], height=[0.6], brush=_blend(colour, COLORS["bg"], 170),
+        bar = pg.BarGraphItem(x0=[x0], y=[0], width=[v], height=[0.6], brush=blend(colour, COLORS["bg"], 170),
                               pen=pg.mkPen(colour, width=1))
         plot.addItem(bar)
         share = v / max(p.per_gpu_usable_gb, 1e-9)

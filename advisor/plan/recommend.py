@@ -252,10 +252,10 @@ def is_reference(q: Quant, m: Model) -> bool:
 def is_upcast(q: Quant, m: Model) -> bool:
     """A format at least as wide as the one a natively quantized model ships in: it saves no memory
     and cannot add quality (an INT8 copy of an FP8 release only loses some)."""
-    return bool(m.native_quant) and not is_reference(q, m) and bits_class(q) >= _native_bits(m)
+    return bool(m.native_quant) and not is_reference(q, m) and bits_class(q) >= native_bits(m)
 
 
-def _native_bits(m: Model) -> int:
+def native_bits(m: Model) -> int:
     return 16 if not m.native_quant else {"fp8": 8, "mxfp4": 4, "nvfp4": 4, "int4-experts-g32": 4}.get(m.native_quant, 16)
 
 

@@ -29,6 +29,7 @@ from advisor.model.config import Config, with_defaults
 from advisor.model.roofline import Workload
 from advisor.model.sweep import sweep
 from advisor.model.techniques import moe_offload_curve, offload_curve
+from advisor.plan.recommend import is_reference, is_upcast, native_bits
 
 #: The output a context is split into when sizing a single user (the rest is the prompt).
 OUTPUT_TOKENS = 128
@@ -89,9 +90,7 @@ def bits_class(q: Quant) -> int:
 def _allowed(q: Quant, m: Model, min_bits: float) -> bool:
     """Above the floor (or the release format) and not wider than the release: F32 of a BF16 model,
     like BF16 of an FP8 one, costs memory and adds nothing."""
-    from advisor.plan.recommend import _native_bits, is_reference, is_upcast
-
-    if is_upcast(q, m) or bits_class(q) > _native_bits(m):
+    if is_upcast(q, m) or bits_class(q) > native_bits(m):
         return False
     return is_reference(q, m) or bits_class(q) >= min_bits
 
@@ -168,9 +167,7 @@ def _options(cat, hw, rt, gpus, context, m: Model, min_bits, min_tok_s, host_ram
     if not idx:
         # the release's own format does not load in this runtime (Kimi K2 Thinking's INT4 experts
         # in llama.cpp): its bit class is the nearest the runtime has, not an upcast worth refusing
-        from advisor.plan.recommend import _native_bits
-
-        idx = [i for i in range(len(r)) if min_bits <= bits_class(t.quants[r.q[i]]) <= _native_bits(m)]
+        idx = [i for i in range(len(r)) if min_bits <= bits_class(t.quants[r.q[i]]) <= native_bits(m)]
     if not idx:
         return []
     gpu: list[FitRow] = []

@@ -50,7 +50,7 @@ def _alpha(colour: str, a: int) -> pg.QtGui.QColor:
     return c
 
 
-def _blend(colour: str, background: str, a: int) -> pg.QtGui.QColor:
+def blend(colour: str, background: str, a: int) -> pg.QtGui.QColor:
     """``colour`` at opacity a/255 over ``background``, as an opaque colour: big areas painted opaque
     cost the software renderer much less than the same areas alpha-blended."""
     c, b = pg.mkColor(colour), pg.mkColor(background)
@@ -244,10 +244,10 @@ class CurvesView(LazyView, TabView):
         col = self.colors
         tops, fills = [], []
         for _, label, ck in MEMORY_LAYERS:
-            fills.append(Area(plot, _blend(col[ck], col["bg"], 110)))
+            fills.append(Area(plot, blend(col[ck], col["bg"], 110)))
             tops.append(plot.plot([], [], pen=pg.mkPen(col[ck], width=1), name=label))
         usable = plot.plot([], [], pen=pg.mkPen(col["d"], width=2, style=Qt.PenStyle.DashLine), name="usable")
-        free = Area(plot, _blend(col["muted"], col["bg"], 35))
+        free = Area(plot, blend(col["muted"], col["bg"], 35))
         now = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["muted"], style=Qt.PenStyle.DotLine))
         plot.addItem(now, ignoreBounds=True)
         return {"tops": tops, "usable": usable, "now": now, "fills": fills, "free": free}
