@@ -17,8 +17,8 @@ from advisor import api
 from advisor.text.format import num
 from ui import sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
-from ui.memory import release_free_memory
 from ui.imports import missing_local, read_import
+from ui.memory import release_free_memory
 from ui.session import Session, describe
 from ui.settings import Settings
 from ui.tabs import TABS

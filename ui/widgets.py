@@ -1,5 +1,6 @@
-"""Small reusable widgets: a log-scale slider tied to a spin box, a view that redraws only when seen,
-and helpers for choice combos and plot styling."""
+"""Small reusable widgets and chart helpers: a log-scale slider tied to a spin box, a view that redraws
+only when seen, choice combos, the theme and plot colours, moving a chart item, and the hover readout
+under a chart."""
 
 from __future__ import annotations
 
