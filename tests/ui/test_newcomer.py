@@ -181,7 +181,7 @@ def test_freed_memory_goes_back_to_the_system_when_the_window_is_idle(window, qt
     qtbot.waitUntil(lambda: len(calls) == 1, timeout=5000)   # once, when they stop
 
 
-def test_charts_read_out_their_values_under_the_pointer(window):
+def test_charts_read_out_their_values_under_the_pointer(window, qtbot):
     s = window.session
     assert s.set_inputs(hardware="rtx 4090", model="llama 3.1 8b", batch=8)
     window.show_view("curves")
@@ -206,6 +206,7 @@ def test_charts_read_out_their_values_under_the_pointer(window):
     for tab in ("serving", "compare"):
         window.show_view(tab)
         view = window.view(tab)
+        qtbot.waitUntil(lambda: not view.busy, timeout=20000)
         first = view.charts.readout.plots[0]
         view.charts.readout._moved(first.vb.sceneBoundingRect().center())
         assert " · " in view.charts.readout.label.text(), tab

@@ -14,6 +14,7 @@ def test_users_input_moves_the_steady_state_and_the_curve_marks_the_queue(window
     window.show_view("serving")
     view = window.serving
     window.inputs.spin_batch.setValue(2)
+    qtbot.waitUntil(lambda: not view.busy and view.model.rowCount() > 0, timeout=20000)   # the sweep: a worker
     first = view.report
     assert first is not None and first.fits and first.load.concurrency == 2
     x, y = view.now[0].getOriginalDataset()
@@ -29,7 +30,9 @@ def test_users_input_moves_the_steady_state_and_the_curve_marks_the_queue(window
     sat = next(r for r in expected if r.saturated)
     assert view.saturation[0].isVisible()
     assert math.isclose(view.saturation[0].value(), math.log10(sat.capacity))
+    sweep = view.sweep
     window.inputs.spin_batch.setValue(int(sat.load.concurrency) * 2)
+    assert not view.busy and view.sweep is sweep        # more users move the marker, not the sweep
     busy = view.report
     assert busy.saturated and busy.queue > 0 and busy.ttft_p90_ms > 10 * first.ttft_p90_ms
     assert "waiting" in view.summary.text()

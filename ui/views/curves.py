@@ -366,6 +366,8 @@ def title_legend(plot: pg.PlotItem) -> None:
         colour = pen.color().name()
         if item.opts.get("fillLevel") is not None and item.opts.get("fillBrush") is not None:
             colour, mark = pg.mkBrush(item.opts["fillBrush"]).color().name(), "■"
+        elif item.opts.get("pen") is None and item.opts.get("symbol"):   # points only
+            colour, mark = pg.mkBrush(item.opts.get("symbolBrush")).color().name(), "●"
         else:
             mark = "┄" if dashed else "━"
         entries.append(f"<span style='color:{colour}'>{mark}</span>&nbsp;{name}")

@@ -9,6 +9,7 @@ point), so it is computed on the GUI thread.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,7 +19,7 @@ from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QS
 
 from advisor import api
 from advisor.text.format import duration_ms, num
-from ui.views.curves import frame
+from ui.views.curves import frame, title_legend
 from ui.tabs import TabView
 from ui.views.table import Column, RowsModel, make_table, selected_text, visible_rows
 from ui.widgets import LazyView, plot_colors, with_readout
@@ -47,8 +48,11 @@ def _band(low: float, high: float, fmt) -> str:
 
 
 class ServingView(LazyView, TabView):
-    def __init__(self, session, parent=None):
+    def __init__(self, session, workers, parent=None):
         super().__init__(session, parent)
+        self.workers = workers
+        #: the inputs the concurrency sweep on screen was computed for (it does not depend on the users)
+        self._sweep_key: tuple | None = None
         col = plot_colors()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -94,7 +98,8 @@ class ServingView(LazyView, TabView):
         self.glw.setObjectName("serving_plots")
 
         def new_plot(column, title, ylabel):
-            p = self.glw.addPlot(row=0, col=column, title=title)
+            p = self.glw.addPlot(row=0, col=column)
+            p.chart_title = title   # its legend goes under it (`title_legend`), off the data
             p.setLogMode(True, True)
             p.setLabel("bottom", "concurrent users")
             p.setLabel("left", ylabel)
@@ -103,7 +108,6 @@ class ServingView(LazyView, TabView):
             p.setMenuEnabled(False)
             p.setMouseEnabled(x=False, y=False)
             p.disableAutoRange()
-            p.addLegend(offset=(-5, 5), labelTextSize="7pt")
             return p
 
         self.p_speed = new_plot(0, "Throughput vs users", "tok/s")
@@ -122,6 +126,7 @@ class ServingView(LazyView, TabView):
                     for p in (self.p_speed, self.p_ttft)]
         for p, line in zip((self.p_speed, self.p_ttft), self.saturation):
             p.addItem(line, ignoreBounds=True)
+            title_legend(p)
         self.charts = with_readout(self.glw, (self.p_speed, self.p_ttft))
         split.addWidget(self.charts)
         self.model = RowsModel(COLUMNS, self)
@@ -157,19 +162,49 @@ class ServingView(LazyView, TabView):
             self.spread.blockSignals(True)
             self.spread.setValue(self.session.state.prompt_spread)
             self.spread.blockSignals(False)
-        cat, cfg = self.session.cat, self.session.cfg
+        s = self.session
+        cat, cfg = s.cat, s.cfg
         try:
             load = self.load()
-            self.report = api.serve(cat, cfg, load)
-            closed = self.session.load(think_s=load.think_s)
-            self.sweep = api.concurrency_sweep(cat, cfg, closed)
+            # the cards' server is this one when the load is the users on screen: solved once
+            self.report = s.serving if s.serving is not None and s.serving.load == load else api.serve(cat, cfg, load)
+            closed = s.load(think_s=load.think_s)
         except api.AdvisorError as exc:
             self.summary.setText(f"<span style='color:#d23c3c'>{exc}</span>")
-            self.report, self.sweep = None, []
+            self.report, self.sweep, self._sweep_key = None, [], None
             self._draw([])
             return
         self.summary.setText(self._summary(self.report))
-        self._draw([r for r in self.sweep if r.fits])
+        self._mark_now()
+        # the sweep over 1, 2, 4 … users (tens of ms) runs on a worker, and only when an input other
+        # than the users changed: moving the users moves the marker alone
+        key = (id(cat), cfg.replace(workload=dataclasses.replace(cfg.workload, batch=1)), closed)
+        if key != self._sweep_key:
+            self._sweep_key = key
+            self.workers.run("serving-sweep", lambda: api.concurrency_sweep(cat, cfg, closed), self._on_sweep,
+                             self._on_sweep_error)
+
+    def _on_sweep(self, sweep) -> None:
+        self.sweep = sweep
+        self._draw([r for r in sweep if r.fits])
+
+    def _on_sweep_error(self, exc, _tb) -> None:
+        self.sweep, self._sweep_key = [], None
+        self._draw([])
+        self.summary.setText(self.summary.text() + f"<br><span style='color:#d23c3c'>over users: {exc}</span>")
+
+    @property
+    def busy(self) -> bool:
+        return self.workers.running("serving-sweep")
+
+    def _mark_now(self) -> None:
+        r = self.report
+        if r is not None and r.fits and r.load.kind == "closed":
+            self.now[0].setData([r.load.concurrency], [r.throughput_tok_s])
+            self.now[1].setData([r.load.concurrency], [r.ttft_p90_ms])
+        else:
+            for item in self.now:
+                item.setData([], [])
 
     def _summary(self, r: "api.ServeReport") -> str:
         if not r.fits:
@@ -217,13 +252,7 @@ class ServingView(LazyView, TabView):
             else:
                 line.setValue(math.log10(max(sat.capacity, 1.0)))
                 line.show()
-        r = self.report
-        if r is not None and r.fits and r.load.kind == "closed":
-            self.now[0].setData([r.load.concurrency], [r.throughput_tok_s])
-            self.now[1].setData([r.load.concurrency], [r.ttft_p90_ms])
-        else:
-            for item in self.now:
-                item.setData([], [])
+        self._mark_now()
 
     def chart(self):
         return self.glw.scene(), self.glw
