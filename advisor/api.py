@@ -51,7 +51,7 @@ __all__ = [
     "catalog_data_date",
     "Techniques", "TechniqueEffect", "TechniqueFigures", "techniques", "techniques_from", "speculative_curve",
     "SpeculativeCurve", "offload_curve", "OffloadCurve", "attention_variant", "expected_tokens",
-    "ImportedModel", "import_model", "is_import_source", "add_imported", "catalog_with_imported",
+    "ImportedModel", "import_model", "is_import_source", "add_imported", "catalog_with_imported", "renamed_import",
     "save_imported_model", "imported_weight_bytes", "draft_refusal", "technique_rows",
     "technique_details", "load_json", "load_yaml", "output_target",
     "BenchRecord", "read_results", "MeasuredComparison", "MeasuredOverrides", "compare_measured", "summarise_measured",
@@ -97,7 +97,7 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-from advisor.data.importers import ImportedModel, import_model, is_import_source
+from advisor.data.importers import ImportedModel, import_model, is_import_source, renamed as renamed_import
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload
 from advisor.plan.recommend import (DEFAULT_CHAT_CONTEXT, DEFAULT_MIN_BITS, Candidate, HardwareGroup, Recommendation, Requirements,

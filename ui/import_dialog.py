@@ -85,6 +85,14 @@ class ImportDialog(QDialog):
         self.preview.setMinimumHeight(80)
         self.preview.setAlignment(Qt.AlignmentFlag.AlignTop)
         lay.addWidget(self.preview, 1)
+        name_row = QHBoxLayout()
+        name_row.addWidget(QLabel("Name:"))
+        self.name = QLineEdit()
+        self.name.setObjectName("import_name")
+        self.name.setPlaceholderText("the model's own name (from its config or file)")
+        self.name.setToolTip("The name it has in the pickers, the sizing and the report; empty: its own")
+        name_row.addWidget(self.name, 1)
+        lay.addLayout(name_row)
         self.save = QCheckBox("Also save it to my catalog (available in later sessions and on the command line)")
         self.save.setObjectName("import_save")
         lay.addWidget(self.save)
@@ -142,8 +150,15 @@ class ImportDialog(QDialog):
         ok.setEnabled(True)   # Import while reading imports it in the background, as a drop does
         self.workers.run("preview", lambda: read_import(text), self._show, self._show_error)
 
+    def chosen_name(self) -> str:
+        """The name typed for the model, or "" to keep its own."""
+        text = self.name.text().strip()
+        return "" if self.imported is not None and text == self.imported.model.name else text
+
     def _show(self, imported: "api.ImportedModel") -> None:
         self.imported = imported
+        if not self.name.isModified():   # a name the user typed stays
+            self.name.setText(imported.model.name)
         self.preview.setText(describe_import(imported))
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(True)
 

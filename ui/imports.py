@@ -25,6 +25,9 @@ class ImportedModels(QObject):
         self.session = session
         self.models: list[api.ImportedModel] = []
         self.sources: dict[str, str] = {}
+        #: the names the user gave imports (by key), saved with a sizing and the session, so that a
+        #: model read again from its source comes back under them
+        self.names: dict[str, str] = {}
 
     def import_source(self, source: str, save: bool = False) -> "api.ImportedModel | None":
         """Import a model (a config.json, a folder, a .gguf, ``hf:org/name``), add it to the session's
@@ -37,11 +40,15 @@ class ImportedModels(QObject):
             return None
         return self.add(imported, save, source)
 
-    def add(self, imported: "api.ImportedModel", save: bool = False, source: str = "") -> "api.ImportedModel | None":
-        """Make an already imported model (read from ``source``) the one in use (see `import_source`)."""
+    def add(self, imported: "api.ImportedModel", save: bool = False, source: str = "",
+            name: str = "") -> "api.ImportedModel | None":
+        """Make an already imported model (read from ``source``) the one in use (see `import_source`),
+        under ``name`` where the user gave it another."""
         s = self.session
         old_cat = s.cat
         try:
+            if name and name.strip() != imported.model.name:
+                imported = api.renamed_import(imported, name)
             cat, imported = api.catalog_with_imported(old_cat, imported)
             s.cat = cat
             w = s.cfg.workload
@@ -58,7 +65,7 @@ class ImportedModels(QObject):
         if not s.switch_to(cfg):
             s.cat = old_cat
             return None
-        self._remember(imported, source)
+        self._remember(imported, source, name)
         s.sig_catalog_changed.emit()
         s.sig_inputs_changed.emit()
         message = f"Imported {imported.model.name} ({imported.kind}, {imported.model.params_total_b:.3g} B params)"
@@ -70,17 +77,20 @@ class ImportedModels(QObject):
         s.sig_message.emit(message)
         return imported
 
-    def restore(self, source: str) -> str:
+    def restore(self, source: str, key: str = "", name: str = "") -> str:
         """Import ``source`` into the session's catalog without changing the inputs (a sizing or the
         last session that used an imported model); the model's key, or `api.AdvisorError`."""
-        return self.adopt(read_import(source), source)
+        return self.adopt(read_import(source), source, key, name)
 
-    def adopt(self, imported: "api.ImportedModel", source: str) -> str:
+    def adopt(self, imported: "api.ImportedModel", source: str, key: str = "", name: str = "") -> str:
         """Add a model read (on a worker) from ``source`` to the session's catalog without changing
-        the inputs; its key."""
+        the inputs; its key. ``key`` and ``name``: what a sizing or the last session called it, where
+        the user had renamed it."""
         s = self.session
+        if key and key != imported.model.key:
+            imported = api.renamed_import(imported, name or key, key)
         s.cat, imported = api.catalog_with_imported(s.cat, imported)
-        self._remember(imported, source)
+        self._remember(imported, source, name)
         s.sig_catalog_changed.emit()
         return imported.model.key
 
@@ -96,10 +106,12 @@ class ImportedModels(QObject):
         key = self.session.cfg.model.key
         return next((m for m in reversed(self.models) if m.model.key == key), None)
 
-    def _remember(self, imported: "api.ImportedModel", source: str) -> None:
+    def _remember(self, imported: "api.ImportedModel", source: str, name: str = "") -> None:
         self.models = [m for m in self.models if m.model.key != imported.model.key] + [imported]
         if source:
             self.sources[imported.model.key] = _absolute(source)
+        if name:
+            self.names[imported.model.key] = imported.model.name
 
     def save(self, imported: "api.ImportedModel | None" = None):
         """Write an imported model (default: the one in use) to the user catalog; the path, or None

@@ -316,10 +316,11 @@ class MainWindow(QMainWindow):
         A sizing of an imported model reads that model again from where it came from, on a worker (a
         file on a slow or hung disk never freezes the window); the inputs load when it is read."""
         try:
-            inputs, targets, source, technique = sizing_file.read_all(path)
+            sizing = sizing_file.read_sizing(path)
         except sizing_file.SizingFileError as exc:
             self.show_error(str(exc))
             return False
+        inputs, targets, source, technique = sizing.inputs, sizing.targets, sizing.source, sizing.technique
         if not (source and inputs["model"] not in self.session.cat.models):
             return self._finish_open(path, inputs, targets, technique)
         missing = missing_local(source)
@@ -332,7 +333,7 @@ class MainWindow(QMainWindow):
             if isinstance(imported, str):
                 self.show_error(f"{Path(path).name}: its model could not be imported again ({imported})")
                 return
-            self.session.imports.adopt(imported, source)
+            self.session.imports.adopt(imported, source, inputs["model"], sizing.model_name)
             self._finish_open(path, inputs, targets, technique)
 
         self._read_imports("open", [source], read, f"Reading the model of {Path(path).name} ({source})…")
@@ -389,16 +390,17 @@ class MainWindow(QMainWindow):
         """File → Import model…: pick a source, see what it holds, import it (and maybe save it)."""
         dlg = ImportDialog(self, start_dir=self._dir())
         if dlg.exec():
-            self.import_source(dlg.source(), save=dlg.save.isChecked(), imported=dlg.imported)
+            self.import_source(dlg.source(), save=dlg.save.isChecked(), imported=dlg.imported, name=dlg.chosen_name())
 
-    def import_source(self, source: str, save: bool = False, imported=None) -> bool:
+    def import_source(self, source: str, save: bool = False, imported=None, name: str = "") -> bool:
         """Import a model file, folder or ``hf:org/name`` and make it the model in use. It is read on a
         worker (a Hub id may need the network; a file may sit on a slow disk), so this returns at once:
         True when the reading started, False when the source is plainly missing. A source that cannot
-        be imported leaves everything as it was and says why in the status bar."""
+        be imported leaves everything as it was and says why in the status bar. ``name``: the name the
+        user gave it (empty: its own)."""
         source = import_path(source)
         if imported is not None:
-            return self.session.imports.add(imported, save, source) is not None
+            return self.session.imports.add(imported, save, source, name) is not None
         missing = missing_local(source)
         if missing:
             self.session.last_error = missing
@@ -409,7 +411,7 @@ class MainWindow(QMainWindow):
             imported = results[0][1]
             if isinstance(imported, str):
                 self.show_error(imported)
-            elif self.session.imports.add(imported, save, source) is not None and not source.startswith("hf:"):
+            elif self.session.imports.add(imported, save, source, name) is not None and not source.startswith("hf:"):
                 p = Path(source)
                 self.settings.set("files/last_dir", str(p if p.is_dir() else p.parent))
 
@@ -623,6 +625,7 @@ class MainWindow(QMainWindow):
         (unless the user has changed something by then)."""
         inputs = st.get("session/inputs")
         imported = inputs.get("imported") if isinstance(inputs.get("imported"), dict) else {}
+        names = inputs.get("imported_names") if isinstance(inputs.get("imported_names"), dict) else {}
         pending = [(key, source) for key, source in imported.items()
                    # a Hub id is not fetched at start-up
                    if key not in self.session.cat.models and isinstance(source, str) and not source.startswith("hf:")]
@@ -638,7 +641,7 @@ class MainWindow(QMainWindow):
                     notices.append(f"the imported model {key} could not be read again: {model}")
                 else:
                     try:
-                        self.session.imports.adopt(model, source)
+                        self.session.imports.adopt(model, source, key, names.get(key, ""))
                     except api.AdvisorError as exc:
                         notices.append(f"the imported model {key} could not be read again: {exc}")
             if self.session.state == start:
@@ -682,6 +685,7 @@ class MainWindow(QMainWindow):
         st.set("window/tab", self.tabs.currentIndex())
         st.set("session/inputs", {"inputs": self.session.input_keys(), "targets": self.session.targets.to_dict(),
                                   "imported": dict(self.session.imports.sources),
+                                  "imported_names": dict(self.session.imports.names),
                                   "technique": self.session.whatif.keys()})
         st.sync()
 

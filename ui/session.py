@@ -381,6 +381,9 @@ class Session(QObject):
         source = self.imports.sources.get(self.cfg.model.key)
         if source:
             out["model_source"] = source
+            name = self.imports.names.get(self.cfg.model.key)
+            if name:
+                out["model_name"] = name   # renamed on import: read again under this name
         technique = self.whatif.keys()
         if technique:
             out["technique"] = technique

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,27 @@ def read_with_source(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str,
     return inputs, targets, source
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """A sizing file as read: the inputs, targets, where an imported model came from (``source``) and
+    the name the user gave it (``model_name``, empty unless renamed), and the What-ifs tab's choice."""
+
+    inputs: dict[str, Any]
+    targets: dict[str, float]
+    source: str = ""
+    technique: dict[str, Any] = field(default_factory=dict)
+    model_name: str = ""
+
+
 def read_all(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float], str, dict[str, Any]]:
     """(inputs, targets, model_source, technique): ``technique`` is the What-ifs tab's choice (empty
     when the file has none, as files written before it)."""
+    s = read_sizing(path)
+    return s.inputs, s.targets, s.source, s.technique
+
+
+def read_sizing(path: str | os.PathLike) -> Sizing:
+    """The sizing file at ``path``, checked; `SizingFileError` in one line for anything wrong."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -145,4 +164,7 @@ def read_all(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, float],
     unknown = sorted(set(technique) - set(TECHNIQUE_FIELDS))
     if unknown:
         raise SizingFileError(f"{path.name}: unknown technique field(s) {', '.join(map(str, unknown))}")
-    return dict(inputs), targets, source, dict(technique)
+    name = data.get("model_name") or ""
+    if not isinstance(name, str) or len(name) > 200:
+        raise SizingFileError(f"{path.name}: 'model_name' must be a short text, got {name!r}")
+    return Sizing(dict(inputs), targets, source, dict(technique), name.strip())

@@ -1076,6 +1076,16 @@ def with_key(imported: ImportedModel, key: str, name: str | None = None) -> Impo
                                weight_format=qentry["key"] if qentry else imported.weight_format)
 
 
+def renamed(imported: ImportedModel, name: str, key: str | None = None) -> ImportedModel:
+    """The same import under the display ``name`` the user gave it (and the key that name makes, or
+    ``key``); `AdvisorError` for a name with nothing to make a key of."""
+    name = str(name or "").strip()
+    key = key or slug(name)
+    if not name or not key:
+        raise AdvisorError("give the model a name with at least one letter or digit")
+    return with_key(imported, key, name)
+
+
 IMPORTED_FILE = "imported-models.yaml"
 
 

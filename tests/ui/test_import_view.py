@@ -387,3 +387,38 @@ def test_a_pipe_is_refused_without_opening_it(window, tmp_path, settle):
     os.mkfifo(folder / "only.gguf")
     with pytest.raises(api.AdvisorError, match="not a regular file"):
         api.import_model(str(folder))
+
+
+def test_an_import_takes_the_name_given_and_keeps_it_in_sizings_and_sessions(make_window, tmp_path, qtbot,
+                                                                             settle):
+    from ui.import_dialog import ImportDialog
+
+    w1 = make_window()
+    dlg = ImportDialog(w1, start_dir=str(tmp_path))
+    qtbot.addWidget(dlg)
+    dlg.path.setText(str(FIXTURES / "gemma-2-2b.json"))
+    dlg.read_source()
+    settle(dlg)
+    own = dlg.imported.model.name
+    assert dlg.name.text() == own and dlg.chosen_name() == ""       # its own name unless changed
+    dlg.name.setText("Our Gemma 2B")
+    assert dlg.chosen_name() == "Our Gemma 2B"
+    assert w1.import_source(dlg.source(), imported=dlg.imported, name=dlg.chosen_name())
+    s = w1.session
+    assert s.cfg.model.name == "Our Gemma 2B" and s.cfg.model.key == "our-gemma-2b"
+    assert [m.name for m in s.cat.models.values()].count("Our Gemma 2B") == 1
+    s.set_inputs(batch=3)
+    sizing = tmp_path / "ours.yaml"
+    assert w1.save_file(sizing)
+    assert "model_name: Our Gemma 2B" in sizing.read_text()
+    # a fresh window reads the file again, under the name given
+    w2 = make_window(restore=False, path=tmp_path / "other.ini")
+    assert w2.open_file(sizing)
+    settle(w2)
+    assert w2.session.cfg.model.name == "Our Gemma 2B" and w2.session.cfg.workload.batch == 3
+    # and so does the next session
+    w1.close()
+    w3 = make_window()
+    settle(w3)
+    assert w3.session.cfg.model.key == "our-gemma-2b" and w3.session.cfg.model.name == "Our Gemma 2B"
+    assert not w3.settings.notices
