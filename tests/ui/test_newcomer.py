@@ -229,3 +229,16 @@ def test_recommendations_show_a_first_look_then_everything(window, qtbot):
     assert not last[0] and not view.first_look         # … replaced by the whole ranking
     # the first look ranked the devices that were ranked best last time; the whole ranking every device
     assert first[2] == tuple(best_before[:16]) and len(best_before) > 16 and last[2] == ()
+
+
+def test_the_what_if_chart_reads_out_its_values(window):
+    s = window.session
+    assert s.set_inputs(hardware="rtx 3060 12gb", model="llama 3.1 8b", quant="Q8_0", runtime="llama.cpp")
+    window.show_view("whatifs")
+    view = window.whatifs
+    assert s.whatif.set(api.Techniques(gpu_layers=16))
+    assert view.charts.currentWidget() is view.off_plot_widget
+    readout = view.readouts[1]
+    readout._moved(view.off_plot.vb.sceneBoundingRect().center())
+    text = view.hover.text()
+    assert text.startswith("layers on the GPU (-ngl) ") and "fits " in text and text.endswith("— tok/s per user")

@@ -26,7 +26,7 @@ from advisor import api
 from advisor.text.format import num
 from ui.views.curves import frame
 from ui.tabs import TabView
-from ui.widgets import LazyView, plot_colors
+from ui.widgets import HoverReadout, LazyView, plot_colors
 
 KINDS = (("speculative", "Speculative decoding"), ("eager", "Flash attention off (eager attention)"),
          ("attention", "Attention layout: MHA / GQA / MQA"), ("offload", "Partial offload to host memory"))
@@ -152,7 +152,18 @@ class TechniquesView(LazyView, TabView):
         self.no_chart.setAlignment(Qt.AlignmentFlag.AlignCenter)
         for w in (self.spec_plot_widget, self.off_plot_widget, self.no_chart):
             self.charts.addWidget(w)
-        split.addWidget(self.charts)
+        # what is under the pointer, on either chart, in one line under them
+        self.hover = QLabel()
+        self.hover.setObjectName("whatifs_hover")
+        self.hover.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.readouts = [HoverReadout(w, [p], self.hover, "hover the chart for its values")
+                         for w, p in ((self.spec_plot_widget, self.spec_plot), (self.off_plot_widget, self.off_plot))]
+        box = QWidget()
+        box_lay = QVBoxLayout(box)
+        box_lay.setContentsMargins(0, 0, 0, 0)
+        box_lay.addWidget(self.charts, 1)
+        box_lay.addWidget(self.hover)
+        split.addWidget(box)
         split.setSizes([420, 560])
         lay.addWidget(split, 1)
 
