@@ -54,7 +54,6 @@ class Workers(QObject):
         self.pool.setMaxThreadCount(max_threads)
         self._generation: dict[str, int] = {}
         self._in_flight: dict[str, int] = {}   # jobs started and not yet delivered, per channel
-        self.busy = 0
 
     def run(self, channel: str, fn: Callable[..., Any], on_done: Callable[[Any], None],
             on_error: Callable[[BaseException, str], None] | None = None,
@@ -70,7 +69,6 @@ class Workers(QObject):
         def finish() -> None:
             signals.deleteLater()   # after this delivery: nothing else comes from the job
             self._in_flight[channel] -= 1
-            self.busy -= 1
             self.sig_busy_changed.emit(self.busy)
 
         def done(out: Any) -> None:
@@ -93,10 +91,14 @@ class Workers(QObject):
         signals.failed.connect(failed)
         if on_progress is not None:
             signals.progress.connect(lambda msg: self._generation.get(channel) == gen and on_progress(msg))
-        self.busy += 1
         self.sig_busy_changed.emit(self.busy)
         self.pool.start(job)
         return gen
+
+    @property
+    def busy(self) -> int:
+        """Jobs started and not yet delivered, on every channel."""
+        return sum(self._in_flight.values())
 
     def running(self, *channels: str) -> bool:
         """Whether a job on any of ``channels`` is still running (its answer not yet delivered)."""

@@ -292,7 +292,7 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
         host_ram, ram_note = describe().ram_gb, "this machine's RAM"
     min_bits = _number("min-bits", args.min_bits) or DEFAULT_MIN_BITS
     min_tok = _number("min-tok-s", args.min_tok_s) or DEFAULT_MIN_TOK_S
-    quant = cat.quant_named(args.quant) if getattr(args, "quant", None) else None
+    quant = cat.quant_named(args.quant) if args.quant else None
     answer = will_it_run(cat, hw, rt, gpus, ctx, cat.model_named(args.model) if args.model else None,
                          min_bits=min_bits, min_tok_s=min_tok, host_ram_gb=host_ram, quant=quant)
     rt = answer.runtime

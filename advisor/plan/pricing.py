@@ -219,6 +219,8 @@ class Purchase:
     power_usd_month: float     # 0 where the board power or the tariff is unknown
     power_note: str
     host_missing: bool = False  # cards that need a host machine no figure prices
+    device_label: str = ""      # what the device's price is: "street price, 2 quotes", "list price" …
+    with_host: bool = False     # the price includes the host machine the cards go in
 
     def total_usd(self, life_years: float = DEFAULT_LIFE_YEARS) -> float:
         """Up-front cost plus the electricity over ``life_years``: what "buy" ranks by."""
@@ -332,7 +334,8 @@ def buy(cat, hw: Hardware, gpus: int, *, hours_per_day: float = DEFAULT_HOURS_PE
                 f"({'your rate' if t.own else t.providers[0] + ' ' + t.newest}): ${month:,.0f}/month")
     else:
         month, note = 0.0, "electricity not counted (no board power or tariff in the catalog)"
-    return Purchase(capex, "; ".join(parts), thin, month, note, host_missing)
+    with_host = includes == "device" and not is_system(hw) and not own_host and not host_missing
+    return Purchase(capex, "; ".join(parts), thin, month, note, host_missing, device.label, with_host)
 
 
 def break_even_months(purchase: Purchase, rent_usd_hour_total: float) -> float | None:
@@ -384,15 +387,14 @@ class Costs:
 def costs(cat, hw: Hardware, gpus: int, throughput_tok_s: float | None = None) -> Costs:
     """`Costs` of ``gpus`` × ``hw`` serving ``throughput_tok_s`` output tokens per second."""
     purchase = buy(cat, hw, gpus)
-    device, includes = device_buy(cat, hw)
     r = rent(cat, hw)
     count = 1 if is_system(hw) else gpus
     hour = r.usd * count if r is not None else None
     per_m = (hour / (throughput_tok_s * 3600) * 1e6
              if hour and throughput_tok_s and math.isfinite(throughput_tok_s) and throughput_tok_s > 0 else None)
-    label = device.label if device else ""
-    if purchase is not None and includes == "device" and not is_system(hw):
-        label += ", with no host priced" if purchase.host_missing else ", with its host"
+    label = purchase.device_label if purchase is not None else ""
+    if purchase is not None and (purchase.with_host or purchase.host_missing):
+        label += ", with its host" if purchase.with_host else ", with no host priced"
     return Costs(purchase.capex_usd if purchase else None, label,
                  hour, r.label if r is not None else "", hw.tdp_w * count if hw.tdp_w else None, per_m,
                  bool((purchase and purchase.thin) or (r is not None and r.thin)))

@@ -316,6 +316,7 @@ class Recommendation:
         self.load_kind = "burst" if req.burst else ("open" if req.rps and not req.users else "closed")
         self._cache: dict[int, Candidate] = {}
         self._prices: dict[tuple, tuple] = {}   # per (hardware, size, GPUs, replicas): its prices
+        self._distinct: dict[bool, np.ndarray] = {}   # `_distinct_order`, of the passing and the misses
 
     def __len__(self) -> int:
         return int(self._order.size)
@@ -345,7 +346,10 @@ class Recommendation:
     def _distinct_order(self, misses: bool = False) -> np.ndarray:
         """The passing (or failing) configurations in rank order, the first of each distinct
         (hardware, GPUs, replicas, runtime, format): the KV-dtype variants folded into the best one.
-        On the index arrays: a candidate is built only for what is shown (there can be 50k)."""
+        On the index arrays: a candidate is built only for what is shown (there can be 50k). Kept: the
+        groups, the rows and the count each read it."""
+        if misses in self._distinct:
+            return self._distinct[misses]
         order = self._order[self.n_passing:] if misses else self._order[: self.n_passing]
         if order.size == 0:
             return order
@@ -355,7 +359,8 @@ class Recommendation:
             values = np.asarray(part)[order].astype(np.int64)
             key = key * (int(values.max()) + 1) + values
         _, first = np.unique(key, return_index=True)
-        return order[np.sort(first)]
+        self._distinct[misses] = order[np.sort(first)]
+        return self._distinct[misses]
 
     def distinct(self, n: int, misses: bool = False) -> list[Candidate]:
         """The first ``n`` distinct passing configurations (or closest misses), as `distinct` picks them."""

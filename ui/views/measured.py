@@ -23,8 +23,7 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPus
 
 from advisor import api
 from advisor.text.format import num
-from ui.tabs import TabView
-from ui.views.table import Column, RowsModel, make_table, selected_text
+from ui.views.table import Column, RowsModel, RowsTab, make_table
 
 FILE_FILTER = "Benchmark results (*.json *.jsonl *.csv *.md *.txt *.log);;All files (*)"
 #: one colour per metric family: speeds, first-token latencies, per-token latencies, whole requests
@@ -67,7 +66,7 @@ COLUMNS = [
 ]
 
 
-class MeasuredView(QWidget, TabView):
+class MeasuredView(QWidget, RowsTab):
     def __init__(self, session, workers, parent=None):
         super().__init__(parent)
         self.session, self.workers = session, workers
@@ -350,11 +349,3 @@ class MeasuredView(QWidget, TabView):
 
     def chart(self):
         return self.plot.getPlotItem(), self.plot
-
-    def table_rows(self) -> list[list[str]]:
-        from ui.views.table import visible_rows
-
-        return visible_rows(self.table)
-
-    def copy_text(self) -> str:
-        return selected_text(self.table)

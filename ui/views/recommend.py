@@ -16,8 +16,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 
 from advisor import api
 from advisor.text.format import duration_ms, num
-from ui.tabs import TabView
-from ui.views.table import Column, RowsModel, fit_columns, make_table, selected_row, selected_text, visible_rows
+from ui.views.table import Column, RowsModel, RowsTab, fit_columns, make_table, selected_row
 
 #: --cost-basis: "" lets the core choose by the hardware's kind
 COST_BASES = (("", "Cost: auto"), ("buy", "Cost: buy"), ("rent", "Cost: rent"))
@@ -120,7 +119,7 @@ COLUMNS = [
 ]
 
 
-class RecommendView(QWidget, TabView):
+class RecommendView(QWidget, RowsTab):
     def __init__(self, session, workers, parent=None):
         super().__init__(parent)
         self.session, self.workers = session, workers
@@ -469,12 +468,6 @@ class RecommendView(QWidget, TabView):
         QGuiApplication.clipboard().setText(c.launch)
         each = f" (on each of the {c.replicas} replicas, behind one load balancer)" if c.replicas > 1 else ""
         self.session.sig_message.emit(f"Launch line copied to the clipboard{each}")
-
-    def copy_text(self) -> str:
-        return selected_text(self.table)
-
-    def table_rows(self) -> list[list[str]]:
-        return visible_rows(self.table)
 
     @property
     def busy(self) -> bool:

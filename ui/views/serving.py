@@ -20,8 +20,7 @@ from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QS
 from advisor import api
 from advisor.text.format import duration_ms, num
 from ui.views.curves import frame, title_legend
-from ui.tabs import TabView
-from ui.views.table import Column, RowsModel, make_table, selected_text, visible_rows
+from ui.views.table import Column, RowsModel, RowsTab, make_table
 from ui.widgets import LazyView, plot_colors, with_readout
 
 COLUMNS = [
@@ -47,7 +46,7 @@ def _band(low: float, high: float, fmt) -> str:
     return f" <span style='color:#888'>({fmt(low)}–{fmt(high)})</span>"
 
 
-class ServingView(LazyView, TabView):
+class ServingView(LazyView, RowsTab):
     def __init__(self, session, workers, parent=None):
         super().__init__(session, parent)
         self.workers = workers
@@ -256,9 +255,3 @@ class ServingView(LazyView, TabView):
 
     def chart(self):
         return self.glw.scene(), self.glw
-
-    def table_rows(self) -> list[list[str]]:
-        return visible_rows(self.table)
-
-    def copy_text(self) -> str:
-        return selected_text(self.table)

@@ -14,6 +14,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from advisor.text.format import num
+from ui.tabs import TabView
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 #: rows `fit_columns` measures (Qt's resize-to-contents asks every row of a Python model otherwise)
@@ -144,6 +145,17 @@ def make_table(model: RowsModel) -> tuple[QTableView, FilterProxy]:
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     view.horizontalHeader().setStretchLastSection(True)
     return view, proxy
+
+
+class RowsTab(TabView):
+    """A tab whose table is a `RowsModel` view in ``self.table``: File → Export CSV writes it as shown
+    (sorted, filtered) and Edit → Copy copies the rows selected."""
+
+    def table_rows(self) -> list[list[str]]:
+        return visible_rows(self.table)
+
+    def copy_text(self) -> str:
+        return selected_text(self.table)
 
 
 def fit_columns(view: QTableView, widest_px: int = 280) -> None:

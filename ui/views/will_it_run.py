@@ -8,8 +8,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPushBu
 
 from advisor import api
 from advisor.text.format import num
-from ui.tabs import TabView
-from ui.views.table import Column, RowsModel, fit_columns, make_table, selected_row, selected_text, visible_rows
+from ui.views.table import Column, RowsModel, RowsTab, fit_columns, make_table, selected_row
 
 GRADE_COLOURS = {"fast": "#2e9d3a", "usable": "#2e9d3a", "too slow": "#c98a1a", "needs more RAM": "#c98a1a",
                  "does not fit": "#d23c3c"}
@@ -30,7 +29,7 @@ COLUMNS = [
 ]
 
 
-class WillItRunView(QWidget, TabView):
+class WillItRunView(QWidget, RowsTab):
     def __init__(self, session, workers, parent=None):
         super().__init__(parent)
         self.session, self.workers = session, workers
@@ -158,12 +157,6 @@ class WillItRunView(QWidget, TabView):
             # the row's own format replaces the one in the inputs: say so, never silently
             self.session.sig_message.emit(f"{r.model.name} in {r.quant.name}, the format this row runs "
                                           f"(the inputs had {before.name})")
-
-    def copy_text(self) -> str:
-        return selected_text(self.table)
-
-    def table_rows(self) -> list[list[str]]:
-        return visible_rows(self.table)
 
     @property
     def busy(self) -> bool:
