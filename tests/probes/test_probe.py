@@ -31,7 +31,7 @@ def real_probe():
     return probes.probe(quick=False)
 
 
-@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
+@pytest.mark.real   # it measures this machine: alone, not beside other tests (the real tier runs one at a time)
 def test_real_probe_of_this_machine_without_gpu(real_probe):
     """No mocks: whatever this machine is, the probe reports CPU, RAM and measured figures."""
     result = real_probe
