@@ -92,6 +92,13 @@ class Hardware:
     tdp_w: float | None = _f("num", min=1, max=10_000)
     interconnect: str = _f("str")
     interconnect_gb_s: float | None = _f("num", min=1, max=100_000)
+    #: Topology (multi-node sizing). GPUs that share the scale-up link (``interconnect_gb_s``): 8 on
+    #: an HGX/DGX or MI300X platform board, 72 in an NVL72 rack, 2 or 4 for bridged PCIe cards; empty
+    #: = no GPU-to-GPU link beyond PCIe (one node's GPUs then talk over PCIe)
+    scale_up_gpus: int | None = _f("int", min=1, max=576)
+    #: The reference system's network per GPU, Gbit/s per direction as NICs are sold (ConnectX-7: 400,
+    #: ConnectX-8: 800); the link between nodes unless the user names another (--network)
+    scale_out_gbit_s: float | None = _f("num", min=1, max=3200)
     pcie_gen: int | None = _f("int", min=1, max=7)
     pcie_lanes: int | None = _f("int", min=1, max=32)
     form_factor: str = _f("str")

@@ -217,6 +217,9 @@ def stack_inputs(items: Sequence[Inputs]) -> Inputs:
     first = items[0]
     arrays = {f: np.array([getattr(x, f) for x in items])
               for f in first.__dataclass_fields__ if f not in ("bits", "eff")}
+    for f in ("stages", "attn_peak_tflops"):   # None = not set; kept where no item sets it
+        if all(getattr(x, f) is None for x in items):
+            arrays[f] = None
     bits = WeightBits(*(np.array([getattr(x.bits, f) for x in items], dtype=float)
                         for f in WeightBits.__dataclass_fields__))
     return Inputs(**arrays, bits=bits, eff=Efficiency.stack([x.eff for x in items]))

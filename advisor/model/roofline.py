@@ -16,6 +16,11 @@ Times per GPU step (B sequences, context c):
   + weight bytes / (BW·η_bw) per micro-batch + fixed costs per micro-batch.
 Tensor parallel (tp) divides bytes and FLOPs per GPU and adds two all-reduces per layer;
 pipeline/layer split (pp, llama.cpp's default) runs the GPUs one after another for a sequence.
+Past one group (`Inputs.stages`, `attention_dp`, `expert_parallel`, `domain_gpus`): tensor-parallel
+groups in pipeline stages, data-parallel attention (each group holds the non-expert weights and its
+share of the sequences) and experts spread whole over a stage's GPUs with all-to-all dispatch and
+combine; every exchange runs at the slowest link its group spans (the scale-up link within a
+domain, the network past it).
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ WORKSPACE_FFN_BYTES = 4
 LOGIT_ROWS = 512
 #: Activations exchanged between GPUs are 16-bit.
 ACTIVATION_BYTES = 2
+#: Expert-parallel all-to-all: tokens go out to their experts at FP8 and come back at 16-bit (DeepEP's
+#: setting, which vLLM and SGLang use for wide EP: "FP8 dispatching and BF16 combining").
+DISPATCH_BYTES, COMBINE_BYTES = 1, 2
+#: The share of a link's bandwidth an all-to-all or a collective over it attains. DeepEP
+#: (deepseek-ai/DeepEP docs/legacy.md @ dd758ca, H800 with CX7 400 Gb/s ≈ 50 GB/s): low-latency
+#: dispatch and combine at EP 64-256 reach 39-46 GB/s of RDMA bandwidth (0.78-0.92); its README's V2
+#: table reaches 643-740 GB/s over B200 NVLink (900 GB/s per direction: 0.71-0.82). 0.8 for both.
+LINK_EFFICIENCY = 0.8
 #: Unfused attention moves its score matrix four times: written by Q·Kᵀ, read and written by the
 #: softmax, read by the product with V (llama.cpp's path without flash attention).
 EAGER_SCORE_PASSES = 4
@@ -102,6 +115,20 @@ class Inputs:
     #: decode step's, µs (`Runtime.prefill_moe_layer_us`): eager launches where decode replays a graph
     prefill_moe_layer_us: Any = 0.0
     prefill_complex_layer_us: Any = 0.0
+    # Layouts past one tensor-parallel group (advisor.plan.deployment.Layout); the defaults change nothing.
+    #: pipeline stages, each a tensor-parallel group (None: the runtime's split alone: tp = gpus, or
+    #: a layer split over all of them)
+    stages: Any = None
+    #: data-parallel attention groups per stage: each holds the non-expert weights (split over its
+    #: tp GPUs) and its share of the sequences and their KV cache
+    attention_dp: Any = 1
+    #: the routed experts whole on a stage's GPUs (expert parallel): MoE layers send each token to
+    #: its experts' GPUs and back (all-to-all) instead of an all-reduce
+    expert_parallel: Any = False
+    #: GPUs one scale-up domain holds (a node, or an NVL72 rack): a group larger than it exchanges
+    #: over the network, ``network_gb_s`` per GPU and direction (nan: none)
+    domain_gpus: Any = np.inf
+    network_gb_s: Any = np.nan
 
     def replace(self, **changes: Any) -> "Inputs":
         return replace(self, **changes)
@@ -208,8 +235,22 @@ class _Arrays:
         self.ft = ft
         self.n = _arr(x.gpus, ft)
         self.tpm = np.asarray(x.tensor_parallel, bool)
-        self.tp = _arr(_where(self.tpm, self.n, 1.0), ft)
-        self.pp = _arr(_where(self.tpm, 1.0, self.n), ft)
+        dp, ep = np.asarray(x.attention_dp), np.asarray(x.expert_parallel, bool)
+        # a layout past one group: the plain path below runs untouched where no configuration has one
+        self.wide = x.stages is not None or bool(np.any(dp > 1) or np.any(ep)) \
+            or bool(np.any(np.asarray(x.gpus) > np.asarray(x.domain_gpus)))
+        if self.wide:
+            stages = _arr(1.0 if x.stages is None else x.stages, ft)
+            self.pp = _arr(_where(self.tpm, stages, self.n), ft)
+            self.dp = _arr(_where(self.tpm, dp, 1.0), ft)
+            self.tp = _arr(_where(self.tpm, self.n / (self.pp * self.dp), 1.0), ft)
+            self.ep = ep & self.tpm
+            self.domain = _arr(x.domain_gpus, ft)
+            self.net = _arr(x.network_gb_s, ft) * 1e9 * LINK_EFFICIENCY
+        else:
+            self.tp = _arr(_where(self.tpm, self.n, 1.0), ft)
+            self.pp = _arr(_where(self.tpm, 1.0, self.n), ft)
+            self.dp = 1.0
         # latencies per tensor-parallel exchange: one, or one per GPU taking part
         self.lat_per_exchange = _arr(_where(np.asarray(x.allreduce_per_device, bool), self.tp, 1.0), ft)
         self.B = _arr(x.batch, ft)
@@ -282,7 +323,7 @@ class _Kv:
         # GQA heads split across tensor-parallel GPUs (replicated when fewer than GPUs); MLA's
         # latent KV is replicated on every GPU; a layer split gives each GPU its layers' share
         tp_share = np.ceil(g.kv_heads / a.tp) / g.kv_heads if g.kv_splits else np.ones_like(a.tp)
-        kv_share = _where(a.tpm, tp_share, 1.0 / a.n)
+        kv_share = _where(a.tpm, tp_share / a.pp, 1.0 / a.n) if a.wide else _where(a.tpm, tp_share, 1.0 / a.n)
         self.full = g.full_layers * per_layer * kv_share
         self.slide = g.sliding_layers * per_layer * kv_share
         self.state = g.linear_layers * g.linear_state_bytes / a.n
@@ -316,6 +357,12 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
     c_max = a.d + a.s + a.o
     seq_bytes = kv(c_max)
     kv_need = B * seq_bytes
+    if a.wide:
+        # each attention group holds the non-expert weights (split over its tp GPUs and the stages)
+        # and the sequences it serves; the routed experts are split over all of a stage's GPUs
+        experts = _expert_bytes(g, a.bits, 1.0)
+        weights_gpu = (weights_total - experts) / (a.tp * a.pp) + experts / (a.tp * a.dp * a.pp)
+        kv_need = np.ceil(B / a.dp) * seq_bytes
     ffn_act = g.experts_per_token * g.moe_intermediate if g.experts else g.intermediate
     ws_tok = np.asarray(x.workspace_tokens, ft)
     workspace = ws_tok * (WORKSPACE_HIDDEN_BYTES * g.hidden + WORKSPACE_FFN_BYTES * ffn_act) \
@@ -351,6 +398,8 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
         ctx = _where(rem >= both * W, above_window, below_window)
     max_context = np.clip(np.floor(np.nan_to_num(ctx, posinf=g.native_context)), 0, g.native_context)
     max_context = _where(kv_budget > 0, max_context, 0.0)
+    if a.wide:
+        max_batch = max_batch * a.dp   # every attention group holds as many
     max_batch = np.minimum(max_batch, MAX_BATCH)
     return Result(
         weights_bytes=weights_total, weights_gpu_bytes=weights_gpu, kv_gpu_bytes=kv_need, kv_seq_bytes=seq_bytes,
@@ -393,6 +442,53 @@ def _transfer_s(g: Geometry, tokens, tp, pp, link):
     return _arr(per_byte, link.dtype) * (tokens * (g.hidden * ACTIVATION_BYTES))
 
 
+def _expert_bytes(g: Geometry, bits: WeightBits, fraction):
+    """Bytes of the routed experts a pass reads (``fraction`` of them; 1.0: all, as stored)."""
+    return g.routed_expert_params * fraction * bits.expert / 8.0
+
+
+def _link_for(a: _Arrays, group):
+    """Bytes per second a collective over ``group`` GPUs attains: the scale-up link within a
+    domain, the network (at `LINK_EFFICIENCY`) past it."""
+    return _where(group <= a.domain, a.link, a.net)
+
+
+def _wide_comm(g: Geometry, a: _Arrays, tokens):
+    """(messages, seconds on the links) of one forward pass of ``tokens`` tokens (all of a stage's
+    attention groups together) in a layout past one group:
+
+    - attention's output: an all-reduce within each tensor-parallel group, over its share of the tokens;
+    - an MLP the experts do not split (dense layers; MoE layers without EP): an all-reduce over the
+      stage's tp × dp GPUs, over every token of the stage (data-parallel attention gathers them);
+    - MoE layers with EP: each token to the GPUs of its top-k experts (at most EP − 1 others) and
+      back, the share of peers beyond the domain over the network, the rest over the scale-up link,
+      both at once (`LINK_EFFICIENCY`);
+    - between pipeline stages, the activations once, over the network where the instance spans domains.
+    A ring all-reduce moves 2·(G − 1)/G of the message per GPU.
+    """
+    tp, dp, pp, act = a.tp, a.dp, a.pp, g.hidden * ACTIVATION_BYTES
+    G = tp * dp
+    moe = float(g.moe_layers)
+    mlp_layers = _where(a.ep, g.layers - moe, float(g.layers))
+    msgs = _where(tp > 1, float(g.layers), 0.0) + _where(G > 1, mlp_layers, 0.0)
+    secs = _where(tp > 1, g.layers * 2.0 * (tp - 1) / tp * (tokens / dp) * act / _link_for(a, tp), 0.0) \
+        + _where(G > 1, mlp_layers * 2.0 * (G - 1) / np.maximum(G, 1.0) * tokens * act / _link_for(a, G), 0.0)
+    if g.experts and np.any(a.ep):
+        peers = np.maximum(G - 1.0, 1.0)
+        beyond = np.clip((G - a.domain) / peers, 0.0, 1.0)   # of a GPU's peers, those past its domain
+        sent = tokens / G * np.minimum(float(g.experts_per_token), G - 1.0) * g.hidden \
+            * (DISPATCH_BYTES + COMBINE_BYTES)
+        # (no network where one is needed: nan, a prediction that cannot be made)
+        a2a = moe * np.maximum(sent * (1.0 - beyond) / (a.link * LINK_EFFICIENCY),
+                               _where(beyond > 0, sent * beyond / a.net, 0.0))
+        msgs = msgs + _where(a.ep, 2.0 * moe, 0.0)
+        secs = secs + _where(a.ep & (G > 1), a2a, 0.0)
+    hop = _where(a.n > a.domain, a.net, a.link)
+    msgs = msgs + _where(pp > 1, pp - 1.0, 0.0)
+    secs = secs + _where(pp > 1, (pp - 1.0) * (tokens / dp) * act / hop, 0.0)
+    return _arr(msgs, a.ft), _arr(secs, a.ft)
+
+
 def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     """Time per output token (averaged over the output by Simpson's rule), its roofline
     coordinates at the middle step, its 100 % ceiling and the knee batch."""
@@ -411,29 +507,46 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     w_read = bytes_read(g, bits, g.expert_fraction(Bq))
     dec_flops_lin = Bq * 2.0 * (g.flops_params_per_token + out_params)
     eta_bw, eta_c, fixed, lat = a.eta_bw, a.eta_c, a.fixed, a.lat
-    exchanges = _exchanges(g, tp, pp, a.lat_per_exchange)
-    transfer = _transfer_s(g, Bq, tp, pp, link)
+    if a.wide:
+        exchanges, transfer = _wide_comm(g, a, Bq)
+    else:
+        exchanges = _exchanges(g, tp, pp, a.lat_per_exchange)
+        transfer = _transfer_s(g, Bq, tp, pp, link)
     comm = exchanges * lat + transfer
+    # the busiest attention group's sequences (data-parallel attention splits them; else all B)
+    Bg = np.ceil(B / a.dp) if a.wide else B
 
     c0 = a.d + a.s
     c1 = c0 + a.o
     cm = 0.5 * (c0 + c1)
     eff_bw, eff_c = bw * eta_bw, peak * eta_c
     w_tp = w_read / tp
+    lin_share = 1.0 / tp
+    if a.wide:
+        # the non-expert weights whole in each attention group; the experts the stage's tokens
+        # route to, split over all its GPUs; the linear FLOPs of every token split over them all
+        experts = _expert_bytes(g, bits, g.expert_fraction(Bq))
+        w_tp = (w_read - experts) / tp + experts / (tp * a.dp)
+        lin_share = 1.0 / (tp * a.dp)
 
     # Step time at context c = max(bytes / attained bandwidth, FLOPs / attained compute), with
     # bytes = weights / tp + B · KV(c) · pp and FLOPs = (linear + B · attention(c)) / tp. Factored
     # so that the per-configuration terms are computed once and only a few operations run over
     # every configuration × batch (a sweep is memory-bound on those).
+    Bgq = Bg if a.q is None else Bg * a.q
+
     def node_times(c, inv_bw, inv_c, inv_eta):
         kv_term = kv.read(c) * pp * inv_bw
-        mem = w_tp * inv_bw + B * kv_term
+        mem = w_tp * inv_bw + Bg * kv_term
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
-            mem = mem + (w_tp * a.w_tier + B * kv.read(c) * pp * a.kv_tier) * inv_eta
+            mem = mem + (w_tp * a.w_tier + Bg * kv.read(c) * pp * a.kv_tier) * inv_eta
         if a.score is not None:
-            mem = mem + Bq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
-        comp = (dec_flops_lin + Bq * attn_flops(c)) * (inv_c / tp)
+            mem = mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
+        if a.wide:
+            comp = (dec_flops_lin * lin_share + Bgq * attn_flops(c) / tp) * inv_c
+        else:
+            comp = (dec_flops_lin + Bq * attn_flops(c)) * (inv_c / tp)
         return mem, comp
 
     def simpson(values):
@@ -442,13 +555,14 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
     attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw) for c in (c0, cm, c1)]
     ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak, 1.0)) for c in (c0, cm, c1)]
-    fixed_comm = fixed + comm + B * a.per_seq  # every running sequence adds its bookkeeping
+    fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
     t_step = simpson([np.fmax(m, f) for m, f in attained]) + fixed_comm
     t_step_ceil = simpson(ideal)
     t_step_first = np.fmax(*attained[0]) + fixed_comm
-    mid_kv = B * (kv.read(cm) * pp)
+    mid_kv = Bg * (kv.read(cm) * pp)
     mid_bytes = w_tp + mid_kv
-    mid_flops = (dec_flops_lin + Bq * attn_flops(cm)) / tp
+    mid_flops = dec_flops_lin * lin_share + Bgq * attn_flops(cm) / tp if a.wide \
+        else (dec_flops_lin + Bq * attn_flops(cm)) / tp
     decode_tok_s = 1.0 / t_step
     ceiling = 1.0 / t_step_ceil
     # The knee: the batch where the decode compute roof meets the memory roof for the weights
@@ -464,7 +578,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         "decode_memory_s": attained[1][0], "decode_compute_s": attained[1][1],
         "decode_fixed_s": fixed_comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
         "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
-        "decode_kv_bytes": mid_kv, "decode_attention_flops": Bq * attn_flops(cm) / tp,
+        "decode_kv_bytes": mid_kv, "decode_attention_flops": Bgq * attn_flops(cm) / tp,
         "decode_head_flops": Bq * 2.0 * out_params / tp, "decode_exchanges": exchanges, "decode_transfer_s": transfer,
         "knee_batch": knee, "_first_step_s": t_step_first,
     }
@@ -493,18 +607,31 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
                                      + g.sliding_layers * np.minimum(W, d + s / 2.0))
                        + g.indexer_flops_per_pair * g.full_layers * (d + s / 2.0))
     eta_c, eta_att, eta_bw, fixed, lat = a.eta_c, a.eta_att, a.eta_bw, a.fixed, a.lat
-    exchanges = ub * _exchanges(g, tp, pp, a.lat_per_exchange)
-    transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
+    # the GPUs the non-expert and attention work of these prompts spreads over, and the experts'
+    tp_d = tp_e = tp
+    if a.wide:
+        # each prompt runs in one attention group (B prompts fill min(B, dp) of them); the routed
+        # experts are split over all of the stage's GPUs
+        groups = np.minimum(np.maximum(B, 1.0), a.dp)
+        tp_d, tp_e = tp * groups, tp * a.dp
+        exchanges, transfer = _wide_comm(g, a, tok_per_ub)
+        exchanges, transfer = ub * exchanges, ub * transfer
+    else:
+        exchanges = ub * _exchanges(g, tp, pp, a.lat_per_exchange)
+        transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
     # per-configuration coefficients first, so that few operations run over configurations × batches
     w_gpu = w_bytes / tp
-    lin_gpu, att_gpu, bytes_gpu = lin / tp, att / tp, ub * w_gpu
+    if a.wide:
+        experts = _expert_bytes(g, bits, g.expert_fraction(tok_per_ub))
+        w_gpu = (w_bytes - experts) / tp + experts / tp_e
+    lin_gpu, att_gpu, bytes_gpu = lin / tp_d, att / tp_d, ub * w_gpu
     per_pass = w_gpu / (bw * eta_bw) + fixed + a.eager
     if a.tiered:
         per_pass = per_pass + w_gpu * a.w_tier / eta_bw
     apeak = a.attn_peak
-    compute = (lin - lin_exp) * (1.0 / (tp * peak * eta_c)) + att * (1.0 / (tp * apeak * eta_att))
+    compute = (lin - lin_exp) * (1.0 / (tp_d * peak * eta_c)) + att * (1.0 / (tp_d * apeak * eta_att))
     if g.experts:
-        compute = compute + lin_exp * (1.0 / (tp * peak * a.eta_exp))
+        compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
     t = compute + ub * per_pass + exchanges * lat + transfer
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
@@ -515,12 +642,16 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         t = t + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
-    t_ceil = np.maximum(lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak)), w_read_s)
+    ideal_compute = lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak))
+    if a.wide:
+        ideal_compute = (lin - lin_exp) * (1.0 / (tp_d * peak)) + lin_exp * (1.0 / (tp_e * peak)) \
+            + att * (1.0 / (tp_d * apeak))
+    t_ceil = np.maximum(ideal_compute, w_read_s)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         tok_s = _choose(has_prompt, lambda: T / t, lambda: np.nan)
         ceiling = _choose(has_prompt, lambda: T / t_ceil, lambda: np.nan)
-        share = _choose(has_prompt, lambda: (lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak)))
+        share = _choose(has_prompt, lambda: ideal_compute
                         / np.maximum(t_ceil, 1e-30),
                         lambda: np.nan)
     low = tok_s * a.prefill_band[0]
@@ -528,7 +659,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     return {
         "prefill_s": _choose(has_prompt, lambda: t, lambda: 0.0), "prefill_tok_s": tok_s, "prefill_low_tok_s": low,
         "prefill_high_tok_s": high, "prefill_ceiling_tok_s": ceiling, "prefill_linear_flops": lin_gpu,
-        "prefill_expert_flops": lin_exp / tp,
+        "prefill_expert_flops": lin_exp / tp_e,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
         "prefill_compute_s": compute, "prefill_pass_extra_s": a.eager + 0 * tp,
