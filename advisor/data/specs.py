@@ -404,6 +404,12 @@ class Runtime:
     speculative_decoding: bool = _f("bool")
     #: with an FP8 KV cache, its attention kernels compute in FP8 where the GPU has FP8 tensor cores
     fp8_attention: bool = _f("bool")
+    #: the layouts past one tensor-parallel group it runs (advisor.plan.deployment.Layout): the routed
+    #: experts spread whole over the GPUs with data-parallel attention (EP + attention DP); one
+    #: instance across nodes (TP within a node, pipeline stages or EP across them); with their source
+    expert_parallel: bool = _f("bool")
+    multi_node: bool = _f("bool")
+    layouts_source: str = _f("str")
     #: Loads the weight formats and KV types of this runtime (a backend or an older build of it).
     formats_of: str = _f("str")
     #: Overrides the quantization's compute dtype (vendor or ``default`` → dtype) where this

@@ -81,7 +81,32 @@ def tier(hw: Hardware) -> str:
 
 
 def max_gpus(hw: Hardware) -> int:
+    """GPUs of this kind one node holds (one machine: the largest single-node group)."""
     return MAX_GPUS_BY_KIND.get(hw.kind, 1)
+
+
+#: Networks between nodes a user may name (--network): Gbit/s per GPU and direction, as sold.
+#: InfiniBand HDR/NDR/XDR are 200/400/800 Gb/s per port (NVIDIA ConnectX-6/7/8 product pages);
+#: RoCE and Ethernet at their port speeds.
+NETWORKS_GBIT_S = {"ib-hdr": 200, "ib-ndr": 400, "ib-xdr": 800, "roce-200": 200, "roce-400": 400, "roce-800": 800,
+                   "eth-25": 25, "eth-100": 100, "eth-200": 200, "eth-400": 400}
+#: Hardware kinds that go in multi-node clusters (server GPUs on a network); the rest stop at one machine.
+CLUSTER_KINDS = ("datacenter",)
+
+
+def domain_gpus(hw: Hardware) -> int:
+    """GPUs that reach each other without the network: one node's, or a rack's NVLink domain (NVL72)."""
+    return max(hw.scale_up_gpus or 0, max_gpus(hw))
+
+
+def network_gb_s(hw: Hardware, network: str | None = None) -> float:
+    """The network between nodes per GPU and direction, GB/s: the one named (``network``, a key of
+    `NETWORKS_GBIT_S`), else the reference system's (``scale_out_gbit_s``); nan where the hardware
+    does not go in clusters or no network is known."""
+    if hw.kind not in CLUSTER_KINDS:
+        return math.nan
+    gbit = NETWORKS_GBIT_S[network] if network else hw.scale_out_gbit_s
+    return gbit / 8.0 if gbit else math.nan
 
 
 def peak_for(hw: Hardware, dtype: str) -> tuple[float, str]:

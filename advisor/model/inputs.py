@@ -16,7 +16,7 @@ import numpy as np
 
 from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.model import compat
-from advisor.model.devices import link_gb_s, max_gpus, peak_for, usable_memory_gb
+from advisor.model.devices import domain_gpus, link_gb_s, max_gpus, network_gb_s, peak_for, usable_memory_gb
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence)
 from advisor.model.config import default_runtime
@@ -27,14 +27,14 @@ if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
 
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
-                    "ddr_bandwidth_gb_s")
+                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
                    "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us")
 
 
 def hardware_columns(h: Hardware) -> dict:
     return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h),
-            **memory_tiers(h)}
+            "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h), **memory_tiers(h)}
 
 
 def memory_tiers(h: Hardware) -> dict:
@@ -110,6 +110,8 @@ class Tables:
         cols = [runtime_columns(r) for r in rt]
         self.rt_cols = {c: np.array([row[c] for row in cols]) for c in RUNTIME_COLUMNS}
         self.tensor_parallel = np.array([r.parallelism == "tp" for r in rt])
+        self.expert_parallel = np.array([r.expert_parallel for r in rt], dtype=bool)
+        self.multi_node = np.array([r.multi_node for r in rt], dtype=bool)
         # the continuous-batching scheduler of each runtime (advisor.model.serving)
         self.max_seqs = np.array([r.max_seqs for r in rt], dtype=float)
         self.chunk_tokens = np.array([r.chunk_tokens or r.workspace_tokens for r in rt], dtype=float)
@@ -180,6 +182,10 @@ class Tables:
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
             gpus=g, eff=self.catalog_eff(h, r, q) if eff is None else eff,
             batch=batch, prompt=prompt, output=output, depth=depth)
+
+    def network_for(self, network: str) -> np.ndarray:
+        """The network column with ``network`` (a key of NETWORKS_GBIT_S) on every cluster hardware."""
+        return np.array([network_gb_s(x, network) for x in self.hardware], dtype=float)
 
     def catalog_eff(self, h, r, q) -> Efficiency:
         """The profiles' efficiencies of the configurations (h, r, q), the band widened where no

@@ -85,9 +85,11 @@ class SweepResult:
     arrays into the tables (``hw``, ``rt``, ``q``, ``kv``), ``gpus``, ``batch`` and the ``values``."""
 
     def __init__(self, model: Model, tables: Tables, configs: tuple[np.ndarray, ...], batches: np.ndarray,
-                 values: FlatValues):
+                 values: FlatValues, layouts: "Layouts | None" = None, layout_index: np.ndarray | None = None):
         self.model, self.tables, self.values = model, tables, values
         self._configs, self._batches = configs, batches
+        self.layouts = layouts or Layouts.plain((1,))
+        self._layout_index = np.zeros(configs[0].size, int) if layout_index is None else layout_index
 
     def _flat(self, i: int) -> np.ndarray:
         # built on first use: one configuration column repeated for every batch size
@@ -99,6 +101,8 @@ class SweepResult:
     kv = cached_property(lambda self: self._flat(3))
     gpus = cached_property(lambda self: self._flat(4))
     batch = cached_property(lambda self: np.repeat(self._batches, self._configs[0].size))
+    #: index into ``layouts`` of each configuration's layout (`Layouts`), one per flat element
+    layout = cached_property(lambda self: np.tile(self._layout_index, self._batches.size))
 
     def __len__(self) -> int:
         return int(self._configs[0].size * self._batches.size)
@@ -112,19 +116,67 @@ class SweepResult:
         """Configuration ``i`` with every value the sweep computed for it."""
         t = self.tables
         out = {"hardware": t.hardware[self.hw[i]], "runtime": t.runtimes[self.rt[i]], "quant": t.quants[self.q[i]],
-               "kv_dtype": t.kv_dtypes[self.kv[i]], "gpus": int(self.gpus[i]), "batch": int(self.batch[i])}
+               "kv_dtype": t.kv_dtypes[self.kv[i]], "gpus": int(self.gpus[i]), "batch": int(self.batch[i]),
+               "layout": self.layouts.layout(int(self.layout[i]))}
         out.update({k: v[i] for k, v in self.values.items()})
         return out
+
+
+class Layouts:
+    """The instance layouts a sweep tries, as parallel arrays (one element per layout): GPUs, pipeline
+    stages, data-parallel attention groups, expert parallel. Plain layouts (stages 1, dp 1, no EP) are
+    the runtime's own split of ``gpus`` GPUs: tensor parallel, or llama.cpp's layer split."""
+
+    def __init__(self, rows: Sequence[tuple[int, int, int, bool]]):
+        self.rows = tuple(rows)
+        self.gpus = np.array([r[0] for r in self.rows], dtype=np.int32)
+        self.stages = np.array([r[1] for r in self.rows], dtype=np.float32)
+        self.dp = np.array([r[2] for r in self.rows], dtype=np.float32)
+        self.ep = np.array([r[3] for r in self.rows], dtype=bool)
+        self.plain = (self.stages == 1) & (self.dp == 1) & ~self.ep
+
+    @classmethod
+    def plain(cls, gpus: Sequence[int]) -> "Layouts":
+        return cls([(int(g), 1, 1, False) for g in gpus])
+
+    @classmethod
+    def for_instances(cls, gpus: Sequence[int], moe: bool) -> "Layouts":
+        """What serving engines run at each instance size: up to a node, tensor parallel (and for an
+        MoE model experts spread whole with data-parallel attention); past a node, tensor-parallel
+        groups of 8 in pipeline stages (and for MoE, wide EP with data-parallel attention)."""
+        rows = []
+        for g in gpus:
+            g = int(g)
+            if g <= 8:
+                rows.append((g, 1, 1, False))
+            else:
+                rows.append((g, g // 8, 1, False))
+            if moe and g > 1:
+                rows.append((g, 1, g, True))
+        return cls(rows)
+
+    def layout(self, i: int):
+        """Layout ``i`` as a `Layout` (advisor.plan.deployment's type is the same fields)."""
+        g, st, dp, ep = self.rows[i]
+        return {"gpus": g, "tp": g // (st * dp), "pp": st, "dp_attention": dp, "ep": g // st if ep else 1}
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[str] | None = None,
           runtimes: Sequence[str] | None = None, quants: Sequence[str] | None = None,
           kv_dtypes: Sequence[str] | None = ("f16",), gpus: Sequence[int] = (1,),
-          batch: Sequence[int] | None = None, memory_only: bool = False) -> SweepResult:
+          batch: Sequence[int] | None = None, memory_only: bool = False,
+          layouts: Layouts | None = None, network: str | None = None) -> SweepResult:
     """Evaluate every runnable combination of the given keys (None = all) for ``model``.
 
     ``batch`` defaults to the workload's batch. Combinations a runtime cannot run (vendor, weight
     format, KV dtype, more GPUs than the hardware is used with) are dropped, not evaluated.
+    ``layouts`` (instead of ``gpus``): instance layouts past one tensor-parallel group, each tried
+    where the runtime runs it (expert parallel, multi-node), the model has the experts, and the
+    hardware has the scale-up domain or a network for it; ``network``: the network between nodes
+    (a key of `advisor.model.devices.NETWORKS_GBIT_S`) instead of each hardware's own.
     """
     t = tables_for(cat)
     hi, ri, qi, ki = (t.indices("hardware", hardware), t.indices("runtimes", runtimes), t.indices("quants", quants),
@@ -140,11 +192,22 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
         ok &= by_model[np.ix_(hi, ri, qi)][:, :, :, None]
     a, b_, c, d = np.nonzero(ok)
     h, r, q, k = hi[a], ri[b_], qi[c], ki[d]
-    # every combination at every GPU count the hardware is used with
-    g_axis = np.asarray(gpus, dtype=np.int32)
-    usable = g_axis[None, :] <= t.max_gpus[h][:, None]
+    # every combination at every layout the hardware and runtime are used with
+    lay = layouts or Layouts.plain(gpus)
+    g_axis = lay.gpus
+    net = t.hw_cols["network_gb_s"] if network is None else t.network_for(network)
+    usable = (g_axis[None, :] <= t.max_gpus[h][:, None]) & lay.plain[None, :]
+    if not lay.plain.all():
+        # past one node: a runtime that spans nodes, on hardware whose domain holds the instance or
+        # that has a network; EP: a runtime that runs it, and no more GPUs than the model has experts
+        beyond = g_axis[None, :] > t.max_gpus[h][:, None]
+        reach = (g_axis[None, :] <= t.hw_cols["domain_gpus"][h][:, None]) | np.isfinite(net[h])[:, None]
+        wide = ~lay.plain[None, :] | beyond
+        ok_wide = wide & t.tensor_parallel[r][:, None] & (~beyond | (t.multi_node[r][:, None] & reach)) \
+            & (~lay.ep[None, :] | (t.expert_parallel[r][:, None] & (g_axis[None, :] <= max(model.experts or 0, 1))))
+        usable = (usable & ~beyond) | ok_wide
     pick, which = np.nonzero(usable)
-    h, r, q, k, g = h[pick], r[pick], q[pick], k[pick], g_axis[which]
+    h, r, q, k, g, li = h[pick], r[pick], q[pick], k[pick], g_axis[which], which
     batches = np.asarray(batch if batch is not None else (workload.batch,), dtype=int)
     # per-configuration inputs are a row (1, N) and batch is a column (B, 1): terms that do not
     # depend on the batch are computed once per configuration, and the long axis is the last
@@ -158,6 +221,10 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
         x = t.gather(h[None, part], r[None, part], q[None, part], k[None, part], g_f[None, part],
                      batch=batches[:, None], prompt=workload.prompt_tokens, output=workload.output_tokens,
                      depth=workload.depth_tokens)
+        if not lay.plain.all():
+            lp = li[None, part]
+            x = x.replace(stages=lay.stages[lp], attention_dp=lay.dp[lp], expert_parallel=lay.ep[lp],
+                          network_gb_s=net[h[None, part]])
         results.append(evaluate(geo, x, memory_only=memory_only, dtype=np.float32))
         sizes.append(int(h[part].size))
-    return SweepResult(model, t, (h, r, q, k, g), batches, FlatValues(results, batches.size, sizes))
+    return SweepResult(model, t, (h, r, q, k, g), batches, FlatValues(results, batches.size, sizes), lay, li)
