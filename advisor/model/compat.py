@@ -19,13 +19,14 @@ the reason on hover.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.model.devices import max_gpus
+from advisor.model.devices import CLUSTER_KINDS, NETWORKS_GBIT_S, domain_gpus, max_gpus, network_gb_s
 
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
@@ -124,13 +125,28 @@ def kv_refusal(runtime: Runtime, kv: KvDtype) -> str | None:
     return None
 
 
-def gpus_refusal(hw: Hardware, gpus) -> str | None:
+#: The largest instance (one model copy) sized here: wide expert parallel runs to a few hundred GPUs.
+MAX_INSTANCE_GPUS = 1024
+
+
+def gpus_refusal(hw: Hardware, gpus, runtime: Runtime | None = None, network: str | None = None) -> str | None:
+    """Why one instance of ``gpus`` × ``hw`` cannot be run (by ``runtime``, over ``network``), or None.
+    Past one machine an instance needs server GPUs, a runtime that spans nodes, and a link between
+    them: the scale-up domain (NVL72) or a network (the reference system's, or the one named)."""
     if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
         return f"gpus must be a whole number of at least 1, got {gpus!r}"
     limit = max_gpus(hw)
-    if gpus > limit:
-        asked = f"{gpus:,}" if gpus < 10**9 else f"{float(gpus):.3g}"
+    if gpus <= limit:
+        return None
+    asked = f"{gpus:,}" if gpus < 10**9 else f"{float(gpus):.3g}"
+    if hw.kind not in CLUSTER_KINDS or runtime is None or gpus > MAX_INSTANCE_GPUS:
         return f"{hw.name} is used {limit} at a time at most here (asked for {asked} GPUs)"
+    if not runtime.multi_node:
+        return f"{runtime.name} runs on one machine ({limit} × {hw.name} at most); {asked} GPUs need a runtime " \
+               f"that spans nodes (vLLM, SGLang, TensorRT-LLM)"
+    if gpus > domain_gpus(hw) and not math.isfinite(network_gb_s(hw, network)):
+        return f"{asked} × {hw.name} span nodes, and {hw.name}'s reference system states no network between " \
+               f"them: name one with --network ({', '.join(NETWORKS_GBIT_S)})"
     return None
 
 
@@ -139,7 +155,7 @@ def refusal(hw: Hardware, model: Model | None, quant: Quant, kv: KvDtype, runtim
     if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:
         return quant_refusal(runtime, quant, model)
     return (runtime_refusal(hw, runtime) or format_refusal(hw, runtime, quant, model) or cache_refusal(hw, runtime, kv)
-            or gpus_refusal(hw, gpus))
+            or gpus_refusal(hw, gpus, runtime))
 
 
 def runtimes_for(cat: "Catalog", hw: Hardware, include_historic: bool = True) -> list[Choice]:

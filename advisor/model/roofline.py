@@ -363,6 +363,9 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
         experts = _expert_bytes(g, a.bits, 1.0)
         weights_gpu = (weights_total - experts) / (a.tp * a.pp) + experts / (a.tp * a.dp * a.pp)
         kv_need = np.ceil(B / a.dp) * seq_bytes
+        # a sequence's cache sits in one group: per GPU of the instance, 1/dp of it on average
+        # (what the KV budget holds: max_batch, and the server's capacity, count the whole instance)
+        seq_bytes = seq_bytes / a.dp
     ffn_act = g.experts_per_token * g.moe_intermediate if g.experts else g.intermediate
     ws_tok = np.asarray(x.workspace_tokens, ft)
     workspace = ws_tok * (WORKSPACE_HIDDEN_BYTES * g.hidden + WORKSPACE_FFN_BYTES * ffn_act) \
@@ -398,8 +401,6 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
         ctx = _where(rem >= both * W, above_window, below_window)
     max_context = np.clip(np.floor(np.nan_to_num(ctx, posinf=g.native_context)), 0, g.native_context)
     max_context = _where(kv_budget > 0, max_context, 0.0)
-    if a.wide:
-        max_batch = max_batch * a.dp   # every attention group holds as many
     max_batch = np.minimum(max_batch, MAX_BATCH)
     return Result(
         weights_bytes=weights_total, weights_gpu_bytes=weights_gpu, kv_gpu_bytes=kv_need, kv_seq_bytes=seq_bytes,
@@ -633,6 +634,12 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     if g.experts:
         compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
     t = compute + ub * per_pass + exchanges * lat + transfer
+    if a.wide:
+        # what the prompts cost a server whose attention groups all take prompts at once: the
+        # non-expert and attention work spread over every group (TTFT above keeps one prompt's own)
+        compute = (lin - lin_exp) * (1.0 / (tp_e * peak * eta_c)) + att * (1.0 / (tp_e * apeak * eta_att))
+        if g.experts:
+            compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
         # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer

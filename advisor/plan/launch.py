@@ -228,6 +228,68 @@ def weights_for(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> 
     return gguf_weights(model, c.quant, checkpoints, c.runtime.quantize_with)
 
 
+#: The head node's address in a multi-node line: the user puts the first node's host name there.
+HEAD_NODE = "HEAD_NODE_IP"
+
+
+def layout_flags(family: str, layout, gpus: int, nodes: int) -> tuple[int, str, list[str], str]:
+    """What a layout past one tensor-parallel group adds to a launch line, per runtime family:
+    (the value of the template's {tp}, extra flags, TensorRT-LLM LLM-API YAML lines, a note).
+
+    - vLLM: data-parallel attention as data-parallel ranks with ``--enable-expert-parallel`` (its
+      docs: "data parallel for the attention layers and expert ... parallel for the expert
+      layers"), pipeline stages with ``--pipeline-parallel-size`` (across nodes over Ray);
+    - SGLang: ``--tp-size`` is every GPU of the instance, ``--dp-size`` with
+      ``--enable-dp-attention`` splits attention, ``--ep-size`` the experts; across nodes
+      ``--nnodes``/``--node-rank``/``--dist-init-addr``;
+    - TensorRT-LLM: ``--tp_size`` every GPU of a stage, ``--ep_size``, ``--pp_size``, and
+      ``enable_attention_dp: true`` through its LLM-API options file.
+    The line printed is the head node's (rank 0); the note says what the other nodes run."""
+    tp, pp, dp, ep = layout.tp, layout.pp, layout.dp_attention, layout.ep
+    flags, yaml_lines, note = "", [], ""
+    if layout.gpus <= 1 or (pp == 1 and dp == 1 and ep == 1 and nodes == 1):
+        return gpus, "", [], ""
+    if family == "vllm":
+        if dp > 1:
+            flags += f" --data-parallel-size {dp}"
+        if ep > 1:
+            flags += " --enable-expert-parallel"
+        if pp > 1:
+            flags += f" --pipeline-parallel-size {pp}"
+        if nodes > 1:
+            if dp > 1:
+                local = max(1, dp // nodes)
+                flags += f" --data-parallel-size-local {local} --data-parallel-address {HEAD_NODE}"
+                note = (f"  # node 0 of {nodes}; on node k run the same line with --headless "
+                        f"--data-parallel-start-rank {local}*k")
+            else:
+                flags += " --distributed-executor-backend ray"
+                note = f"  # on a Ray cluster of {nodes} nodes (ray start --head here, ray start --address on the others)"
+        return tp, flags, [], note
+    if family == "sglang":
+        if dp > 1:
+            flags += f" --dp-size {dp} --enable-dp-attention"
+        if ep > 1:
+            flags += f" --ep-size {ep}"
+        if pp > 1:
+            flags += f" --pp-size {pp}"
+        if nodes > 1:
+            flags += f" --nnodes {nodes} --node-rank 0 --dist-init-addr {HEAD_NODE}:5000"
+            note = f"  # node 0 of {nodes}; the others run the same line with --node-rank 1 … {nodes - 1}"
+        return tp * dp, flags, [], note
+    if family == "tensorrt-llm":
+        if ep > 1:
+            flags += f" --ep_size {ep}"
+        if pp > 1:
+            flags += f" --pp_size {pp}"
+        if dp > 1:
+            yaml_lines.append("enable_attention_dp: true")
+        if nodes > 1:
+            note = f"  # across {nodes} nodes: start it under mpirun (or trtllm-llmapi-launch) with {gpus} ranks"
+        return tp * dp, flags, yaml_lines, note
+    return gpus, "", [], ""
+
+
 def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> str:
     """Fill the runtime's template for candidate ``c`` (an `advisor.plan.recommend.Candidate`, or
     anything with runtime, quant, kv_dtype, gpus, users and optionally hardware and replicas)."""
@@ -243,11 +305,19 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     kv = dict(rt.kv_cache_flags).get(c.kv_dtype.key, c.kv_dtype.key)
     if family == "vllm" and kv == "fp8" and hw is not None and hw.family in E4M3_KV_MISSING:
         kv = "fp8_e5m2"   # "fp8" means E4M3, which vLLM's attention kernels lack before Ada
+    layout = getattr(c, "layout", None)
+    nodes = int(getattr(c, "nodes", 1) or 1)
+    tp, par_flags, api_yaml, par_note = layout_flags(family, layout, c.gpus, nodes) if layout is not None \
+        else (c.gpus, "", [], "")
     prefix = kv_flags = ""
     if family == "tensorrt-llm" and c.kv_dtype.key == "fp8":
-        # trtllm-serve has no KV-dtype flag: --extra_llm_api_options reads a YAML of LLM API fields
-        prefix = "printf 'kv_cache_config:\\n  dtype: fp8\\n' > kv_fp8.yaml && "
-        kv_flags = " --extra_llm_api_options kv_fp8.yaml"
+        api_yaml = ["kv_cache_config:", "  dtype: fp8"] + api_yaml
+    if family == "tensorrt-llm" and api_yaml:
+        # trtllm-serve has no KV-dtype or attention-DP flag: --extra_llm_api_options reads a YAML of
+        # LLM API fields
+        name = "kv_fp8.yaml" if api_yaml == ["kv_cache_config:", "  dtype: fp8"] else "llm_api.yaml"
+        prefix = "printf '" + "\\n".join(api_yaml) + "\\n' > " + name + " && "
+        kv_flags = " --extra_llm_api_options " + name
     split = ""
     if family == "llama.cpp" and c.gpus > 1:
         split = " -sm layer -ts " + ",".join(["1"] * c.gpus)
@@ -255,8 +325,12 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     slots = math.ceil(c.users / replicas)
     # llama-server divides -c among its -np slots: ask for every user's whole context
     context = req.context * slots if rt.fixed_slots else req.context
+    # vLLM and TensorRT-LLM limit running sequences per data-parallel rank (each rank is its own
+    # scheduler); SGLang's --max-running-requests is the server's whole limit
+    dp = layout.dp_attention if layout is not None else 1
+    per_rank = math.ceil(slots / dp) if family in ("vllm", "tensorrt-llm") else slots
     values = {
-        "model": w.model, "context": context, "parallel": slots, "kv": kv, "tp": c.gpus,
+        "model": w.model, "context": context, "parallel": per_rank, "kv": kv, "tp": tp,
         "memory_fraction": rt.memory_fraction, "format_flags": w.flags, "kv_flags": kv_flags, "split": split,
         "output": req.output_tokens,
         # a server's default reply limit (mlx_lm.server --max-tokens): what the context leaves after
@@ -266,7 +340,8 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     line = rt.launch
     for k, v in values.items():
         line = line.replace("{" + k + "}", str(v))
-    note = w.note
+    line += par_flags
+    note = w.note + par_note
     if replicas > 1:
         note += (f"  # one of {replicas} replicas ({c.gpus} GPU{'s' if c.gpus > 1 else ''} each) behind a load "
                  f"balancer, {slots} users each")

@@ -26,13 +26,21 @@ from advisor.model.roofline import MAX_BATCH, Workload
 from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
-from advisor.model.sweep import sweep
+from advisor.model.devices import NETWORKS_GBIT_S, max_gpus
+from advisor.model.sweep import Layouts, sweep
 from advisor.plan import pricing
+from advisor.plan.deployment import Layout
 from advisor.plan.launch import launch_line
 from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.reasons import Reason
 
 GPU_COUNTS = (1, 2, 4, 8)
+#: Instance sizes past one machine (TP 8 in pipeline stages; MoE: wide EP with data-parallel
+#: attention), tried for models too large for a node at 16-bit or for loads of thousands, and
+#: whenever --max-gpus allows more than a node; 72 is one NVL72 rack.
+CLUSTER_GPU_COUNTS = (16, 32, 64, 72)
+#: Past these, one machine's instances rarely serve the load: instances past a node are tried too.
+CLUSTER_USERS, CLUSTER_RPS, CLUSTER_PARAMS = 1000, 50.0, 150e9
 #: Data-parallel replicas tried, in this order, when one group (within one node: up to 8 GPUs)
 #: cannot serve the load; each replica serves its share of the users or of the request rate. The
 #: search stops at the first count that serves, at the load itself (one replica per user), or at
@@ -88,6 +96,7 @@ class Requirements:
     hours_per_day: float | None = None       # buy: hours a day at board power (default: 24 for a server, 0 for one user)
     usd_per_kwh: float | None = None         # buy: your electricity rate (else the catalog's tariff)
     own_host: bool = False                   # buy: the cards go in a machine you have (cards only)
+    network: str = ""                        # the network between nodes (NETWORKS_GBIT_S), else each hardware's own
 
     @property
     def context(self) -> int:
@@ -159,6 +168,15 @@ class Requirements:
             raise AdvisorError(f"--prefix-hit must be a fraction in [0, 1), got {self.prefix_hit:g}")
         if self.cost_basis not in ("", "buy", "rent"):
             raise AdvisorError(f"--cost-basis must be buy or rent, got {self.cost_basis!r}")
+        if self.network and self.network not in NETWORKS_GBIT_S:
+            raise AdvisorError(f"unknown network {self.network!r}: one of {', '.join(NETWORKS_GBIT_S)}")
+
+    def cluster_sizes(self) -> bool:
+        """Whether instances past one machine are tried: a model too large for a node at 16-bit, a
+        load of thousands, or --max-gpus past a node."""
+        params = self.model.params_total_b * 1e9
+        return (self.max_gpus or 0) > GPU_COUNTS[-1] or params >= CLUSTER_PARAMS \
+            or (self.users or 0) >= CLUSTER_USERS or (self.rps or 0) >= CLUSTER_RPS
 
 
 @dataclass
@@ -210,15 +228,34 @@ class Candidate:
     pareto: bool = False
     launch: str = ""
     failures: list[Reason] = field(default_factory=list)
+    #: how one instance's GPUs split the model (tensor, pipeline, expert parallel, attention DP)
+    layout: Layout = field(default_factory=Layout)
+    power_kw: float | None = None         # every GPU at its board power (the draw's ceiling), kW
+    joules_per_token: float | None = None  # that power over the output tokens served
+
+    @property
+    def nodes(self) -> int:
+        """Machines one instance spans (a node holds `max_gpus` of this hardware)."""
+        return max(1, math.ceil(self.gpus / max_gpus(self.hardware)))
+
+    @property
+    def split_text(self) -> str:
+        """The instance's split in words: "TP 8", "attention DP 16 + EP 16, 2 nodes"."""
+        if self.layout.gpus == 1 and self.gpus > 1:   # a runtime's own split (llama.cpp's layer split)
+            return f"TP {self.gpus}" if self.runtime.parallelism == "tp" else f"layer split {self.gpus}"
+        text = self.layout.text()
+        return text + (f", {self.nodes} nodes" if self.nodes > 1 else "")
 
     @property
     def label(self) -> str:
         gpus = f"{self.gpus} × " if self.gpus > 1 else ""
         group = f"{gpus}{self.hardware.name}"
         if self.replicas > 1 and self.gpus > 1:
-            return f"{self.replicas} × ({group}, TP {self.gpus})"
+            return f"{self.replicas} × ({group}, {self.split_text})"
         if self.replicas > 1:
             return f"{self.replicas} × {group} (a replica each)"
+        if self.gpus > 1 and (self.layout.gpus > 1 and self.layout.text() != f"TP {self.gpus}" or self.nodes > 1):
+            return f"{group} ({self.split_text})"
         return group
 
     @property
@@ -345,7 +382,7 @@ class Recommendation:
 
     def _distinct_order(self, misses: bool = False) -> np.ndarray:
         """The passing (or failing) configurations in rank order, the first of each distinct
-        (hardware, GPUs, replicas, runtime, format): the KV-dtype variants folded into the best one.
+        (hardware, GPUs, layout, replicas, runtime, format): the KV-dtype variants folded into the best one.
         On the index arrays: a candidate is built only for what is shown (there can be 50k). Kept: the
         groups, the rows and the count each read it."""
         if misses in self._distinct:
@@ -354,8 +391,8 @@ class Recommendation:
         if order.size == 0:
             return order
         s = self._configs
-        key = np.zeros(order.size, np.int64)   # the five indices as one number (a row-wise unique is 10× slower)
-        for part in (s.hw, s.gpus, self._a["replicas"], s.rt, s.q):
+        key = np.zeros(order.size, np.int64)   # the six indices as one number (a row-wise unique is 10× slower)
+        for part in (s.hw, s.gpus, s.layout, self._a["replicas"], s.rt, s.q):
             values = np.asarray(part)[order].astype(np.int64)
             key = key * (int(values.max()) + 1) + values
         _, first = np.unique(key, return_index=True)
@@ -392,7 +429,7 @@ def distinct(cands, n: int) -> list[Candidate]:
         return cands.distinct(n)
     seen, out = set(), []
     for c in cands:
-        key = (c.hardware.key, c.gpus, c.replicas, c.runtime.key, c.quant.key)
+        key = (c.hardware.key, c.gpus, c.layout, c.replicas, c.runtime.key, c.quant.key)
         if key in seen:
             continue
         seen.add(key)
@@ -470,11 +507,18 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     usd, hour, note, extra = _candidate_prices(rec, hw, g, r)
     per_replica_users = int(a["users"][i])
     # users: all of them (the launch line splits them over the replicas)
+    lay = s.layouts.layout(int(s.layout[i]))
+    layout = Layout(tp=lay["tp"], pp=lay["pp"], ep=lay["ep"], dp_attention=lay["dp_attention"]) \
+        if rt.parallelism == "tp" else Layout()
     c = Candidate(hw, rt, q, kv, g, rec.users, float(a["ttft"][i]), float(a["ttft_safe"][i]),
                   float(a["tok"][i]), float(a["tok_safe"][i]), float(a["throughput"][i]), float(a["needed"][i]),
                   float(a["usable"][i]), int(a["max_batch"][i]), int(a["max_context"][i]),
                   float(a["compute_share"][i]), str(a["bound"][i]), float(a["running"][i]), float(a["queue"][i]),
-                  usd, hour, note, replicas=r, quality=quality_text(q, req.model))
+                  usd, hour, note, replicas=r, quality=quality_text(q, req.model), layout=layout)
+    if hw.tdp_w:
+        c.power_kw = hw.tdp_w * g * r / 1e3
+        if c.throughput_tok_s > 0:
+            c.joules_per_token = c.power_kw * 1e3 / c.throughput_tok_s
     for k, v in extra.items():
         setattr(c, k, v)
     if hour and c.throughput_tok_s > 0:
@@ -743,8 +787,10 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     kv_keys = [k for k in req.kv_dtypes if k in cat.kv_dtypes]
     if not kv_keys:
         raise AdvisorError("no KV-cache dtype matches --kv-dtype")
-    gpus = [g for g in GPU_COUNTS if g <= (req.max_gpus or GPU_COUNTS[-1])] or [1]
-    keys = dict(hardware=hw_keys, runtimes=rt_keys, quants=None, kv_dtypes=kv_keys, gpus=gpus)
+    counts = GPU_COUNTS + (CLUSTER_GPU_COUNTS if req.cluster_sizes() and not req.burst else ())
+    gpus = [g for g in counts if g <= (req.max_gpus or counts[-1])] or [1]
+    keys = dict(hardware=hw_keys, runtimes=rt_keys, quants=None, kv_dtypes=kv_keys,
+                layouts=Layouts.for_instances(gpus, req.model.is_moe and not req.burst), network=req.network or None)
     extra = req.context - req.prompt_tokens - req.output_tokens
     if req.burst:
         # all users' prompts at once: a static batch, and memory for every user at the longest context

@@ -1,0 +1,150 @@
+"""A deployment plan: what to run where, independent of how it is started.
+
+A recommendation (or the user) fixes the model, the engine, the weights and KV format, and one or
+two pools of instances — colocated (prefill and decode on the same instances) or a prefill pool and
+a decode pool — each instance a group of GPUs with its parallel layout (tensor, pipeline, expert
+parallel, data-parallel attention), spanning one or more nodes. `advisor.plan.exports` renders a
+plan as a docker compose file, llm-d Helm values and the engine's own multi-node launch lines; each
+carries the predicted figures as comments and the benchmark command that checks them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from advisor.data.errors import AdvisorError
+
+ROLES = ("both", "prefill", "decode")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one instance's GPUs split the model. ``gpus`` = tp × pp × dp_attention; expert
+    parallel (``ep`` > 1) spreads whole experts over the tp × dp_attention GPUs of a stage."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp_attention
+
+    def check(self, experts: int = 0) -> None:
+        for name in ("tp", "pp", "ep", "dp_attention"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise AdvisorError(f"{name} must be a whole number of GPUs ≥ 1, got {v!r}")
+        if self.ep > 1:
+            if not experts:
+                raise AdvisorError("expert parallel (EP) needs a mixture-of-experts model; this one is dense")
+            if self.ep > experts:
+                raise AdvisorError(f"EP {self.ep} is larger than the model's {experts} experts")
+            if self.ep != self.tp * self.dp_attention:
+                raise AdvisorError(f"EP {self.ep} must span a stage's GPUs (TP {self.tp} × attention DP "
+                                   f"{self.dp_attention} = {self.tp * self.dp_attention})")
+
+    def text(self) -> str:
+        parts = [f"TP {self.tp}"] if self.tp > 1 or self.gpus == 1 else []
+        if self.dp_attention > 1:
+            parts.append(f"attention DP {self.dp_attention}")
+        if self.ep > 1:
+            parts.append(f"EP {self.ep}")
+        if self.pp > 1:
+            parts.append(f"PP {self.pp}")
+        return " + ".join(parts)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """``replicas`` identical instances of ``layout.gpus`` GPUs of one hardware type, behind a router."""
+
+    role: str                     # both | prefill | decode
+    hardware_key: str
+    hardware_name: str
+    layout: Layout
+    replicas: int = 1
+    gpus_per_node: int = 8        # GPUs one node of this hardware holds (an instance may span several)
+    launch: str = ""              # the engine's command for one instance on one node (node rank 0)
+    max_seqs: int = 0             # running sequences one instance admits (0: the engine's default)
+
+    @property
+    def gpus_per_instance(self) -> int:
+        return self.layout.gpus
+
+    @property
+    def nodes_per_instance(self) -> int:
+        return max(1, math.ceil(self.layout.gpus / max(self.gpus_per_node, 1)))
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.gpus * self.replicas
+
+    @property
+    def nodes(self) -> int:
+        return self.nodes_per_instance * self.replicas
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """What the plan should measure after it is deployed, at the load it was sized for."""
+
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    throughput_tok_s: float | None = None    # output tokens per second, all pools together
+    power_kw: float | None = None            # the GPUs' draw at that load
+    users: int | None = None                 # concurrent clients (closed loop)
+    rps: float | None = None                 # or a request rate (open loop)
+    prompt_tokens: int = 1024
+    output_tokens: int = 256
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One runtime-neutral plan: the model and engine, and the pools that serve it."""
+
+    model_key: str
+    model_name: str
+    checkpoint: str               # what the engine loads: a Hugging Face repository id or a local path
+    runtime_key: str              # vllm | sglang | tensorrt-llm | llama.cpp | …
+    runtime_name: str
+    quant_key: str
+    kv_dtype_key: str
+    context_tokens: int
+    memory_fraction: float
+    pools: tuple[Pool, ...]
+    network: str = ""             # the link between nodes, in words ("InfiniBand NDR 400 Gb/s per GPU")
+    image: str = ""               # the engine's container image (exports fill a default per runtime)
+    predicted: Predicted = field(default_factory=Predicted)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.pools:
+            raise AdvisorError("a deployment needs at least one pool of instances")
+        roles = [p.role for p in self.pools]
+        for r in roles:
+            if r not in ROLES:
+                raise AdvisorError(f"unknown pool role {r!r} (one of {', '.join(ROLES)})")
+        if "both" in roles and len(roles) > 1:
+            raise AdvisorError("a colocated pool ('both') cannot sit beside prefill or decode pools")
+        if len(roles) != len(set(roles)):
+            raise AdvisorError("each pool role appears once")
+        if ("prefill" in roles) != ("decode" in roles):
+            raise AdvisorError("a disaggregated deployment needs both a prefill and a decode pool")
+
+    @property
+    def disaggregated(self) -> bool:
+        return any(p.role == "prefill" for p in self.pools)
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pools)
+
+    @property
+    def nodes(self) -> int:
+        return sum(p.nodes for p in self.pools)
+
+    def pool(self, role: str) -> Pool | None:
+        return next((p for p in self.pools if p.role == role), None)
