@@ -58,6 +58,17 @@ class Geometry:
     sparse_topk: float = math.inf
     indexer_flops_per_pair: float = 0.0
     indexer_key_bytes: float = 0.0
+    #: MLA: the latent's rank (kv_lora_rank). A decode step attends in the latent space (the up-
+    #: projections absorbed into the query and output, as FlashMLA and every MLA decode kernel do):
+    #: per head and cached token, scores over the latent and its RoPE part, values over the latent
+    latent_rank: int = 0
+
+    @property
+    def decode_attention_coeff(self) -> float:
+        """Attention FLOPs of one decode query per layer per cached token (all heads)."""
+        if self.latent_rank:
+            return 2.0 * self.heads * (self.kv_elems_per_layer + self.latent_rank)
+        return 2.0 * self.heads * (self.qk_head_dim + self.v_head_dim)
 
     @property
     def sparse(self) -> bool:
@@ -156,7 +167,8 @@ def geometry(m: Model) -> Geometry:
         experts_per_token=m.experts_per_token or 0, layers=m.layers, full_layers=attention - sliding,
         sliding_layers=sliding, linear_layers=linear, window=m.sliding_window or 0, heads=m.heads,
         kv_heads=m.kv_heads, qk_head_dim=m.head_dim, v_head_dim=v_dim, kv_elems_per_layer=kv_elems,
-        kv_splits=splits, linear_state_bytes=float(m.linear_state_bytes_per_layer or 0), hidden=m.hidden,
+        kv_splits=splits, latent_rank=(m.kv_lora_rank or 0) if m.attention == "mla" else 0,
+        linear_state_bytes=float(m.linear_state_bytes_per_layer or 0), hidden=m.hidden,
         intermediate=m.intermediate, moe_intermediate=m.moe_intermediate or 0, vocab=m.vocab, native_context=m.native_context,
         sparse_topk=float(m.sparse_topk) if m.sparse_topk else math.inf,
         # the indexer's q·k products for every head (its head weights and ReLU are negligible)

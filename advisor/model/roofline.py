@@ -455,25 +455,30 @@ def _link_for(a: _Arrays, group):
 
 
 def _wide_comm(g: Geometry, a: _Arrays, tokens):
-    """(messages, seconds on the links) of one forward pass of ``tokens`` tokens (all of a stage's
-    attention groups together) in a layout past one group:
+    """(messages, seconds on the links, of which the experts' all-to-all) of one forward pass of
+    ``tokens`` tokens (all of a stage's attention groups together) in a layout past one group:
 
     - attention's output: an all-reduce within each tensor-parallel group, over its share of the tokens;
-    - an MLP the experts do not split (dense layers; MoE layers without EP): an all-reduce over the
-      stage's tp × dp GPUs, over every token of the stage (data-parallel attention gathers them);
+    - without data-parallel attention, an MLP the experts do not split (dense layers; MoE layers
+      without EP) all-reduces over the stage's GPUs; with it, the dense layers run data-parallel in
+      each group (SGLang's --moe-dense-tp-size 1, what its large-scale EP guides run) and MoE
+      layers without EP all-reduce over the stage, over every token of it;
     - MoE layers with EP: each token to the GPUs of its top-k experts (at most EP − 1 others) and
       back, the share of peers beyond the domain over the network, the rest over the scale-up link,
       both at once (`LINK_EFFICIENCY`);
     - between pipeline stages, the activations once, over the network where the instance spans domains.
-    A ring all-reduce moves 2·(G − 1)/G of the message per GPU.
+    A ring all-reduce moves 2·(G − 1)/G of the message per GPU. The all-to-all is returned apart:
+    engines that run wide EP overlap it with the other half-batch's compute (two-batch overlap).
     """
     tp, dp, pp, act = a.tp, a.dp, a.pp, g.hidden * ACTIVATION_BYTES
     G = tp * dp
     moe = float(g.moe_layers)
-    mlp_layers = _where(a.ep, g.layers - moe, float(g.layers))
+    dense = float(g.layers) - moe
+    mlp_layers = _where(dp > 1, _where(a.ep, 0.0, moe), _where(a.ep, dense, float(g.layers)))
     msgs = _where(tp > 1, float(g.layers), 0.0) + _where(G > 1, mlp_layers, 0.0)
     secs = _where(tp > 1, g.layers * 2.0 * (tp - 1) / tp * (tokens / dp) * act / _link_for(a, tp), 0.0) \
         + _where(G > 1, mlp_layers * 2.0 * (G - 1) / np.maximum(G, 1.0) * tokens * act / _link_for(a, G), 0.0)
+    a2a = 0.0
     if g.experts and np.any(a.ep):
         peers = np.maximum(G - 1.0, 1.0)
         beyond = np.clip((G - a.domain) / peers, 0.0, 1.0)   # of a GPU's peers, those past its domain
@@ -483,11 +488,11 @@ def _wide_comm(g: Geometry, a: _Arrays, tokens):
         a2a = moe * np.maximum(sent * (1.0 - beyond) / (a.link * LINK_EFFICIENCY),
                                _where(beyond > 0, sent * beyond / a.net, 0.0))
         msgs = msgs + _where(a.ep, 2.0 * moe, 0.0)
-        secs = secs + _where(a.ep & (G > 1), a2a, 0.0)
+        a2a = _where(a.ep & (G > 1), a2a, 0.0)
     hop = _where(a.n > a.domain, a.net, a.link)
     msgs = msgs + _where(pp > 1, pp - 1.0, 0.0)
     secs = secs + _where(pp > 1, (pp - 1.0) * (tokens / dp) * act / hop, 0.0)
-    return _arr(msgs, a.ft), _arr(secs, a.ft)
+    return _arr(msgs, a.ft), _arr(secs, a.ft), _arr(a2a, a.ft)
 
 
 def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
@@ -496,7 +501,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     n, tp, pp, B, bw, peak, link, bits, kv = a.n, a.tp, a.pp, a.B, a.bw, a.peak, a.link, a.bits, a.kv
     W = kv.window
     out_params = g.output_params
-    attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)   # FLOPs per token per layer per context token
+    attn_coeff = g.decode_attention_coeff   # FLOPs per token per layer per context token
 
     def attn_flops(c):
         if kv.sparse:  # core attention over the tokens picked; the indexer scores every one
@@ -508,8 +513,9 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     w_read = bytes_read(g, bits, g.expert_fraction(Bq))
     dec_flops_lin = Bq * 2.0 * (g.flops_params_per_token + out_params)
     eta_bw, eta_c, fixed, lat = a.eta_bw, a.eta_c, a.fixed, a.lat
+    a2a = 0.0
     if a.wide:
-        exchanges, transfer = _wide_comm(g, a, Bq)
+        exchanges, transfer, a2a = _wide_comm(g, a, Bq)
     else:
         exchanges = _exchanges(g, tp, pp, a.lat_per_exchange)
         transfer = _transfer_s(g, Bq, tp, pp, link)
@@ -536,7 +542,10 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # every configuration × batch (a sweep is memory-bound on those).
     Bgq = Bg if a.q is None else Bg * a.q
 
-    def node_times(c, inv_bw, inv_c, inv_eta):
+    # the attention products run at their own dtype's peak (16-bit or FP8), never the weights' FP4/INT4
+    apeak = a.attn_peak
+
+    def node_times(c, inv_bw, inv_c, inv_eta, inv_att):
         kv_term = kv.read(c) * pp * inv_bw
         mem = w_tp * inv_bw + Bg * kv_term
         if a.tiered:
@@ -545,19 +554,23 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         if a.score is not None:
             mem = mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
         if a.wide:
-            comp = (dec_flops_lin * lin_share + Bgq * attn_flops(c) / tp) * inv_c
+            comp = dec_flops_lin * lin_share * inv_c + Bgq * attn_flops(c) / tp * inv_att
         else:
-            comp = (dec_flops_lin + Bq * attn_flops(c)) * (inv_c / tp)
+            comp = (dec_flops_lin * inv_c + Bq * attn_flops(c) * inv_att) / tp
         return mem, comp
 
     def simpson(values):
         return (values[0] + 4.0 * values[1] + values[2]) / 6.0
 
     # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
-    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw) for c in (c0, cm, c1)]
-    ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak, 1.0)) for c in (c0, cm, c1)]
+    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * eta_c)) for c in (c0, cm, c1)]
+    ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak, 1.0, 1.0 / apeak)) for c in (c0, cm, c1)]
     fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
-    t_step = simpson([np.fmax(m, f) for m, f in attained]) + fixed_comm
+    t_step = simpson([np.fmax(m, f) for m, f in attained])
+    if a.wide:
+        t_step = np.fmax(t_step, a2a)   # the all-to-all hides behind the other half-batch's work
+        transfer = transfer + a2a
+    t_step = t_step + fixed_comm
     t_step_ceil = simpson(ideal)
     t_step_first = np.fmax(*attained[0]) + fixed_comm
     mid_kv = Bg * (kv.read(cm) * pp)
@@ -615,8 +628,13 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         # experts are split over all of the stage's GPUs
         groups = np.minimum(np.maximum(B, 1.0), a.dp)
         tp_d, tp_e = tp * groups, tp * a.dp
-        exchanges, transfer = _wide_comm(g, a, tok_per_ub)
-        exchanges, transfer = ub * exchanges, ub * transfer
+        # the groups run their micro-batches side by side: each pass carries one from every busy
+        # group through the experts and the exchanges
+        ub = np.maximum(np.ceil(T / groups / ws_tok), 1.0)
+        tok_per_ub = np.minimum(T / groups, ws_tok) * groups
+        w_bytes = bytes_read(g, bits, g.expert_fraction(tok_per_ub), with_output=False)
+        exchanges, transfer, a2a = _wide_comm(g, a, tok_per_ub)
+        exchanges, transfer, a2a = ub * exchanges, ub * transfer, ub * a2a
     else:
         exchanges = ub * _exchanges(g, tp, pp, a.lat_per_exchange)
         transfer = ub * _transfer_s(g, tok_per_ub, tp, pp, link)
@@ -635,6 +653,9 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
     t = compute + ub * per_pass + exchanges * lat + transfer
     if a.wide:
+        # the all-to-all of one half-batch runs while the other computes (two-batch overlap)
+        t = np.fmax(compute + ub * per_pass, a2a) + exchanges * lat + transfer
+        transfer = transfer + a2a
         # what the prompts cost a server whose attention groups all take prompts at once: the
         # non-expert and attention work spread over every group (TTFT above keeps one prompt's own)
         compute = (lin - lin_exp) * (1.0 / (tp_e * peak * eta_c)) + att * (1.0 / (tp_e * apeak * eta_att))

@@ -1,0 +1,246 @@
+"""Multi-node and wide-EP predictions against published multi-node results (checks, not calibration).
+
+`benchmarks/multinode_cases.csv` (sources and quotes in multinode_cases.md) holds figures of
+DeepSeek-V3/R1 and Kimi K2 with large-scale expert parallelism and prefill/decode disaggregation
+(DeepSeek's own report, LMSYS/SGLang, Ant Group, AMD) and MLPerf v5.1 NVL72 results. None of them is
+in the calibration. Each row is predicted by the kernel with the row's layout:
+
+- a disaggregated decode pool: decode steps alone at the row's batch, or where the source states the
+  per-user speed instead (DeepSeek's 20-22 tok/s, LMSYS's ~100 ms ITL, MLPerf's median TPOT), at the
+  batch where the prediction reaches that speed: the throughput "at the same per-user speed";
+- a disaggregated prefill pool: prompts in every attention group at once (two per group), tokens per
+  second over the pool;
+- an MLPerf Offline run: a static batch as large as the KV cache holds, its prompts then its outputs.
+  MLPerf does not publish the prompts' mean length: 1,000 tokens is assumed and the figure at 500 and
+  2,000 is printed beside it.
+
+Where the source names no network for its GPUs (H800, H20) InfiniBand NDR 400 Gb/s per GPU is used,
+as DeepEP states for DeepSeek's H800 cluster. Printed: predicted, measured, error; and the median.
+
+Run: python benchmarks/multinode.py [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from advisor.data.catalog import user_catalog  # noqa: E402
+from advisor.model.roofline import Workload  # noqa: E402
+from advisor.model.sweep import Layouts, sweep  # noqa: E402
+from advisor.text.format import markdown_table, table  # noqa: E402
+
+CASES = Path(__file__).with_name("multinode_cases.csv")
+BATCHES = np.unique(np.round(np.geomspace(1, 65536, 160)).astype(int))
+ASSUMED_PROMPT = 1000
+#: rows whose batch is per GPU (LMSYS's table: 'batch size 128' per device; Kimi K2's 'Decode Batch
+#: Size 480', which 288k tok/s over 96 GPUs rules out as a total: 600 tok/s a user)
+#: rows that state the mean KV length during decode instead of a prompt: (KV length, output assumed)
+KV_LENGTH = {"deepseek-day6-decode-per-node": 4989, "lmsys-96xh100-decode-simulated-mtp": 4000}
+DECODE_OUTPUT = 1000
+#: DeepSeek's prefill figure counts cached tokens: 56.3 % of input tokens hit its on-disk cache; its
+#: prompt length is not stated (4,000 assumed: its decode's mean KV length is 4,989)
+PREFIX_HIT = {"deepseek-day6-prefill-per-node": (0.563, 4000)}
+PER_DEVICE_BATCH = {"lmsys-96xh100-decode-simulated-mtp", "lmsys-k2-128xh200-decode-per-node"}
+#: the MLPerf Llama 3.1 405B rows: MLPerf publishes no mean prompt length, and this dataset's prompts
+#: are long enough for the prompt to decide the throughput (unlike DeepSeek-R1's ~3,700-token outputs)
+NO_PROMPT_LENGTH = ("mlperf51-gb200nvl72-l405b", "mlperf51-gb300nvl72-l405b")
+#: Llama 3.1 405B's MLPerf prompts are long (its dataset's mean is not published) and decide its throughput
+
+
+@dataclass
+class Check:
+    """How one row is predicted: catalog keys, the pool's layout, the workload, and what is compared."""
+
+    case: str
+    model: str
+    hardware: str
+    runtime: str
+    quant: str
+    kv: str
+    gpus: int
+    stages: int
+    dp: int
+    ep: bool
+    prompt: int
+    output: int
+    how: str                      # decode-batch | decode-speed | prefill | offline
+    per: str                      # node | gpu | total | user | itl
+    batch: int = 0                # decode-batch: sequences in the pool
+    speed_tok_s: float = 0.0      # decode-speed: the per-user speed the source states
+    replicas: int = 1             # offline: independent instances in the system
+    network: str | None = None
+    gpus_per_node: int = 8
+    prefix_hit: float = 0.0       # prefill: the share of each prompt the cache already holds
+    note: str = ""
+
+
+def _layout(text: str, gpus: int) -> tuple[int, int, bool]:
+    """(stages, attention DP, EP) of a source's layout: 'DP32+EP32', 'EP96', 'TP8', 'TP2+PP2'."""
+    t = text.upper()
+    if "EP" in t:
+        return 1, gpus, True
+    if "PP" in t:
+        pp = int(t.split("PP")[1].split("+")[0])
+        return pp, 1, False
+    return 1, 1, False
+
+
+skipped: list[str] = []
+
+
+def checks() -> list[tuple[Check, float, str]]:
+    """Every row of the CSV with a prediction recipe, and its measured value and unit."""
+    out = []
+    skipped.clear()
+    hw_keys = {"H800": "h800-sxm5-80gb", "H100": "h100-sxm5-80gb", "H200": "h200-sxm-141gb", "H20-96G": "h20-96gb",
+               "MI300X": "mi300x", "GB200 NVL72": "gb200-nvl72-gpu", "GB300 NVL72": "gb300-nvl72-gpu"}
+    for r in csv.DictReader(CASES.open()):
+        case, metric, value = r["case"], r["metric"], float(r["value"])
+        model = ("kimi-k2-instruct" if "Kimi" in r["model"] else "llama-3.1-405b" if "405B" in r["model"]
+                 else "deepseek-r1")
+        hw = hw_keys[r["hardware"]]
+        rt = "tensorrt-llm" if "TensorRT" in r["runtime"] else "vllm" if r["runtime"].startswith("vllm") else "sglang"
+        quant = "nvfp4" if r["weights_format"].startswith("nvfp4") else "fp8"
+        kv = "fp8" if rt == "tensorrt-llm" else "f16"
+        net = "ib-ndr" if hw in ("h800-sxm5-80gb", "h20-96gb") else None
+        node = int(r["gpus_per_node"] or 8)
+        prompt = int(float(r["prompt_tokens"] or 0)) or ASSUMED_PROMPT
+        output = int(float(r["output_tokens"] or 0)) or 1000
+        common = dict(case=case, model=model, hardware=hw, runtime=rt, quant=quant, kv=kv, network=net,
+                      gpus_per_node=node, prompt=prompt)
+        if "tpot" in case or "ttft" in case or case.endswith("-itl") or "speed-per-user" in case:
+            continue   # latency rows: the same runs' per-user speed, used as the input of their throughput rows
+        if case.startswith(NO_PROMPT_LENGTH):
+            skipped.append(case)
+            continue
+        if r["mode"] == "disaggregated" and metric.startswith("input"):
+            g = int(r["prefill_gpus"])
+            st, dp, ep = _layout(r["prefill_layout"], g)
+            hit, length = PREFIX_HIT.get(case, (0.0, prompt))
+            out.append((Check(**{**common, "prompt": length}, gpus=g, stages=st, dp=dp, ep=ep, output=1,
+                              how="prefill", per="node" if "node" in metric else "gpu", prefix_hit=hit,
+                              note=f"{hit:.1%} of {length:,} tokens cached (assumed length)" if hit else ""),
+                        value, r["unit"]))
+            continue
+        if case in KV_LENGTH:
+            output = DECODE_OUTPUT
+            common["prompt"] = KV_LENGTH[case] - output // 2
+        if r["mode"] == "disaggregated":
+            g = int(r["decode_gpus"])
+            st, dp, ep = _layout(r["decode_layout"], g)
+            conc = int(float(r["concurrency"] or 0))
+            if case in PER_DEVICE_BATCH:
+                conc *= g
+            if conc:
+                c = Check(**common, gpus=g, stages=st, dp=dp, ep=ep, output=output, how="decode-batch",
+                          per="node" if "node" in metric else "gpu", batch=conc)
+            else:
+                # the source's per-user speed of the same run: DeepSeek 20-22 tok/s, LMSYS ITL ~100 ms
+                speed = 21.0 if case.startswith("deepseek") else 10.0
+                c = Check(**common, gpus=g, stages=st, dp=dp, ep=ep, output=output, how="decode-speed",
+                          per="node" if "node" in metric else "gpu", speed_tok_s=speed)
+            out.append((c, value, r["unit"]))
+            continue
+        # MLPerf colocated: replicas of one layout in the rack
+        g = int(r["decode_gpus"])
+        st, dp, ep = _layout(r["decode_layout"], g)
+        replicas = int(r["gpus_total"]) // g
+        out_len = int(float(r["output_tokens"] or 1000))
+        if "offline" in case:
+            out.append((Check(**{**common, "prompt": ASSUMED_PROMPT}, gpus=g, stages=st, dp=dp, ep=ep,
+                              output=out_len, how="offline", per="total", replicas=replicas), value, r["unit"]))
+        else:
+            tpot = {"mlperf51-gb200nvl72-dsr1-server": 61.29, "mlperf51-gb300nvl72-dsr1-server": 66.14,
+                    "mlperf51-gb200nvl72-l405b-server": 104.77,
+                    "mlperf51-gb200nvl72-l405b-interactive": 66.62,
+                    "mlperf51-gb200nvl72-l405b-interactive-dynamo-disagg": 45.2}.get(case)
+            if tpot:
+                out.append((Check(**{**common, "prompt": ASSUMED_PROMPT}, gpus=g, stages=st, dp=dp, ep=ep,
+                                  output=out_len, how="decode-speed", per="total", replicas=replicas,
+                                  speed_tok_s=1e3 / tpot, note=f"at the median TPOT {tpot} ms"), value, r["unit"]))
+    return out
+
+
+def predict(cat, c: Check, prompt: int | None = None) -> float:
+    m = cat.models[c.model]
+    lay = Layouts([(c.gpus, c.stages, c.dp, c.ep)])
+    s = prompt or c.prompt
+    nodes = max(1, math.ceil(c.gpus / c.gpus_per_node))
+    if c.how == "prefill":
+        b = 2 * c.dp
+        cached = int(s * c.prefix_hit)
+        r = sweep(cat, m, Workload(batch=b, prompt_tokens=s - cached, output_tokens=1, depth_tokens=cached),
+                  hardware=[c.hardware], runtimes=[c.runtime], quants=[c.quant], kv_dtypes=[c.kv], layouts=lay,
+                  network=c.network)
+        # input tokens per second, the cached ones counted as the source counts them
+        tok_s = float(r.values["prefill_tok_s"][0]) * s / (s - cached)
+        return tok_s / nodes if c.per == "node" else tok_s / c.gpus
+    r = sweep(cat, m, Workload(batch=1, prompt_tokens=s, output_tokens=c.output), hardware=[c.hardware],
+              runtimes=[c.runtime], quants=[c.quant], kv_dtypes=[c.kv], layouts=lay, network=c.network,
+              batch=BATCHES)
+    v = r.values
+    if len(r) == 0:
+        return math.nan
+    per_user, fits_b = v["decode_tok_s"], np.asarray(v["max_batch"])
+    total = BATCHES * per_user
+    room = int(fits_b[0])
+    if c.how == "decode-batch":
+        tok_s = float(np.interp(c.batch, BATCHES, total))
+    elif c.how == "decode-speed":
+        ok = (per_user >= c.speed_tok_s) & (BATCHES <= room)
+        tok_s = float(total[ok].max()) if ok.any() else math.nan
+        tok_s *= c.replicas
+    else:   # offline: a static batch as large as the cache holds, prompts first then the outputs
+        b = min(room, int(BATCHES[-1]))
+        w = sweep(cat, m, Workload(batch=max(b, 1), prompt_tokens=s, output_tokens=c.output), hardware=[c.hardware],
+                  runtimes=[c.runtime], quants=[c.quant], kv_dtypes=[c.kv], layouts=lay, network=c.network)
+        t = float(w.values["prefill_s"][0]) + c.output / float(w.values["decode_tok_s"][0])
+        tok_s = b * c.output / t * c.replicas
+    if c.per == "node":
+        return tok_s / nodes
+    if c.per == "gpu":
+        return tok_s / c.gpus
+    return tok_s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    cat = user_catalog()
+    rows, errors = [], []
+    for c, measured, unit in checks():
+        p = predict(cat, c)
+        err = p / measured - 1.0 if math.isfinite(p) else math.nan
+        extra = ""
+        if c.how == "offline":
+            lo, hi = predict(cat, c, 500), predict(cat, c, 2000)
+            extra = f"{lo:,.0f} at 500 / {hi:,.0f} at 2,000 prompt tokens"
+        if math.isfinite(err):
+            errors.append(abs(err))
+        layout = f"{c.gpus} GPUs " + ("DP+EP" if c.ep else f"TP{c.gpus // c.stages}+PP{c.stages}" if c.stages > 1
+                                      else f"TP{c.gpus}")
+        rows.append([c.case, c.hardware, layout, c.how, f"{measured:,.0f}", f"{p:,.0f}",
+                     f"{err:+.0%}" if math.isfinite(err) else "—", unit, extra or c.note])
+    head = ["case", "hardware", "pool", "how", "measured", "predicted", "error", "unit", "note"]
+    print((markdown_table if args.markdown else table)(head, rows))
+    if errors:
+        within = sum(e <= 0.25 for e in errors)
+        print(f"\n{len(errors)} checks: median |error| {statistics.median(errors):.0%}; "
+              f"{within} within 25 %")
+    if skipped:
+        print(f"not checked (the prompt length is not published): {', '.join(skipped)}")
+
+
+if __name__ == "__main__":
+    main()

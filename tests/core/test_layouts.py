@@ -1,0 +1,168 @@
+"""Instance layouts past one tensor-parallel group: pipeline stages of TP groups, data-parallel
+attention, expert parallel with all-to-all, and the network past a scale-up domain (issue 31)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from advisor.data.errors import AdvisorError
+from advisor.model import compat
+from advisor.model.devices import domain_gpus, network_gb_s
+from advisor.model.geometry import geometry
+from advisor.model.roofline import COMBINE_BYTES, DISPATCH_BYTES, LINK_EFFICIENCY, Workload
+from advisor.model.sweep import Layouts, sweep
+from advisor.plan.deployment import Layout
+from advisor.plan.recommend import Requirements, recommend
+
+
+def _one(cat, model, hw, layout, *, rt="sglang", q="fp8", kv="fp8", batch=(1,), prompt=1000, output=1000,
+         network=None):
+    r = sweep(cat, cat.models[model], Workload(batch=1, prompt_tokens=prompt, output_tokens=output), hardware=[hw],
+              runtimes=[rt], quants=[q], kv_dtypes=[kv], layouts=Layouts([layout]), batch=list(batch), network=network)
+    assert len(r) == len(batch), "the layout was not swept"
+    return r.values
+
+
+def test_a_plain_tp_group_predicts_the_same_through_the_layout_path(cat):
+    """TP 8 written as a layout (one stage, no attention DP, no EP) runs the layout arithmetic; it
+    must give what the plain path gives, figure for figure."""
+    plain = sweep(cat, cat.models["deepseek-r1"], Workload(batch=1, prompt_tokens=1000, output_tokens=500),
+                  hardware=["h200-sxm-141gb"], runtimes=["sglang"], quants=["fp8"], kv_dtypes=["fp8"], gpus=(8,),
+                  batch=[1, 64, 512]).values
+    wide = _one(cat, "deepseek-r1", "h200-sxm-141gb", (8, 1, 1, False), batch=(1, 64, 512), output=500)
+    wide_stage = sweep(cat, cat.models["deepseek-r1"], Workload(batch=1, prompt_tokens=1000, output_tokens=500),
+                       hardware=["h200-sxm-141gb"], runtimes=["sglang"], quants=["fp8"], kv_dtypes=["fp8"],
+                       layouts=Layouts([(8, 1, 1, False), (16, 2, 1, False)]), batch=[1, 64, 512]).values
+    for key in ("decode_tok_s", "ttft_s", "max_batch", "weights_gpu_bytes", "decode_transfer_s"):
+        np.testing.assert_allclose(wide[key], plain[key], rtol=1e-4, err_msg=key)
+    # a forced layout path (two layouts, one of them past a node) still prices TP 8 the same
+    np.testing.assert_allclose(wide_stage["decode_tok_s"][0::2], plain["decode_tok_s"], rtol=1e-4)
+
+
+def test_attention_dp_holds_the_non_expert_weights_whole_and_splits_the_sequences(cat):
+    """MLA's latent is replicated under tensor parallel: TP 8 holds each sequence's cache on every GPU.
+    Data-parallel attention holds it once, on its group's GPU: the instance holds about 8 × the
+    sequences, less what the replicated non-expert weights take."""
+    m = cat.models["deepseek-r1"]
+    g = geometry(m)
+    tp = _one(cat, "deepseek-r1", "h200-sxm-141gb", (8, 1, 1, False))
+    dp = _one(cat, "deepseek-r1", "h200-sxm-141gb", (8, 1, 8, True))
+    bits = 8.0   # FP8 weights
+    experts = g.routed_expert_params * bits / 8
+    total = float(tp["weights_bytes"][0])
+    assert dp["weights_gpu_bytes"][0] == pytest.approx((total - experts) + experts / 8, rel=1e-6)
+    assert tp["weights_gpu_bytes"][0] == pytest.approx(total / 8, rel=1e-6)
+    # per GPU, a sequence costs an eighth of TP's (its cache lives on one GPU of eight)
+    assert dp["kv_seq_bytes"][0] == pytest.approx(tp["kv_seq_bytes"][0] / 8, rel=1e-6)
+    assert dp["max_batch"][0] > 4 * tp["max_batch"][0]
+
+
+def test_expert_parallel_all_to_all_crosses_the_network_past_the_node(cat):
+    """EP 16 over two HGX H100 nodes: each token goes to min(k, EP − 1) GPUs at FP8 and comes back at
+    16-bit; of a GPU's 15 peers 8 are past its node, so that share crosses the network (400 Gb/s per
+    GPU at LINK_EFFICIENCY), the rest NVLink, both at once. Worked by hand for 1,024 tokens a step."""
+    m = cat.models["deepseek-r1"]
+    g = geometry(m)
+    hw = cat.hardware["h100-sxm5-80gb"]
+    B = 1024
+    v = _one(cat, "deepseek-r1", "h100-sxm5-80gb", (16, 1, 16, True), batch=(B,))
+    G = 16
+    sent = B / G * min(g.experts_per_token, G - 1) * g.hidden * (DISPATCH_BYTES + COMBINE_BYTES)
+    beyond = (G - domain_gpus(hw)) / (G - 1)
+    net = network_gb_s(hw) * 1e9 * LINK_EFFICIENCY
+    link = hw.interconnect_gb_s / 2 * 1e9 * LINK_EFFICIENCY
+    a2a = g.moe_layers * max(sent * (1 - beyond) / link, sent * beyond / net)
+    # attention is data-parallel (tp 1) and the dense layers too: the all-to-all is all the traffic
+    assert v["decode_transfer_s"][0] == pytest.approx(a2a, rel=1e-3)
+    assert network_gb_s(hw) == hw.scale_out_gbit_s / 8
+
+
+def test_an_nvl72_rack_keeps_expert_parallel_on_nvlink(cat):
+    """EP 64 on GB200 NVL72 stays in one NVLink domain of 72; on HGX H100 it crosses the network:
+    the rack's all-to-all takes a fraction of the time."""
+    rack = _one(cat, "deepseek-r1", "gb200-nvl72-gpu", (64, 1, 64, True), batch=(4096,))
+    hgx = _one(cat, "deepseek-r1", "h100-sxm5-80gb", (64, 1, 64, True), batch=(4096,))
+    assert domain_gpus(cat.hardware["gb200-nvl72-gpu"]) == 72
+    assert rack["decode_transfer_s"][0] < hgx["decode_transfer_s"][0] / 5
+
+
+def test_a_network_named_replaces_the_reference_one(cat):
+    slow = _one(cat, "deepseek-r1", "h100-sxm5-80gb", (16, 1, 16, True), batch=(2048,), network="eth-100")
+    fast = _one(cat, "deepseek-r1", "h100-sxm5-80gb", (16, 1, 16, True), batch=(2048,), network="ib-xdr")
+    assert slow["decode_transfer_s"][0] > 6 * fast["decode_transfer_s"][0]
+
+
+def test_pipeline_stages_across_nodes_split_the_weights(cat):
+    """Llama 3.1 405B at 16-bit (810 GB) does not fit one HGX H100 node; TP 8 × PP 2 holds half of the
+    layers on each node."""
+    one = _one(cat, "llama-3.1-405b", "h100-sxm5-80gb", (8, 1, 1, False), rt="vllm", q="bf16", kv="f16")
+    two = _one(cat, "llama-3.1-405b", "h100-sxm5-80gb", (16, 2, 1, False), rt="vllm", q="bf16", kv="f16")
+    assert not one["fits"][0] and two["fits"][0]
+    assert two["weights_gpu_bytes"][0] == pytest.approx(one["weights_gpu_bytes"][0] / 2, rel=1e-6)
+
+
+def test_layouts_the_sweep_will_not_try(cat):
+    """EP larger than the model's experts; a runtime that stays on one machine; PCIe cards with no
+    network past a node (unless one is named); a dense model gets no EP layouts at all."""
+    mixtral = cat.models["mixtral-8x7b-v0.1"]
+    r = sweep(cat, mixtral, Workload(batch=1, prompt_tokens=100, output_tokens=100), hardware=["h100-sxm5-80gb"],
+              runtimes=["vllm"], quants=["bf16"], layouts=Layouts.for_instances((8, 16), moe=True))
+    eps = {(int(g), bool(e)) for g, e in zip(r.gpus, r.layouts.ep[r.layout])}
+    assert (8, True) in eps and (16, True) not in eps            # 8 experts: EP 16 is impossible
+    r = sweep(cat, mixtral, Workload(batch=1, prompt_tokens=100, output_tokens=100), hardware=["h100-sxm5-80gb"],
+              runtimes=["llama.cpp"], quants=["q4_k_m"], layouts=Layouts.for_instances((8, 16), moe=True))
+    assert set(r.gpus.tolist()) <= {8}                             # llama.cpp runs one machine
+    llama = cat.models["llama-3.1-8b"]
+    pcie = sweep(cat, llama, Workload(batch=1, prompt_tokens=100, output_tokens=100), hardware=["l40s-48gb"],
+                 runtimes=["vllm"], quants=["bf16"], layouts=Layouts.for_instances((8, 16), moe=False))
+    assert set(pcie.gpus.tolist()) == {8}
+    named = sweep(cat, llama, Workload(batch=1, prompt_tokens=100, output_tokens=100), hardware=["l40s-48gb"],
+                  runtimes=["vllm"], quants=["bf16"], layouts=Layouts.for_instances((8, 16), moe=False),
+                  network="roce-200")
+    assert set(named.gpus.tolist()) == {8, 16}
+    assert not Layouts.for_instances((8, 16), moe=False).ep.any()
+
+
+def test_bad_topology_gets_one_clear_line(cat):
+    l40s, h100 = cat.hardware["l40s-48gb"], cat.hardware["h100-sxm5-80gb"]
+    vllm, llama_cpp = cat.runtimes["vllm"], cat.runtimes["llama.cpp"]
+    why = compat.gpus_refusal(l40s, 72, vllm)
+    assert "--network" in why and "\n" not in why
+    assert compat.gpus_refusal(l40s, 72, vllm, "roce-400") is None
+    assert "spans nodes" in compat.gpus_refusal(h100, 16, llama_cpp) or "one machine" in compat.gpus_refusal(h100, 16, llama_cpp)
+    assert compat.gpus_refusal(cat.hardware["rtx-4090"], 16, vllm)   # a consumer card is never clustered
+    assert compat.gpus_refusal(h100, 16, vllm) is None
+    with pytest.raises(AdvisorError, match="experts"):
+        Layout(tp=1, dp_attention=16, ep=16).check(experts=8)
+    with pytest.raises(AdvisorError, match="dense"):
+        Layout(tp=1, dp_attention=8, ep=8).check(experts=0)
+    with pytest.raises(AdvisorError, match="network"):
+        Requirements(model=cat.models["llama-3.1-8b"], users=10, network="carrier-pigeon").check()
+
+
+@pytest.mark.slow   # over a second here: three recommendations over the catalog's datacenter GPUs
+def test_recommend_answers_thousands_of_users_with_multi_node_instances(cat):
+    """DeepSeek-R1 for 5,000 users on H100s: one node does not hold its FP8 weights with room for the
+    cache, so the answers are instances of two nodes or more, with their layout, nodes, power and a
+    launch line that says how the other nodes join."""
+    req = Requirements(model=cat.models["deepseek-r1"], users=5000, tok_s=20, ttft_ms=3000,
+                       hardware=("h100-sxm5-80gb",), runtimes=("sglang",), kv_dtypes=("fp8",), min_bits=8)
+    rec = recommend(cat, req)
+    best = rec.passing[0]
+    assert best.nodes >= 2 and best.gpus >= 16
+    assert "nodes" in best.label
+    assert best.power_kw == pytest.approx(cat.hardware["h100-sxm5-80gb"].tdp_w * best.gpus * best.replicas / 1e3)
+    assert best.joules_per_token == pytest.approx(best.power_kw * 1e3 / best.throughput_tok_s)
+    assert "--nnodes" in best.launch and "--node-rank 0" in best.launch
+    if best.layout.ep > 1:
+        assert f"--ep-size {best.layout.ep}" in best.launch and "--enable-dp-attention" in best.launch
+    # a small model for a few users stays on one machine: no instance past a node is even tried
+    small = recommend(cat, Requirements(model=cat.models["llama-3.1-8b"], users=10, hardware=("h100-sxm5-80gb",)))
+    assert max(c.gpus for c in small.all()) <= 8
+    # --max-gpus past a node opens them
+    assert not Requirements(model=cat.models["llama-3.1-8b"], users=10).cluster_sizes()
+    assert Requirements(model=cat.models["llama-3.1-8b"], users=10, max_gpus=64).cluster_sizes()
+    assert math.isfinite(best.ttft_ms)
