@@ -9,6 +9,7 @@ import re
 from advisor.cli.options import add_memory, add_threads
 from advisor.data.catalog import Catalog, user_catalog
 from advisor.model.config import context_note
+from advisor.model.devices import NETWORKS_GBIT_S
 from advisor.data.errors import AdvisorError
 from advisor.text.format import duration_ms, json_text, num, table
 from advisor.plan.pricing import thin_quote_factor
@@ -127,7 +128,7 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         life_years=_number("life-years", getattr(args, "life_years", None)) or DEFAULT_LIFE_YEARS,
         hours_per_day=_number("hours-per-day", getattr(args, "hours_per_day", None)),
         usd_per_kwh=_number("usd-per-kwh", getattr(args, "usd_per_kwh", None)),
-        own_host=bool(getattr(args, "own_host", False)), **mix,
+        own_host=bool(getattr(args, "own_host", False)), network=getattr(args, "network", None) or "", **mix,
     )
 
 
@@ -143,6 +144,13 @@ def _cost_cell(c, basis):
         power = f" + ${c.power_usd_month:,.0f}/mo power" if c.power_usd_month else ""
         return f"${c.cost_usd:,.0f}{power}" + (" · few quotes" if c.price_thin_buy else "")
     return "no price"
+
+
+def _power_cell(c) -> str:
+    if not c.power_kw:
+        return "—"
+    per_token = f" · {num(c.joules_per_token)} J/tok" if c.joules_per_token else ""
+    return f"{num(c.power_kw)} kW{per_token}"
 
 
 def _buy_vs_rent(c) -> str:
@@ -165,10 +173,21 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     cat = sized_catalog(user_catalog(), args)
     req = requirements_from_args(cat, args)
+    if getattr(args, "export", None):
+        from advisor.plan.exports import KINDS
+
+        if args.export[0] not in KINDS:
+            raise AdvisorError(f"--export: unknown kind {args.export[0]!r}; one of {', '.join(KINDS)}")
     rec = recommend(cat, req)
     if args.top is not None and args.top < 1:
         raise AdvisorError(f"--top must be at least 1, got {args.top}")
     top_n = args.top or 10
+    written = []
+    if getattr(args, "export", None):
+        # before anything is printed: a kind that cannot express the answer is the only line
+        if not rec.n_passing:
+            raise AdvisorError("--export: no configuration meets every requirement; nothing to export")
+        written = _export(args, req, by_hardware(rec, 1)[0].best)
     if args.json:
 
         cands = rec.all() if not args.top else distinct(rec, top_n) + rec.closest_misses(top_n)
@@ -181,6 +200,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                "min_bits": req.min_bits, "native_quant": req.model.native_quant or "bf16",
                "configurations": len(rec), "passing": rec.n_passing, "passing_with_margin": rec.n_margin, "sweep_ms": round(rec.elapsed_ms, 1),
                "candidates": [candidate_record(c) for c in cands]}
+        if written:
+            doc["exported"] = [str(p) for p in written]
         print(json_text(doc))
         return EXIT_OK if rec.n_passing else EXIT_UNMET
     targets = []
@@ -229,8 +250,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         return [mark + ("*" if c.pareto else "") + ("†" if c.technique else ""), c.label, c.runtime.name, c.quant.name, c.kv_dtype.name,
                 f"{duration_ms(c.ttft_ms)} ({duration_ms(c.ttft_safe_ms)})", f"{num(c.tok_s)} ({num(c.tok_s_safe)})",
                 num(c.throughput_tok_s), f"{num(c.memory_needed_gb)}/{num(c.memory_usable_gb)}",
-                _cost_cell(c, rec.cost_basis), c.quality, SHORT_VERDICT[c.tier], EVIDENCE_WORDS[c.evidence]] + \
-            ([_buy_vs_rent(c)] if both else [])
+                _cost_cell(c, rec.cost_basis), _power_cell(c), c.quality, SHORT_VERDICT[c.tier],
+                EVIDENCE_WORDS[c.evidence]] + ([_buy_vs_rent(c)] if both else [])
 
     both = any(g.best.cost_usd and g.best.rent_usd_month for g in groups)   # buy and rent beside each other
     rows = [row(str(i), g.best) for i, g in enumerate(groups, 1)]
@@ -238,8 +259,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     print(f"Best configuration per hardware ({len(groups)} of {rec.hardware_passing()} "
           f"that pass):")
     print(table(["#", "configuration", "runtime", "weights", "KV", ttft_head, "tok/s/user (safe)", "total tok/s",
-                 "mem/GPU GB", "cost", "quality", "verdict", "data"] + (["buy vs rent 24/7"] if both else []), rows))
-    print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band.")
+                 "mem/GPU GB", "cost", "power", "quality", "verdict", "data"] + (["buy vs rent 24/7"] if both else []),
+                rows))
+    print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band. "
+          "power: every GPU at its board power (the draw's ceiling; hosts and network not counted) and joules per "
+          "output token at the predicted throughput.")
     print("verdict: margin = every target met at the pessimistic edge of the band; if estimate = met at the prediction "
           "only (ranked after). data: measured = the runtime's calibration has rows of this hardware generation and "
           "format class; extrapolated = it has not; no data = the runtime's defaults.")
@@ -267,7 +291,21 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print("\nPrices used (dated; override with your own quote):")
         for c in {c.hardware.key: c for c in priced}.values():
             print(f"  {c.hardware.name}: {c.price_note}")
+    if written:
+        print(f"\nWrote #1 as {args.export[0]}: " + ", ".join(str(p) for p in written))
     return EXIT_OK
+
+
+def _export(args: argparse.Namespace, req, c) -> list:
+    """Write candidate ``c`` as files of the kind --export names; a kind that cannot express it (a
+    compose file for a plan across machines) is a one-line error."""
+    from advisor.plan import exports
+    from advisor.plan.deployment import from_candidate
+
+    kind, folder = args.export
+    if not c.launch:
+        raise AdvisorError(f"--export: {c.runtime.name} has no launch line to export (a hosted service or appliance)")
+    return exports.write(from_candidate(c, req), kind, folder)
 
 
 def cmd_will_it_run(args: argparse.Namespace) -> int:
@@ -385,8 +423,12 @@ def register(sub) -> None:
     p.add_argument("--hardware", help="comma list of hardware names to choose from")
     add_memory(p)
     p.add_argument("--max-gpus", dest="max_gpus",
-                   help="GPUs in all at most, replicas included (default: as many as the load needs); one "
-                        "replica is a group of up to 8 GPUs in one node")
+                   help="GPUs in all at most, replicas included (default: as many as the load needs); past 8, "
+                        "instances that span nodes are tried too (large models and loads of 1,000+ users or "
+                        "50+ req/s try them anyway)")
+    p.add_argument("--network", choices=sorted(NETWORKS_GBIT_S),
+                   help="the network between nodes, per GPU (default: each hardware's reference system, e.g. "
+                        "400 Gb/s InfiniBand on HGX H100)")
     p.add_argument("--prompt-spread", dest="prompt_spread",
                    help="prompts vary in length: their coefficient of variation around --prompt (log-normal; "
                         "TTFT p90 is judged over the mix)")
@@ -426,6 +468,11 @@ def register(sub) -> None:
                         "is what makes one pass")
     p.add_argument("--top", type=int, help="how many to list (default 10; with --json: limit the candidates)")
     p.add_argument("--json", action="store_true", help="every candidate considered, with its verdict")
+    p.add_argument("--export", nargs=2, metavar=("KIND", "DIR"),
+                   help="write the #1 configuration as files to run: compose (docker compose, one machine), "
+                        "llm-d (Helm values of the llm-d modelservice chart) or launch (the engine's own "
+                        "multi-node scripts), into DIR; each carries the predicted figures and the benchmark "
+                        "command that checks them")
     p.set_defaults(func=cmd_recommend)
 
     p = sub.add_parser("will-it-run", help="for given hardware: the best quantization and longest context per model")

@@ -148,3 +148,30 @@ class Deployment:
 
     def pool(self, role: str) -> Pool | None:
         return next((p for p in self.pools if p.role == role), None)
+
+
+def from_candidate(c, req, checkpoints=None) -> Deployment:
+    """The plan of a recommended configuration (an `advisor.plan.recommend.Candidate` and its
+    `Requirements`): one colocated pool of its replicas, the weights its launch line loads, the load
+    it was sized for and what it predicts there."""
+    from advisor.model.devices import NETWORKS_GBIT_S, max_gpus
+    from advisor.plan.launch import shipped_checkpoints, weights_for
+
+    w = weights_for(c, req.model, shipped_checkpoints() if checkpoints is None else checkpoints)
+    layout = c.layout if c.layout.gpus == c.gpus else Layout(tp=c.gpus)
+    pool = Pool(role="both", hardware_key=c.hardware.key, hardware_name=c.hardware.name, layout=layout,
+                replicas=c.replicas, gpus_per_node=max_gpus(c.hardware), launch=c.launch,
+                max_seqs=math.ceil(c.users / max(c.replicas, 1)))
+    network = ""
+    if c.nodes > 1:
+        gbit = NETWORKS_GBIT_S[req.network] if req.network else c.hardware.scale_out_gbit_s
+        network = f"{req.network or 'the reference system’s network'}: {gbit:g} Gb/s per GPU"
+    predicted = Predicted(ttft_ms=c.ttft_ms, itl_ms=1e3 / c.tok_s if c.tok_s else None,
+                          throughput_tok_s=c.throughput_tok_s, power_kw=c.power_kw,
+                          users=None if req.rps and not req.users else c.users, rps=req.rps,
+                          prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens)
+    return Deployment(model_key=req.model.key, model_name=req.model.name, checkpoint=w.model,
+                      runtime_key=c.runtime.key, runtime_name=c.runtime.name, quant_key=c.quant.key,
+                      kv_dtype_key=c.kv_dtype.key, context_tokens=req.context,
+                      memory_fraction=c.runtime.memory_fraction, pools=(pool,), network=network,
+                      predicted=predicted, notes=tuple(x for x in (w.note.strip(" #"),) if x))

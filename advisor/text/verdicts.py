@@ -134,6 +134,11 @@ def candidate_record(c) -> dict:
         "quality_rank": c.quant.quality_rank, "ppl_delta": c.quant.ppl_delta,
         "headroom": c.headroom, "pareto": c.pareto, "launch": c.launch or None, "technique": c.technique or None,
         "bound": c.bound, "running_batch": c.running_batch, "queue": c.queue,
+        # the instance's layout and its machines; power at board power
+        "tp": c.layout.tp if c.layout.gpus > 1 else c.gpus, "pp": c.layout.pp, "ep": c.layout.ep,
+        "dp_attention": c.layout.dp_attention, "layout": c.split_text if c.gpus > 1 else "",
+        "nodes_per_replica": c.nodes, "nodes": c.nodes * c.replicas,
+        "power_kw": c.power_kw, "joules_per_output_token": c.joules_per_token,
     }
 
 

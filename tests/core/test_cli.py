@@ -196,3 +196,39 @@ def test_cases_stream_through_in_bounded_memory(tmp_path, capsys):
         run_cases(str(table(2_000)), str(tmp_path / "never.csv"), ["hardware", "model"],
                   lambda cols: ["error"], stop_half_way)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(("never", ".never"))]
+
+
+@pytest.mark.slow   # over a second here: three recommendations
+def test_recommend_past_one_machine_exports_and_names_its_network(capsys, tmp_path):
+    """DeepSeek-R1 for 2,000 users on H100s: instances of two nodes or more, their layout, nodes and
+    power in the JSON; --export launch writes one script per node of the first instances, each with
+    the predicted figures and the benchmark command; compose refuses a plan across machines in one
+    line, before printing anything; --network names the link between nodes."""
+    args = ("recommend", "--model", "deepseek-r1", "--users", "2000", "--hardware", "h100-sxm5-80gb",
+            "--runtime", "sglang", "--tok-s", "15", "--min-bits", "8")
+    code, out, _ = run(capsys, *args, "--json", "--top", "3", "--export", "launch", str(tmp_path / "launch"))
+    doc = json.loads(out)
+    best = doc["candidates"][0]
+    assert code == 0 and best["nodes_per_replica"] >= 2 and best["power_kw"] > 0 and best["layout"]
+    assert best["joules_per_output_token"] == pytest.approx(best["power_kw"] * 1e3 / best["throughput_tok_s"])
+    scripts = sorted((tmp_path / "launch").iterdir())
+    assert [p.name for p in scripts][:2] == ["node0.sh", "node1.sh"] and doc["exported"]
+    text = scripts[0].read_text()
+    assert "vllm bench serve" in text and "predicted at 2000 concurrent users" in text and "--nnodes" in text
+    assert subprocess.run(["bash", "-n", str(scripts[0])]).returncode == 0
+    code, out, err = run(capsys, *args, "--export", "compose", str(tmp_path / "c"))
+    assert code == 2 and out == "" and "one machine" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, *args, "--network", "eth-25", "--json", "--top", "1", "--export", "launch",
+                         str(tmp_path / "eth"))
+    slow = json.loads(out)["candidates"][0]
+    # 25 Gb/s Ethernet is never faster (here the all-to-all still hides behind the other half-batch)
+    assert code == 0 and slow["ttft_ms"] >= best["ttft_ms"] and slow["tok_s_per_user"] <= best["tok_s_per_user"]
+    assert "network between nodes: eth-25: 25 Gb/s per GPU" in (tmp_path / "eth" / "node0.sh").read_text()
+
+
+def test_recommend_rejects_an_unknown_network_and_export_kind(capsys, tmp_path):
+    code, out, err = run(capsys, "recommend", "--model", "llama-3.1-8b", "--users", "4", "--network", "carrier-pigeon")
+    assert code == 2 and "--network" in err and out == ""
+    code, out, err = run(capsys, "recommend", "--model", "llama-3.1-8b", "--users", "4", "--export", "helm",
+                         str(tmp_path))
+    assert code == 2 and "unknown kind 'helm'" in err and out == ""

@@ -29,6 +29,9 @@ SCENARIOS = [
     ("gpt-oss-20b", 1, 8192, ("consumer", "apple"), 1),
     ("deepseek-r1", 20, 8192, ("datacenter",), 8),
     ("gemma-3-27b", 2, 8192, ("consumer", "apple"), 2),
+    # past one machine: multi-node tensor-parallel stages, wide EP with data-parallel attention
+    ("deepseek-r1", 2000, 8192, ("datacenter",), 256),
+    ("llama-3.1-405b", 1000, 8192, ("datacenter",), 128),
 ]
 
 
@@ -37,6 +40,12 @@ def parse(line: str, family: str) -> tuple[list[str], str]:
     if line.startswith(TRT_KV_PREFIX):
         assert family == "tensorrt-llm" and "--extra_llm_api_options kv_fp8.yaml" in line
         line = line[len(TRT_KV_PREFIX):]
+    elif line.startswith("printf '"):
+        # TensorRT-LLM's LLM-API options (attention DP, the KV dtype): only fields of its LlmArgs
+        options, _, line = line.partition(" > llm_api.yaml && ")
+        assert family == "tensorrt-llm" and "--extra_llm_api_options llm_api.yaml" in line, line
+        fields = {x.strip().split(":")[0] for x in options[len("printf '"):].rstrip("'").split("\\n") if x.strip()}
+        assert fields <= {"kv_cache_config", "dtype", "enable_attention_dp"}, options
     code, _, comment = line.partition("  #")
     tokens = shlex.split(code)
     command = FLAGS[family]["command"]
@@ -53,6 +62,8 @@ def check_line(cat, c, line: str, context: int) -> None:
     while args:
         flag = args.pop(0)
         assert flag in spec["flags"], f"{flag} is not a {family} flag we verified: {line}"
+        if flag in spec.get("switches", []):   # takes no value (--enable-expert-parallel …)
+            continue
         assert args and not (args[0].startswith("-") and not re.fullmatch(r"-?\d+(\.\d+)?", args[0])), line
         values[flag] = args.pop(0)
         allowed = spec.get("values", {}).get(flag)
@@ -82,7 +93,14 @@ def check_line(cat, c, line: str, context: int) -> None:
         # llama-server divides -c among its -np slots: every user gets the whole context
         assert int(values["-c"]) == context * int(values["-np"])
     if family == "vllm":
-        assert int(values["--tensor-parallel-size"]) == c.gpus
+        # every GPU of the instance: tensor parallel × data-parallel ranks × pipeline stages
+        gpus = int(values["--tensor-parallel-size"]) * int(values.get("--data-parallel-size", 1)) \
+            * int(values.get("--pipeline-parallel-size", 1))
+        assert gpus == c.gpus, line
+    if family == "sglang":
+        assert int(values["--tp-size"]) * int(values.get("--pp-size", 1)) == c.gpus, line
+        if "--nnodes" in values:
+            assert int(values["--nnodes"]) == c.nodes and values["--node-rank"] == "0", line
     if family == "tensorrt-llm" and c.quant.kind != "float" and model_arg and not model_arg.startswith("./"):
         cp = repos[model_arg]
         assert cp.repo.startswith("nvidia/") or cp.key.endswith(".official"), line
@@ -97,7 +115,7 @@ def printed(cat):
                            max_gpus=max_gpus)
         seen = set()
         for c in recommend(cat, req).passing[:3000]:
-            key = (c.runtime.key, c.quant.key, c.kv_dtype.key, c.gpus, c.hardware.family)
+            key = (c.runtime.key, c.quant.key, c.kv_dtype.key, c.gpus, c.layout, c.hardware.family)
             if key not in seen:
                 seen.add(key)
                 c.model_key = model
@@ -114,6 +132,8 @@ def test_every_printed_line_uses_verified_flags_and_listed_checkpoints(cat, prin
         check_line(cat, c, c.launch, req.context)
         families.add(c.runtime.format_family)
     assert families >= {"llama.cpp", "vllm", "sglang", "tensorrt-llm", "mlx"}
+    # the layouts past one group were printed and checked too
+    assert any(c.nodes > 1 for c, _ in printed) and any(c.layout.ep > 1 for c, _ in printed)
 
 
 def test_lines_download_published_checkpoints_where_they_exist(cat, printed):
