@@ -30,7 +30,7 @@ from advisor.data.userdata import write_atomic
 
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
-              "output", "depth", "memory_gb", "threads", "prompt_spread")
+              "output", "depth", "memory_gb", "threads", "prompt_spread", "layout", "network")
 #: the fields of a what-if (`api.Techniques`) a sizing file and the settings keep; their values are
 #: checked by the core on loading
 TECHNIQUE_FIELDS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",

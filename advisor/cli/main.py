@@ -246,7 +246,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise UsageError("predict needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
                     runtime=args.runtime, gpus=args.gpus, batch=args.batch, prompt=args.prompt, output=args.output,
-                    depth=args.depth, parallelism=args.parallel, memory_gb=args.memory_gb, threads=args.threads)
+                    depth=args.depth, parallelism=args.parallel, memory_gb=args.memory_gb, threads=args.threads,
+                    layout=args.layout, network=args.network)
     tech = _techniques(cat, args)
     p = predict(cat, cfg)
     effects = what_if(cat, cfg, tech) if tech.any else []

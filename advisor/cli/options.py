@@ -29,3 +29,9 @@ def add_configuration(p: argparse.ArgumentParser) -> None:
     add_memory(p)
     add_threads(p)
     p.add_argument("--parallel", help="multi-GPU split: tp (tensor) or pp (layers); default by runtime")
+    p.add_argument("--layout", help="how the GPUs split the model past one tensor-parallel group: parts joined by +, "
+                                    "e.g. tp8+pp2 (two nodes), dp16+ep16 (attention data-parallel, experts spread "
+                                    "whole); --gpus defaults to their product")
+    p.add_argument("--network", help="the network between nodes, per GPU: ib-hdr, ib-ndr, ib-xdr, roce-200, roce-400, "
+                                     "roce-800, eth-25, eth-100, eth-200, eth-400 (default: the hardware's reference "
+                                     "system)")

@@ -217,7 +217,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.hardware or not args.model:
         raise AdvisorError("serve needs --hardware and --model (or --cases FILE.csv)")
     cfg = configure(cat, hardware=args.hardware, model=args.model, quant=args.quant, kv_dtype=args.kv_dtype,
-                    runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel, memory_gb=args.memory_gb, threads=args.threads)
+                    runtime=args.runtime, gpus=args.gpus, parallelism=args.parallel, memory_gb=args.memory_gb, threads=args.threads,
+                    layout=args.layout, network=args.network)
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      prompt_spread=args.prompt_spread, lengths=args.lengths,

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from advisor.data.catalog import with_threads
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.model.compat import format_refusal, refusal, runtime_refusal
+from advisor.model.compat import format_refusal, gpus_refusal, refusal, runtime_refusal
+from advisor.model.devices import CLUSTER_KINDS, NETWORKS_GBIT_S, max_gpus
+from advisor.model.layout import Layout, parse_layout
 from advisor.model.roofline import Workload
 
 if TYPE_CHECKING:
@@ -148,6 +150,10 @@ class Config:
     #: "tp" or "pp"; empty = the runtime's default
     parallelism: str = ""
     workload: Workload = field(default_factory=Workload)
+    #: a layout past one tensor-parallel group (pipeline stages, attention DP, EP); None = the split
+    layout: Layout | None = None
+    #: the network between nodes (a key of NETWORKS_GBIT_S); empty = the hardware's reference system's
+    network: str = ""
 
     @property
     def split(self) -> str:
@@ -169,9 +175,24 @@ class Config:
             why = context_refusal(self.model, self.workload.context_tokens, self.workload)
             if why:
                 raise AdvisorError(why)
-        why = refusal(self.hardware, self.model, self.quant, self.kv_dtype, self.runtime, self.gpus)
+        why = refusal(self.hardware, self.model, self.quant, self.kv_dtype, self.runtime, self.gpus) \
+            if self.gpus <= max_gpus(self.hardware) or refusal(self.hardware, self.model, self.quant, self.kv_dtype,
+                                                               self.runtime, 1) \
+            else gpus_refusal(self.hardware, self.gpus, self.runtime, self.network or None)
         if why:
             raise AdvisorError(why)
+        if self.network and self.hardware.kind not in CLUSTER_KINDS:
+            raise AdvisorError(f"--network: {self.hardware.name} is not a server GPU that goes in clusters; "
+                               "a network between nodes applies to datacenter GPUs")
+        if self.layout is not None:
+            self.layout.check(self.model.experts or 0)
+            if self.layout.gpus != self.gpus:
+                raise AdvisorError(f"the layout {self.layout.text()} uses {self.layout.gpus} GPUs, not {self.gpus}")
+            if self.runtime.parallelism != "tp" and self.layout.gpus > 1:
+                raise AdvisorError(f"{self.runtime.name} splits GPUs by layers only; a layout needs vLLM, SGLang "
+                                   "or TensorRT-LLM")
+            if self.layout.ep > 1 and not self.runtime.expert_parallel:
+                raise AdvisorError(f"{self.runtime.name} has no expert parallel")
         if self.split not in ("tp", "pp"):
             raise AdvisorError(f"parallelism must be tp or pp, got {self.split!r}")
 
@@ -181,7 +202,8 @@ class Config:
         return {"hardware": self.hardware.key, "model": self.model.key, "quant": self.quant.key,
                 "kv_dtype": self.kv_dtype.key, "runtime": self.runtime.key, "gpus": self.gpus,
                 "parallelism": self.parallelism, "batch": w.batch, "prompt": w.prompt_tokens,
-                "output": w.output_tokens, "depth": w.depth_tokens}
+                "output": w.output_tokens, "depth": w.depth_tokens,
+                "layout": self.layout.key() if self.layout is not None else "", "network": self.network}
 
 
 def context_limit(model: Model) -> int:
@@ -270,7 +292,8 @@ def parallelism_key(text: str | None) -> str:
 
 def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = None, kv_dtype: str | None = None,
               runtime: str | None = None, gpus=None, batch=None, prompt=None, output=None, depth=None,
-              parallelism: str | None = None, memory_gb=None, threads=None) -> Config:
+              parallelism: str | None = None, memory_gb=None, threads=None, layout: str | None = None,
+              network: str | None = None) -> Config:
     """Resolve names (forgivingly) and fill defaults; raise `AdvisorError` on anything wrong.
     ``memory_gb``: one of the memory sizes the hardware ships in (else the name's, else its default);
     ``threads``: the CPU threads of CPU inference (CPU entries only; default: every core);
@@ -295,4 +318,14 @@ def configure(cat: "Catalog", *, hardware: str, model: str, quant: str | None = 
     kv = cat.kv_dtype_named(kv_dtype) if kv_dtype else d.kv_dtype
     wl = Workload(batch=whole_number("batch", batch, 1), prompt_tokens=whole_number("prompt", prompt, DEFAULT_PROMPT),
                   output_tokens=whole_number("output", output, DEFAULT_OUTPUT), depth_tokens=whole_number("depth", depth, 0))
-    return Config(hw, m, q, kv, d.runtime, whole_number("gpus", gpus, 1), parallelism_key(parallelism), wl)
+    n = whole_number("gpus", gpus, 1)
+    lay = None
+    if layout is not None and str(layout).strip():
+        lay = parse_layout(layout, None, m.experts or 0)
+        if gpus is None or (isinstance(gpus, str) and not gpus.strip()):
+            n = lay.gpus     # --layout alone says how many
+        elif lay.gpus != n:
+            raise AdvisorError(f"--layout {layout} uses {lay.gpus} GPUs (TP × PP × DP), not the {n} of --gpus")
+    if network and str(network).strip() and str(network).strip() not in NETWORKS_GBIT_S:
+        raise AdvisorError(f"unknown network {network!r}: one of {', '.join(NETWORKS_GBIT_S)}")
+    return Config(hw, m, q, kv, d.runtime, n, parallelism_key(parallelism), wl, lay, (network or "").strip())

@@ -79,14 +79,20 @@ def attention_peak(h: Hardware, r: Runtime, kv: KvDtype) -> float:
 
 
 def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: Efficiency, gpus: int,
-               split: str, workload: Workload) -> Inputs:
-    """The kernel's inputs for one configuration (scalars)."""
+               split: str, workload: Workload, layout=None, network: str | None = None) -> Inputs:
+    """The kernel's inputs for one configuration (scalars); ``layout``: an `advisor.model.layout.Layout`
+    past one tensor-parallel group; ``network``: the network between nodes instead of the hardware's."""
     peak, used, _ = compute_peak(hw, runtime, quant)
-    return Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
-                  attn_peak_tflops=attention_peak(hw, runtime, kv),
-                  bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
-                  batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
-                  depth=workload.depth_tokens)
+    x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
+               attn_peak_tflops=attention_peak(hw, runtime, kv),
+               bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
+               batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
+               depth=workload.depth_tokens)
+    if network:
+        x = x.replace(network_gb_s=network_gb_s(hw, network))
+    if layout is not None and split == "tp":
+        x = x.replace(**layout.kernel_inputs())
+    return x
 
 
 class Tables:

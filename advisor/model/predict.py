@@ -105,7 +105,8 @@ class Prediction:
 def evaluate_config(cfg: Config, eff: Efficiency, **workload_arrays) -> Result:
     """The kernel for one configuration; ``workload_arrays`` (batch=, prompt=, …) replace the
     workload's scalars with arrays to trace a curve."""
-    x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, cfg.gpus, cfg.split, cfg.workload)
+    x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, cfg.gpus, cfg.split, cfg.workload,
+                   cfg.layout, cfg.network or None)
     if workload_arrays:
         x = x.replace(**workload_arrays)
     return evaluate(geometry(cfg.model), x)
@@ -162,7 +163,8 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -
     return Prediction(
         hardware=hw.name, model=cfg.model.name, quant=cfg.quant.name, kv_dtype=cfg.kv_dtype.name,
         runtime=cfg.runtime.name, gpus=gpus,
-        parallelism="tensor parallel" if split == "tp" else ("layer split (pipeline)" if gpus > 1 else "single device"),
+        parallelism=(cfg.layout.text() if cfg.layout is not None and split == "tp" else
+                     "tensor parallel" if split == "tp" else ("layer split (pipeline)" if gpus > 1 else "single device")),
         batch=w.batch, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens, depth_tokens=w.depth_tokens,
         weights_gb=weights, kv_gb=kv_total, workspace_gb=ws, overhead_gb=over,
         total_gb=weights + kv_total + ws + over, usable_gb=per_gpu_usable * gpus,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.data.catalog import MEMORY_SIZE_HINT, hardware_sized, with_threads
 from advisor.data.errors import AdvisorError
 from advisor.model.compat import formats_for, kv_dtypes_for, runtimes_for
+from advisor.model.layout import parse_layout
 from advisor.model.config import Config, with_defaults
 
 if TYPE_CHECKING:
@@ -108,6 +109,19 @@ def reconfigure(cat: "Catalog", base: Config, *, size_hint: str = MEMORY_SIZE_HI
     limited = fit_context(base, model, changes)
     if limited:
         notices.append(limited)
+    if "layout" in changes:   # text from a sizing file or a field ("" = none)
+        text = changes.pop("layout")
+        changes["layout"] = parse_layout(text, None, model.experts or 0) \
+            if isinstance(text, str) and text.strip() else (text or None)
+        if changes["layout"] is not None and "gpus" not in changes:
+            changes["gpus"] = changes["layout"].gpus
+    layout = changes.get("layout", base.layout)
+    if layout is not None and (int(changes.get("gpus", base.gpus)) != layout.gpus or rt.parallelism != "tp"
+                               or (layout.ep > 1 and (not model.experts or layout.ep > model.experts))):
+        # the layout no longer describes the GPUs, the runtime or the model: back to the plain split
+        changes["layout"] = None
+        notices.append(f"layout {layout.text()} cleared: it does not fit {model.name} on "
+                       f"{int(changes.get('gpus', base.gpus))} GPUs with {rt.name}")
     cfg = base.replace(hardware=hw, model=model, runtime=rt, quant=quant, kv_dtype=kv, **changes)
     try:
         cfg.check()

@@ -18,6 +18,7 @@ from advisor.data.catalog import Catalog
 from advisor.data.specs import Model
 from advisor.model.geometry import geometry
 from advisor.model.inputs import Tables, tables_for
+from advisor.model.layout import Layout
 from advisor.model.roofline import Result, Workload, evaluate
 
 
@@ -155,10 +156,10 @@ class Layouts:
                 rows.append((g, 1, g, True))
         return cls(rows)
 
-    def layout(self, i: int):
-        """Layout ``i`` as a `Layout` (advisor.plan.deployment's type is the same fields)."""
+    def layout(self, i: int) -> Layout:
+        """Layout ``i`` (for a plain row, tensor parallel over its GPUs)."""
         g, st, dp, ep = self.rows[i]
-        return {"gpus": g, "tp": g // (st * dp), "pp": st, "dp_attention": dp, "ep": g // st if ep else 1}
+        return Layout(tp=g // (st * dp), pp=st, dp_attention=dp, ep=g // st if ep else 1)
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -14,47 +14,9 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.data.errors import AdvisorError
+from advisor.model.layout import Layout
 
 ROLES = ("both", "prefill", "decode")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How one instance's GPUs split the model. ``gpus`` = tp × pp × dp_attention; expert
-    parallel (``ep`` > 1) spreads whole experts over the tp × dp_attention GPUs of a stage."""
-
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    dp_attention: int = 1
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.dp_attention
-
-    def check(self, experts: int = 0) -> None:
-        for name in ("tp", "pp", "ep", "dp_attention"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise AdvisorError(f"{name} must be a whole number of GPUs ≥ 1, got {v!r}")
-        if self.ep > 1:
-            if not experts:
-                raise AdvisorError("expert parallel (EP) needs a mixture-of-experts model; this one is dense")
-            if self.ep > experts:
-                raise AdvisorError(f"EP {self.ep} is larger than the model's {experts} experts")
-            if self.ep != self.tp * self.dp_attention:
-                raise AdvisorError(f"EP {self.ep} must span a stage's GPUs (TP {self.tp} × attention DP "
-                                   f"{self.dp_attention} = {self.tp * self.dp_attention})")
-
-    def text(self) -> str:
-        parts = [f"TP {self.tp}"] if self.tp > 1 or self.gpus == 1 else []
-        if self.dp_attention > 1:
-            parts.append(f"attention DP {self.dp_attention}")
-        if self.ep > 1:
-            parts.append(f"EP {self.ep}")
-        if self.pp > 1:
-            parts.append(f"PP {self.pp}")
-        return " + ".join(parts)
 
 
 @dataclass(frozen=True)

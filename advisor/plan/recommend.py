@@ -29,7 +29,7 @@ from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
 from advisor.model.devices import NETWORKS_GBIT_S, max_gpus
 from advisor.model.sweep import Layouts, sweep
 from advisor.plan import pricing
-from advisor.plan.deployment import Layout
+from advisor.model.layout import Layout
 from advisor.plan.launch import launch_line
 from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.reasons import Reason
@@ -507,9 +507,7 @@ def _build(rec: Recommendation, i: int) -> Candidate:
     usd, hour, note, extra = _candidate_prices(rec, hw, g, r)
     per_replica_users = int(a["users"][i])
     # users: all of them (the launch line splits them over the replicas)
-    lay = s.layouts.layout(int(s.layout[i]))
-    layout = Layout(tp=lay["tp"], pp=lay["pp"], ep=lay["ep"], dp_attention=lay["dp_attention"]) \
-        if rt.parallelism == "tp" else Layout()
+    layout = s.layouts.layout(int(s.layout[i])) if rt.parallelism == "tp" else Layout()
     c = Candidate(hw, rt, q, kv, g, rec.users, float(a["ttft"][i]), float(a["ttft_safe"][i]),
                   float(a["tok"][i]), float(a["tok_safe"][i]), float(a["throughput"][i]), float(a["needed"][i]),
                   float(a["usable"][i]), int(a["max_batch"][i]), int(a["max_context"][i]),

@@ -14,7 +14,7 @@ from advisor.model.devices import domain_gpus, network_gb_s
 from advisor.model.geometry import geometry
 from advisor.model.roofline import COMBINE_BYTES, DISPATCH_BYTES, LINK_EFFICIENCY, Workload
 from advisor.model.sweep import Layouts, sweep
-from advisor.plan.deployment import Layout
+from advisor.model.layout import Layout, parse_layout
 from advisor.plan.recommend import Requirements, recommend
 
 
@@ -166,3 +166,57 @@ def test_recommend_answers_thousands_of_users_with_multi_node_instances(cat):
     assert not Requirements(model=cat.models["llama-3.1-8b"], users=10).cluster_sizes()
     assert Requirements(model=cat.models["llama-3.1-8b"], users=10, max_gpus=64).cluster_sizes()
     assert math.isfinite(best.ttft_ms)
+
+
+def test_layout_text_reads_what_people_write():
+    assert parse_layout("TP8+PP2") == Layout(tp=8, pp=2)
+    assert parse_layout("dp16+ep16", 16, experts=256) == Layout(tp=1, dp_attention=16, ep=16)
+    assert parse_layout("ep32", experts=256) == Layout(tp=1, dp_attention=32, ep=32)
+    assert parse_layout("tp8 pp2").key() == "tp8+pp2" and parse_layout("dp16+ep16", experts=256).key() == "dp16+ep16"
+    for bad, why in (("tp8+tp2", "twice"), ("zz4", "not a part"), ("", "empty"), ("tp0", "not a part"),
+                     ("ep16", "experts")):
+        with pytest.raises(AdvisorError, match=why):
+            parse_layout(bad, experts=8)
+    with pytest.raises(AdvisorError, match="not the 8"):
+        parse_layout("tp8+pp2", 8)
+
+
+def test_predict_takes_a_layout_and_a_network_and_refuses_bad_topology(cat, capsys):
+    from advisor.cli.main import main
+    from advisor.model.config import configure
+    from advisor.model.predict import predict
+
+    cfg = configure(cat, hardware="h100-sxm5-80gb", model="deepseek-r1", runtime="sglang", layout="dp16+ep16",
+                    batch=256)
+    assert cfg.gpus == 16 and cfg.layout.ep == 16
+    p = predict(cat, cfg)
+    assert p.fits and "EP 16" in p.parallelism
+    slow = predict(cat, configure(cat, hardware="h100-sxm5-80gb", model="deepseek-r1", runtime="sglang",
+                                  layout="dp16+ep16", batch=256, network="eth-25"))
+    assert slow.ttft_ms > p.ttft_ms
+    for argv, why in ((["--model", "mixtral-8x7b", "--hardware", "h100-sxm5-80gb", "--layout", "ep16"], "experts"),
+                      (["--model", "llama-3.1-8b", "--hardware", "l40s", "--gpus", "72"], "--network"),
+                      (["--model", "llama-3.1-8b", "--hardware", "rtx-4090", "--network", "ib-ndr"], "clusters"),
+                      (["--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--network", "ib-zzz"], "unknown network"),
+                      (["--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--layout", "tp8+pp2", "--gpus", "8"],
+                       "not the 8"),
+                      (["--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--runtime", "llama.cpp", "--gpus",
+                        "16"], "one machine")):
+        assert main(["predict", *argv]) == 2
+        err = capsys.readouterr().err
+        assert why in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_reconfigure_keeps_a_layout_while_it_fits_and_says_when_it_clears_it(cat):
+    from advisor.model.config import configure
+    from advisor.model.reconfigure import reconfigure
+
+    base = configure(cat, hardware="h100-sxm5-80gb", model="deepseek-r1", runtime="sglang", layout="dp16+ep16")
+    kept = reconfigure(cat, base, batch=64)
+    assert kept.config.layout == base.layout and not kept.notices
+    dense = reconfigure(cat, base, model="llama-3.1-405b")
+    assert dense.config.layout is None and any("cleared" in n for n in dense.notices)
+    loaded = reconfigure(cat, configure(cat, hardware="h100-sxm5-80gb", model="deepseek-r1", runtime="sglang"),
+                         layout="tp8+pp2")
+    assert loaded.config.gpus == 16 and loaded.config.layout.pp == 2
+    assert loaded.config.keys()["layout"] == "tp8+pp2"
