@@ -9,6 +9,7 @@ the column function of the section it comes from, and use it in the kernel.
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import TYPE_CHECKING, Sequence
 
@@ -79,9 +80,11 @@ def attention_peak(h: Hardware, r: Runtime, kv: KvDtype) -> float:
 
 
 def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: Efficiency, gpus: int,
-               split: str, workload: Workload, layout=None, network: str | None = None) -> Inputs:
+               split: str, workload: Workload, layout=None, network: str | None = None,
+               cap_tok_s: float = np.inf) -> Inputs:
     """The kernel's inputs for one configuration (scalars); ``layout``: an `advisor.model.layout.Layout`
-    past one tensor-parallel group; ``network``: the network between nodes instead of the hardware's."""
+    past one tensor-parallel group; ``network``: the network between nodes instead of the hardware's;
+    ``cap_tok_s``: a vendor's published maximum for the instance (`advisor.model.ceilings`)."""
     peak, used, _ = compute_peak(hw, runtime, quant)
     x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
                attn_peak_tflops=attention_peak(hw, runtime, kv),
@@ -92,6 +95,8 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
         x = x.replace(network_gb_s=network_gb_s(hw, network))
     if layout is not None and split == "tp":
         x = x.replace(**layout.kernel_inputs())
+    if math.isfinite(cap_tok_s):
+        x = x.replace(throughput_cap_tok_s=cap_tok_s)
     return x
 
 
@@ -188,6 +193,29 @@ class Tables:
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
             gpus=g, eff=self.catalog_eff(h, r, q) if eff is None else eff,
             batch=batch, prompt=prompt, output=output, depth=depth)
+
+    def ceilings(self, model, workload: Workload) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per (hardware, format): the vendor's published maximum per GPU for ``model`` at these
+        lengths (inf where none applies) and the GPUs of the vendor's system (the widest instance it
+        bounds), or None where none applies anywhere (the usual case)."""
+        from advisor.model.ceilings import ceiling_row
+        from advisor.data.vendor_max import shipped_vendor_max
+
+        rows = [r for r in shipped_vendor_max() if r.model == model.key]
+        if not rows:
+            return None
+        out = np.full((len(self.hardware), len(self.quants)), np.inf)
+        widest = np.zeros((len(self.hardware), len(self.quants)))
+        by_key = {h.key: h for h in self.hardware}
+        families = {(by_key[r.hardware].vendor, by_key[r.hardware].family) for r in rows if r.hardware in by_key}
+        for i, h in enumerate(self.hardware):
+            if (h.vendor, h.family) not in families:
+                continue
+            for j, q in enumerate(self.quants):
+                c = ceiling_row(h, model, q, workload.prompt_tokens, workload.output_tokens, rows, by_key)
+                if c is not None:
+                    out[i, j], widest[i, j] = c.per_gpu_tok_s, c.row.gpus
+        return (out, widest) if np.isfinite(out).any() else None
 
     def network_for(self, network: str) -> np.ndarray:
         """The network column with ``network`` (a key of NETWORKS_GBIT_S) on every cluster hardware."""

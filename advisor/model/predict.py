@@ -8,6 +8,8 @@ prefill, decode and each operator class of the decode step against the device's 
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ from advisor.data.errors import AdvisorError
 from advisor.model.config import Config
 from advisor.model.efficiency import Efficiency, efficiency_for, evidence, linear_fraction, widened
 from advisor.model.geometry import geometry, weight_bits
+from advisor.model.ceilings import ceiling_note, ceiling_tok_s, config_ceiling
 from advisor.model.inputs import compute_peak, inputs_for
 from advisor.model.notes import prediction_notes
 from advisor.model.roofline import MAX_BATCH, MAX_CONTEXT_TOKENS, Result, evaluate
@@ -102,11 +105,24 @@ class Prediction:
 
 
 
+def ceiling_at(cfg: Config, **workload_arrays):
+    """The vendor's published maximum that bounds ``cfg`` (`advisor.model.ceilings`) at the lengths of
+    ``workload_arrays`` where they are single numbers (a serving load's), else the configuration's."""
+    w = cfg.workload
+    lengths = {}
+    for name, field in (("prompt", "prompt_tokens"), ("output", "output_tokens"), ("depth", "depth_tokens")):
+        v = workload_arrays.get(name)
+        lengths[field] = int(v) if v is not None and np.ndim(v) == 0 else getattr(w, field)
+    if lengths != {f: getattr(w, f) for f in lengths}:
+        cfg = cfg.replace(workload=dataclasses.replace(w, **lengths))
+    return config_ceiling(cfg)
+
+
 def evaluate_config(cfg: Config, eff: Efficiency, **workload_arrays) -> Result:
     """The kernel for one configuration; ``workload_arrays`` (batch=, prompt=, …) replace the
     workload's scalars with arrays to trace a curve."""
     x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, cfg.gpus, cfg.split, cfg.workload,
-                   cfg.layout, cfg.network or None)
+                   cfg.layout, cfg.network or None, ceiling_tok_s(ceiling_at(cfg, **workload_arrays), cfg.gpus))
     if workload_arrays:
         x = x.replace(**workload_arrays)
     return evaluate(geometry(cfg.model), x)
@@ -160,6 +176,9 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -
                              kv_gpu_gb=v["kv_gpu_bytes"] / GB, kv_budget_gpu_gb=v["kv_budget_gpu_bytes"] / GB,
                              peak=peak, used_dtype=used_dtype, wanted_dtype=wanted_dtype,
                              **_tier_gb(r))
+    row = config_ceiling(cfg)
+    if row is not None and w.batch * v["decode_tok_s"] >= 0.999 * ceiling_tok_s(row, gpus):
+        notes.append(ceiling_note(row, hw))   # the vendor's figure, not the roofline, set the speed
     return Prediction(
         hardware=hw.name, model=cfg.model.name, quant=cfg.quant.name, kv_dtype=cfg.kv_dtype.name,
         runtime=cfg.runtime.name, gpus=gpus,

@@ -129,6 +129,10 @@ class Inputs:
     #: over the network, ``network_gb_s`` per GPU and direction (nan: none)
     domain_gpus: Any = np.inf
     network_gb_s: Any = np.nan
+    #: the most output tokens per second the instance can give: a vendor's published maximum for this
+    #: model on this hardware (`advisor.model.ceilings`); inf = none. A decode step of B sequences
+    #: takes at least B / this.
+    throughput_cap_tok_s: Any = np.inf
 
     def replace(self, **changes: Any) -> "Inputs":
         return replace(self, **changes)
@@ -289,6 +293,7 @@ class _Arrays:
         self.eager = _arr(moe_layers * np.asarray(x.prefill_moe_layer_us, float)
                           + complex_layers * np.asarray(x.prefill_complex_layer_us, float), ft) * 1e-6
         self.kv = _Kv(g, self, _arr(x.kv_bits, ft))
+        self.cap = x.throughput_cap_tok_s
         # the techniques' inputs: None where they are at their defaults, so that the plain path
         # runs exactly the arithmetic it always did
         q = np.asarray(x.query_tokens)
@@ -573,6 +578,11 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     t_step = t_step + fixed_comm
     t_step_ceil = simpson(ideal)
     t_step_first = np.fmax(*attained[0]) + fixed_comm
+    cap = np.asarray(a.cap)
+    if np.any(np.isfinite(cap)):
+        # never faster than the vendor publishes for this model on this hardware
+        floor = B / _arr(cap, a.ft)
+        t_step, t_step_first = np.fmax(t_step, floor), np.fmax(t_step_first, floor)
     mid_kv = Bg * (kv.read(cm) * pp)
     mid_bytes = w_tp + mid_kv
     mid_flops = dec_flops_lin * lin_share + Bgq * attn_flops(cm) / tp if a.wide \
@@ -586,6 +596,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     knee = bytes_read(g, bits, 1.0) / tp * peak / (bw * f1)
     low = decode_tok_s * a.decode_band[0]
     high = np.fmin(decode_tok_s * a.decode_band[1], ceiling)  # never above the roofline
+    if np.any(np.isfinite(cap)):
+        high = np.fmin(high, _arr(cap, a.ft) / B)          # nor above the vendor's published maximum
     return {
         "decode_tok_s": decode_tok_s, "decode_low_tok_s": low, "decode_high_tok_s": high,
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,

@@ -501,7 +501,8 @@ def serve(cat, cfg, load: Load) -> ServeReport:
     from advisor.model.efficiency import efficiency_for, evidence, widened
     from advisor.model.config import context_note, context_refusal
     from advisor.model.notes import efficiency_note
-    from advisor.model.predict import evaluate_config
+    from advisor.model.ceilings import ceiling_note, ceiling_tok_s
+    from advisor.model.predict import ceiling_at, evaluate_config
 
     load.check()
     cfg.check(check_context=False)
@@ -527,6 +528,13 @@ def serve(cat, cfg, load: Load) -> ServeReport:
             "request_rate_rps", "running_batch", "queue", "capacity")}
         bound, saturated = str(np.asarray(s.bound).reshape(-1)[0]), bool(np.asarray(s.saturated).reshape(-1)[0])
         v.update(band_of(costs, load, eff))
+        ceiling = ceiling_at(cfg, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
+        cap = ceiling_tok_s(ceiling, cfg.gpus)
+        if math.isfinite(cap):
+            # the band's optimistic edge stops at the vendor's published maximum as the estimate does
+            v["throughput_high_tok_s"] = min(v["throughput_high_tok_s"], cap)
+            if v["throughput_tok_s"] >= 0.98 * cap:
+                notes.append(ceiling_note(ceiling, cfg.hardware))
     else:
         v = dict.fromkeys(("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "itl_ms", "itl_p90_ms", "e2e_ms",
                            "throughput_tok_s", "request_rate_rps", "running_batch", "queue"), math.nan)

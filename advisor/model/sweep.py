@@ -215,6 +215,7 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
     # one, so numpy's inner loops run over configurations (a short last axis is ~20× slower)
     geo = geometry(model)
     g_f = g.astype(np.float32)
+    caps = t.ceilings(model, workload)   # vendors' published maxima per GPU (None: none for this model)
     results, sizes = [], []
     chunk = max(CHUNK_ELEMENTS // batches.size, 1)
     for start in range(0, max(h.size, 1), chunk):
@@ -226,6 +227,9 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
             lp = li[None, part]
             x = x.replace(stages=lay.stages[lp], attention_dp=lay.dp[lp], expert_parallel=lay.ep[lp],
                           network_gb_s=net[h[None, part]])
+        if caps is not None:
+            per_gpu, widest = caps[0][h[None, part], q[None, part]], caps[1][h[None, part], q[None, part]]
+            x = x.replace(throughput_cap_tok_s=np.where(g_f[None, part] <= widest, per_gpu * g_f[None, part], np.inf))
         results.append(evaluate(geo, x, memory_only=memory_only, dtype=np.float32))
         sizes.append(int(h[part].size))
     return SweepResult(model, t, (h, r, q, k, g), batches, FlatValues(results, batches.size, sizes), lay, li)
