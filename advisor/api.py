@@ -57,6 +57,7 @@ __all__ = [
     "BenchRecord", "read_results", "MeasuredComparison", "MeasuredOverrides", "compare_measured", "summarise_measured",
     "measure_endpoint", "measured_records", "MEASURED_LABELS", "MEASURED_UNITS", "measured_load_text",
     "measured_metric_text", "measured_report_section", "PersonalFit", "fit_mine", "save_mine", "reset_mine",
+    "EXPORT_KINDS", "export_deployment",
 ]
 
 from advisor.model.compat import Choice, formats_for, kv_dtypes_for, runtimes_for
@@ -116,6 +117,20 @@ from advisor.text.techniques import technique_details, technique_rows
 from advisor.text.report import measured_section as _measured_section
 from advisor.text.report import (ReportContent, SourceEntry, Table as ReportTable, catalog_data_date,
                                  report_from_config, report_from_requirements)
+
+
+#: the files a recommended configuration can be written as (`export_deployment`)
+EXPORT_KINDS = ("compose", "llm-d", "launch")
+
+
+def export_deployment(candidate: Candidate, req: Requirements, kind: str, folder) -> list:
+    """Write ``candidate`` as deployment files of ``kind`` (docker compose for one machine, llm-d Helm
+    values, or the engine's per-node launch scripts) into ``folder``; the paths written.
+    `AdvisorError` for a kind that cannot express it or a folder that cannot be written."""
+    from advisor.plan import exports
+    from advisor.plan.deployment import from_candidate
+
+    return exports.write(from_candidate(candidate, req), kind, folder)
 
 
 def load_catalog(user: bool = True) -> Catalog:

@@ -128,7 +128,9 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         life_years=_number("life-years", getattr(args, "life_years", None)) or DEFAULT_LIFE_YEARS,
         hours_per_day=_number("hours-per-day", getattr(args, "hours_per_day", None)),
         usd_per_kwh=_number("usd-per-kwh", getattr(args, "usd_per_kwh", None)),
-        own_host=bool(getattr(args, "own_host", False)), network=getattr(args, "network", None) or "", **mix,
+        own_host=bool(getattr(args, "own_host", False)), network=getattr(args, "network", None) or "",
+        # --max-gpus past a node asks for instances across nodes
+        across_nodes=True if (_number("max-gpus", args.max_gpus, int) or 0) > 8 else None, **mix,
     )
 
 

@@ -97,6 +97,8 @@ class Requirements:
     usd_per_kwh: float | None = None         # buy: your electricity rate (else the catalog's tariff)
     own_host: bool = False                   # buy: the cards go in a machine you have (cards only)
     network: str = ""                        # the network between nodes (NETWORKS_GBIT_S), else each hardware's own
+    #: instances across nodes: True always, False never, None when the model or the load calls for them
+    across_nodes: bool | None = None
 
     @property
     def context(self) -> int:
@@ -172,11 +174,12 @@ class Requirements:
             raise AdvisorError(f"unknown network {self.network!r}: one of {', '.join(NETWORKS_GBIT_S)}")
 
     def cluster_sizes(self) -> bool:
-        """Whether instances past one machine are tried: a model too large for a node at 16-bit, a
-        load of thousands, or --max-gpus past a node."""
+        """Whether instances past one machine are tried: when asked (`across_nodes`; the CLI asks when
+        --max-gpus passes a node), else for a model too large for a node at 16-bit or a load of thousands."""
+        if self.across_nodes is not None:
+            return self.across_nodes
         params = self.model.params_total_b * 1e9
-        return (self.max_gpus or 0) > GPU_COUNTS[-1] or params >= CLUSTER_PARAMS \
-            or (self.users or 0) >= CLUSTER_USERS or (self.rps or 0) >= CLUSTER_RPS
+        return params >= CLUSTER_PARAMS or (self.users or 0) >= CLUSTER_USERS or (self.rps or 0) >= CLUSTER_RPS
 
 
 @dataclass

@@ -599,3 +599,10 @@ def test_errors_are_one_line(tmp_path):
     with pytest.raises(AdvisorError) as engine:
         exports.render(plan("mlx", Pool("both", "apple-m2-max-38c", "M2 Max", Layout())), "launch")
     assert "mlx" in one_line_error(engine)
+
+
+def test_the_api_offers_every_kind_the_exports_render():
+    from advisor import api
+    from advisor.plan import exports
+
+    assert api.EXPORT_KINDS == exports.KINDS

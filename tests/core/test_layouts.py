@@ -162,9 +162,10 @@ def test_recommend_answers_thousands_of_users_with_multi_node_instances(cat):
     # a small model for a few users stays on one machine: no instance past a node is even tried
     small = recommend(cat, Requirements(model=cat.models["llama-3.1-8b"], users=10, hardware=("h100-sxm5-80gb",)))
     assert max(c.gpus for c in small.all()) <= 8
-    # --max-gpus past a node opens them
+    # asked for (the CLI asks when --max-gpus passes a node), or not at all
     assert not Requirements(model=cat.models["llama-3.1-8b"], users=10).cluster_sizes()
-    assert Requirements(model=cat.models["llama-3.1-8b"], users=10, max_gpus=64).cluster_sizes()
+    assert Requirements(model=cat.models["llama-3.1-8b"], users=10, across_nodes=True).cluster_sizes()
+    assert not Requirements(model=cat.models["deepseek-r1"], users=10, across_nodes=False).cluster_sizes()
     assert math.isfinite(best.ttft_ms)
 
 

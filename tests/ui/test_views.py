@@ -319,3 +319,36 @@ def test_recolours_when_the_system_switches_light_and_dark(window):
     window.show_view("curves")
     window._on_color_scheme_changed()  # what Qt calls on a system switch; must not fail
     assert all(isinstance(w, pg.GraphicsView) for w in window.findChildren(pg.GraphicsView))
+
+
+@pytest.mark.slow   # over half a second here: a recommendation of DeepSeek-R1 across nodes
+def test_a_recommendation_across_nodes_shows_its_layout_and_exports(window, qtbot, tmp_path):
+    """DeepSeek-R1 for 2,000 users on datacenter GPUs: rows across nodes show their layout and power;
+    Export deployment writes the engine's per-node scripts, and a compose file for a plan across
+    machines is refused in the status bar with nothing written."""
+    s = window.session
+    assert s.set_inputs(model="deepseek-r1", hardware="h100-sxm5-80gb", batch=2000)
+    view = window.recommend
+    view.spin_max_gpus.setValue(4096)
+    view.combo_vendor.setCurrentIndex(view.combo_vendor.findData("NVIDIA"))
+    view.combo_kind.setCurrentIndex(view.combo_kind.findData("datacenter"))
+    view.spin_min_bits.setValue(8)
+    window.show_view("recommend")
+    qtbot.waitUntil(lambda: view.model.rowCount() > 0 and not view.computing and not view.first_look, timeout=60000)
+    layout_col = [c.title for c in view.model.columns].index("Layout")
+    power_col = [c.title for c in view.model.columns].index("Power kW")
+    rows = [r for r in range(view.model.rowCount()) if "nodes" in view.model.cell_text(r, layout_col)]
+    assert rows, "no configuration across nodes"
+    r = rows[0]
+    assert view.model.cell_text(r, power_col) not in ("", "—")
+    view.table.selectRow(view.proxy.mapFromSource(view.model.index(r, 0)).row())
+    c = view.selected()
+    assert c.nodes > 1
+    written = view.export_selected("launch", str(tmp_path / "launch"))
+    assert written and all(p.exists() for p in written) and written[0].name == "node0.sh"
+    messages = []
+    s.sig_message.connect(messages.append)
+    assert view.export_selected("compose", str(tmp_path / "compose")) == []
+    assert messages and "Not exported" in messages[-1] and not (tmp_path / "compose").exists()
+    view.load_selected()   # the layout comes along into the inputs
+    assert s.cfg.gpus == c.gpus and (s.cfg.layout is None or s.cfg.layout == c.layout)

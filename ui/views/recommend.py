@@ -85,6 +85,13 @@ COLUMNS = [
     Column("Hardware", lambda c: c.hardware.name),
     Column("GPUs", lambda c: int(c.gpus * c.replicas), "All GPUs: replicas × GPUs per replica",
            row_tip=lambda c: c.label),
+    Column("Layout", lambda c: c.split_text if c.gpus > 1 else "", "How one replica's GPUs split the model: tensor "
+           "parallel (TP), pipeline stages (PP), data-parallel attention with experts spread whole (EP), and the "
+           "nodes it spans"),
+    Column("Power kW", lambda c: float(c.power_kw) if c.power_kw else None,
+           "Every GPU at its board power (the draw's ceiling; hosts and network not counted)",
+           row_tip=lambda c: f"{num(c.joules_per_token)} J per output token at the predicted throughput"
+           if c.joules_per_token else ""),
     Column("Quality", lambda c: c.quality, "The release format is the reference; else llama.cpp's KL divergence "
                                            "on Llama-3-8B, or unmeasured"),
     Column("Verdict", lambda c: VERDICT_CELL[c.tier][0], "Meets with margin: every target met at the pessimistic "
@@ -138,8 +145,7 @@ class RecommendView(QWidget, RowsTab):
         self.spin_max_gpus.setValue(64)
         self.spin_max_gpus.setPrefix("≤ ")
         self.spin_max_gpus.setSuffix(" GPUs")
-        self.spin_max_gpus.setToolTip("Most GPUs a candidate may use in all, replicas included (one replica is a "
-                                      "group of up to 8 GPUs in one node)")
+        self.spin_max_gpus.setToolTip("Most GPUs a candidate may use in all, replicas included (--max-gpus)")
         self.check_pareto = QCheckBox("Pareto only")
         self.check_pareto.setToolTip("Show only rows that nothing else beats on both cost and speed (★)")
         self.check_group = QCheckBox("By hardware")
@@ -192,15 +198,20 @@ class RecommendView(QWidget, RowsTab):
         self.act_copy_launch.triggered.connect(self.copy_launch)
         self.act_load = QAction("Load into inputs", self.table)
         self.act_load.triggered.connect(self.load_selected)
+        self.act_export = QAction("Export deployment…", self.table)
+        self.act_export.setToolTip("Write the selected row as a docker compose file, llm-d Helm values or the "
+                                   "engine's per-node launch scripts")
+        self.act_export.triggered.connect(self.export_selected)
         self.table.addAction(self.act_copy_launch)
         self.table.addAction(self.act_load)
+        self.table.addAction(self.act_export)
         self.spin_max_gpus.valueChanged.connect(self.schedule)
         self.check_safe.toggled.connect(self.schedule)
         for w in (self.combo_cost_basis, self.combo_kind, self.combo_vendor):
             w.currentIndexChanged.connect(self.schedule)
         for w in (self.spin_context, self.spin_min_bits, self.spin_budget_usd, self.spin_budget_usd_hour, self.spin_think_s):
             w.valueChanged.connect(self.schedule)
-        for w in (self.check_spec, self.check_offload, self.check_burst):
+        for w in (self.check_spec, self.check_offload, self.check_burst, self.check_nodes):
             w.toggled.connect(self.schedule)
         self.btn_load.clicked.connect(self.load_selected)
         self.btn_copy.clicked.connect(self.copy_launch)
@@ -241,6 +252,11 @@ class RecommendView(QWidget, RowsTab):
         self.spin_think_s.setSuffix(" s think")
         self.spin_think_s.setSpecialValueText("no think")
         self.spin_think_s.setToolTip("Seconds a user waits between a response and the next request (--think-s)")
+        self.check_nodes = QCheckBox("Across nodes")
+        self.check_nodes.setObjectName("recommend_across_nodes")
+        self.check_nodes.setToolTip("Also try instances of 16–72 GPUs across nodes (TP 8 in pipeline stages; MoE: "
+                                    "wide expert parallel). Tried anyway for models of 150B+ parameters and loads "
+                                    "of 1,000+ users")
         self.spin_context = QSpinBox()
         self.spin_context.setRange(0, 10_000_000)
         self.spin_context.setSingleStep(1024)
@@ -285,7 +301,7 @@ class RecommendView(QWidget, RowsTab):
                   self.check_safe):
             asked.addWidget(w)
         for w in (self.spin_budget_usd, self.spin_budget_usd_hour, self.check_spec, self.check_offload,
-                  self.check_burst, self.spin_think_s):
+                  self.check_burst, self.check_nodes, self.spin_think_s):
             allowed.addWidget(w)
         asked.addStretch(1)
         allowed.addStretch(1)
@@ -305,7 +321,8 @@ class RecommendView(QWidget, RowsTab):
                 "hardware_kinds": (kind,) if kind else (), "vendors": (vendor,) if vendor else (),
                 "budget_usd": self.spin_budget_usd.value() or None,
                 "budget_usd_hour": self.spin_budget_usd_hour.value() or None,
-                "max_gpus": self.spin_max_gpus.value(), "safe": self.check_safe.isChecked()}
+                "max_gpus": self.spin_max_gpus.value(), "safe": self.check_safe.isChecked(),
+                "across_nodes": True if self.check_nodes.isChecked() else None}
 
     # ------------------------------------------------------------------
     def requirements(self) -> "api.Requirements":
@@ -468,6 +485,38 @@ class RecommendView(QWidget, RowsTab):
         QGuiApplication.clipboard().setText(c.launch)
         each = f" (on each of the {c.replicas} replicas, behind one load balancer)" if c.replicas > 1 else ""
         self.session.sig_message.emit(f"Launch line copied to the clipboard{each}")
+
+    def export_selected(self, kind: str | None = None, folder: str | None = None) -> list:
+        """Write the selected row as deployment files (asks for the kind and folder unless given);
+        what cannot be written (a compose file for a plan across machines, a folder not writable) is
+        said in the status bar and nothing else happens."""
+        c = self.selected()
+        if c is None or self.rec is None:
+            return []
+        if not c.launch:
+            self.session.sig_message.emit(f"Nothing to export: {c.runtime.name} is a hosted service or vendor appliance")
+            return []
+        if kind is None:
+            from PySide6.QtWidgets import QInputDialog
+
+            kinds = list(api.EXPORT_KINDS)
+            default = 0 if c.nodes * c.replicas == 1 or (c.nodes == 1 and c.gpus * c.replicas <= 8) else 2
+            kind, ok = QInputDialog.getItem(self, "Export deployment", "Files to write:", kinds, default, False)
+            if not ok:
+                return []
+        if folder is None:
+            from PySide6.QtWidgets import QFileDialog
+
+            folder = QFileDialog.getExistingDirectory(self, f"Folder for the {kind} files")
+            if not folder:
+                return []
+        try:
+            written = api.export_deployment(c, self.rec.requirements, kind, folder)
+        except api.AdvisorError as exc:
+            self.session.sig_message.emit(f"Not exported: {exc}")
+            return []
+        self.session.sig_message.emit(f"Wrote {', '.join(p.name for p in written)} to {folder}")
+        return written
 
     @property
     def busy(self) -> bool:
