@@ -533,8 +533,11 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     prompt, output = req.prompt_tokens, max(req.output_tokens, 2 if not req.burst else req.output_tokens)
     batch = max(1, rec.users if req.burst else int(round(min(max(c.running_batch, 1.0), max(c.max_batch, 1)))))
     extra_ctx = req.context - req.prompt_tokens - req.output_tokens
+    # the chosen configuration as it runs: its layout past one tensor-parallel group and the network
+    plain = c.layout.gpus != c.gpus or (c.layout.pp == 1 and c.layout.dp_attention == 1 and c.layout.ep == 1)
     cfg = Config(c.hardware, req.model, c.quant, c.kv_dtype, c.runtime, c.gpus, "",
-                 Workload(batch=batch, prompt_tokens=prompt, output_tokens=output))
+                 Workload(batch=batch, prompt_tokens=prompt, output_tokens=output),
+                 None if plain else c.layout, req.network)
     serving = None
     if not req.burst and output >= 2 and prompt >= 1:
         load = Load(kind="open" if rec.load_kind == "open" else "closed", concurrency=float(rec.users),
@@ -549,7 +552,9 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     cost = _cost(c, rec.cost_basis)
     what = f"{c.label} at {c.quant.name} with {c.runtime.name}"
     numbers = (f"TTFT {duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)}), {num(c.tok_s)} tok/s per user "
-               f"({num(kl)}–{num(kh)}), room for {c.max_batch:,} users at {req.context:,} tokens")
+               f"({num(kl)}–{num(kh)}), room for {c.max_batch:,} users at {req.context:,} tokens"
+               + (f", {num(c.power_kw)} kW at board power ({num(c.joules_per_token)} J per output token)"
+                  if c.power_kw and c.joules_per_token else ""))
     if best:
         verdict = ("It meets every target at the pessimistic edge of its bands." if c.tier == "margin" else
                    f"It {candidate_verdict(c)}.")
