@@ -27,7 +27,7 @@ DEFAULT_PROMPT, DEFAULT_OUTPUT = 1024, 256
 SERVE_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "threads", "prompt",
                       "output", "concurrency", "rate", "offline", "think_s", "prefix_hit", "prompt_spread", "lengths",
                       "max_seqs", "chunk_tokens", "requests", "sweep", "json", "disaggregate", "prefill_instances",
-                      "decode_instances", "prefill_gpus", "ttft_ms", "tok_s")
+                      "decode_instances", "prefill_gpus", "prefill_hardware", "ttft_ms", "tok_s")
 
 
 def _fraction(name: str, text: Any, default: float = 0.0) -> float:
@@ -170,12 +170,15 @@ def _disaggregated(cat: Catalog, cfg, load: Load, args: argparse.Namespace) -> i
                          prefill_instances=_count("prefill-instances", args.prefill_instances),
                          decode_instances=_count("decode-instances", args.decode_instances),
                          ttft_ms=_optional_number("ttft-ms", args.ttft_ms), tok_s=_optional_number("tok-s", args.tok_s),
-                         prefill_gpus=_count("prefill-gpus", getattr(args, "prefill_gpus", None)))
+                         prefill_gpus=_count("prefill-gpus", getattr(args, "prefill_gpus", None)),
+                         prefill_hardware=cat.hardware_named(args.prefill_hardware)
+                         if getattr(args, "prefill_hardware", None) else None)
     if args.json:
         print(json_text(split.to_dict()))
         return EXIT_OK if split.meets else EXIT_UNMET
     inst = f"{split.gpus_per_instance} × {split.hardware}" if split.gpus_per_instance > 1 else split.hardware
-    pinst = f"{split.prefill_gpus} × {split.hardware}" if split.prefill_gpus > 1 else split.hardware
+    phw = split.prefill_hardware or split.hardware
+    pinst = f"{split.prefill_gpus} × {phw}" if split.prefill_gpus > 1 else phw
     print(f"{split.model} · {split.runtime}; each prefill instance {pinst}, each decode instance {inst}")
     print(f"load: {_load_text(load)}; prompt {load.prompt_tokens:,}, output {load.output_tokens:,} tokens\n")
     print(f"Disaggregated: {split.prefill_instances} prefill + {split.decode_instances} decode instance(s) = "
@@ -224,7 +227,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      prompt_spread=args.prompt_spread, lengths=args.lengths,
                      chunk_tokens=args.chunk_tokens, requests=args.requests)
     if args.disaggregate or any(v is not None for v in (args.prefill_instances, args.decode_instances,
-                                                        getattr(args, "prefill_gpus", None))):
+                                                        getattr(args, "prefill_gpus", None),
+                                                        getattr(args, "prefill_hardware", None))):
         return _disaggregated(cat, cfg, load, args)
     for flag, value in (("--ttft-ms", args.ttft_ms), ("--tok-s", args.tok_s)):
         if value is not None:   # once silently ignored
@@ -291,6 +295,9 @@ def register(sub) -> None:
     p.add_argument("--disaggregate", action="store_true",
                    help="prompts and decoding on separate instances: how many of each, and the KV hand-over")
     p.add_argument("--prefill-instances", dest="prefill_instances", help="with --disaggregate: fix the prefill pool")
+    p.add_argument("--prefill-hardware", dest="prefill_hardware",
+                   help="with --disaggregate: the prefill pool on another GPU type (same runtime, weights and KV "
+                        "cache); the KV cache then moves over the network between nodes")
     p.add_argument("--decode-instances", dest="decode_instances", help="with --disaggregate: fix the decode pool")
     p.add_argument("--prefill-gpus", dest="prefill_gpus",
                    help="with --disaggregate: GPUs per prefill instance (default: the size, 1-8, that needs the "

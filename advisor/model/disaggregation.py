@@ -13,9 +13,13 @@ configuration ``cfg`` (its GPU count is the instance's tensor/pipeline group).
                        Factory Physics, §8.4): wait = (c_a² + c_s²)/2 · ρ^(√(2(p+1)) − 1) /
                        (p (1 − ρ)) · t_p, c_a² = 1 (random arrivals), c_s² = 0 (a fixed prompt);
                        exact for p = 1 (M/D/1)
-    hand-over          the prompt's KV cache, per GPU, over the GPU-to-GPU link:
-                       t_kv = KV(prompt) / link bandwidth (not overlapped with the prefill:
+    hand-over          the prompt's KV cache, per GPU, over the GPU-to-GPU link where both pools
+                       share one scale-up domain, else over the network between nodes (RDMA, as
+                       NIXL and Mooncake move it; the slower of the two pools' networks):
+                       t_kv = KV(prompt) / bandwidth (not overlapped with the prefill:
                        conservative; layer-by-layer streaming hides part of it)
+    prefill hardware   the prefill pool may be another GPU type than the decode pool (a prompt is
+                       compute, a decode step memory): ``prefill_hardware``
     decode instance    decode-only steps, τ(b) = τ_dec(b) from the kernel; b ≤ min(KV capacity,
                        max sequences); d instances, Little's law X = d · b / (D · τ(b))
     TTFT               wait + t_p + t_kv (the prefill produces the first token)
@@ -35,7 +39,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from advisor.data.errors import AdvisorError
-from advisor.model.devices import link_gb_s
+from advisor.model.devices import domain_gpus, link_gb_s, network_gb_s
+from advisor.model.roofline import LINK_EFFICIENCY
 from advisor.model.serving import (STEP_GRID, Load, ServeReport, _first, _StepTable, bisect_rising,
                                    costs_from_result, runtime_scheduler, serve)
 
@@ -147,6 +152,19 @@ def solve_pools(costs: PoolCosts, load: Load, prefill_instances, decode_instance
                  running_batch=b, prefill_utilisation=X * t_p / p, saturated=saturated, bound=bound)
 
 
+def handover_gb_s(cfg, prefill_cfg) -> float:
+    """Bandwidth per GPU of the KV hand-over, GB/s: the GPU-to-GPU link where both pools are one GPU
+    type whose scale-up domain holds a prefill and a decode instance together, else the slower of
+    the pools' networks (the reference systems', or the configuration's ``network``); a part with
+    no network falls back to its GPU link (one machine)."""
+    a, b = cfg.hardware, prefill_cfg.hardware
+    if a.key == b.key and prefill_cfg.gpus + cfg.gpus <= domain_gpus(a):
+        return link_gb_s(a)
+    nets = [network_gb_s(a, cfg.network or None), network_gb_s(b, prefill_cfg.network or cfg.network or None)]
+    nets = [x * LINK_EFFICIENCY for x in nets if math.isfinite(x)]
+    return min(nets) if len(nets) == 2 else min(link_gb_s(a), link_gb_s(b))
+
+
 def pool_costs(cat, cfg, load: Load, prefill_cfg=None) -> PoolCosts:
     """Kernel figures under ``load``: the prompt alone on a prefill instance (``prefill_cfg``, else
     ``cfg``), the KV hand-over, and decode-only steps of ``cfg`` at every grid batch."""
@@ -168,7 +186,7 @@ def pool_costs(cat, cfg, load: Load, prefill_cfg=None) -> PoolCosts:
     # moved GPU to GPU in parallel by the smaller of the two groups, over the slower link
     full = load.prompt_tokens + load.output_tokens
     prompt_kv_bytes = float(_first(r.kv_seq_bytes)) * cfg.gpus / min(pg, cfg.gpus) * load.prompt_tokens / full
-    link = min(link_gb_s(cfg.hardware), link_gb_s(prefill_cfg.hardware) if prefill_cfg is not None else math.inf)
+    link = handover_gb_s(cfg, prefill_cfg or cfg)
     return PoolCosts(prefill_s=prefill_s, transfer_s=prompt_kv_bytes / (link * 1e9),
                      step_s=np.asarray(costs.step_s, float).reshape(-1), kv_capacity=float(costs.kv_capacity),
                      max_seqs=int(costs.max_seqs))
@@ -202,6 +220,7 @@ class Split:
     colocated_replicas: int | None = None   # colocated replicas the targets need (None: no targets, or > 32)
     notes: tuple[str, ...] = ()
     prefill_gpus_per_instance: int = 0     # a prefill instance's GPUs (0: as a decode instance's)
+    prefill_hardware: str = ""             # the prefill pool's GPU type ("": the decode pool's)
 
     @property
     def prefill_gpus(self) -> int:
@@ -226,25 +245,38 @@ PREFILL_GPU_COUNTS = (1, 2, 4, 8)
 
 
 def disaggregate(cat, cfg, load: Load, prefill_instances: int | None = None, decode_instances: int | None = None,
-                 ttft_ms: float | None = None, tok_s: float | None = None, prefill_gpus: int | None = None) -> Split:
+                 ttft_ms: float | None = None, tok_s: float | None = None, prefill_gpus: int | None = None,
+                 prefill_hardware=None) -> Split:
     """As `disaggregate_shaped`, with the prefill instances' GPU count ``prefill_gpus``, or (None) the
     size of 1, 2, 4 or 8 GPUs that holds the model and meets the targets with the fewest GPUs in
     all: the two pools are sized independently (a prompt is compute, a decode step is memory; the
-    best group for one is rarely the best for the other)."""
-    from advisor.model.compat import gpus_refusal
+    best group for one is rarely the best for the other). ``prefill_hardware`` (a `Hardware`): the
+    prefill pool on another GPU type, with the same runtime, weights and KV cache."""
+    from advisor.model.compat import gpus_refusal, refusal
+
+    phw = prefill_hardware or cfg.hardware
+    if prefill_hardware is not None:
+        why = refusal(phw, cfg.model, cfg.quant, cfg.kv_dtype, cfg.runtime, 1)
+        if why:
+            raise AdvisorError(f"prefill on {phw.name}: {why}")
+
+    def prefill_cfg(g: int):
+        # a prefill instance is tensor parallel over its GPUs (no layout of the decode pool's)
+        return cfg.replace(hardware=phw, gpus=g, layout=None)
 
     if prefill_gpus is not None:
-        if gpus_refusal(cfg.hardware, prefill_gpus):
-            raise AdvisorError(gpus_refusal(cfg.hardware, prefill_gpus))
+        why = gpus_refusal(phw, prefill_gpus, cfg.runtime, cfg.network or None)
+        if why:
+            raise AdvisorError(why)
         return disaggregate_shaped(cat, cfg, load, prefill_instances, decode_instances, ttft_ms, tok_s,
-                                   cfg.replace(gpus=prefill_gpus))
+                                   prefill_cfg(prefill_gpus))
     best = None
     for g in PREFILL_GPU_COUNTS:
-        if gpus_refusal(cfg.hardware, g):
+        if gpus_refusal(phw, g):
             continue
         try:
             split = disaggregate_shaped(cat, cfg, load, prefill_instances, decode_instances, ttft_ms, tok_s,
-                                        cfg.replace(gpus=g))
+                                        prefill_cfg(g))
         except AdvisorError:
             continue
         if split.prefill_s <= 0 or not math.isfinite(split.prefill_s):
@@ -253,7 +285,8 @@ def disaggregate(cat, cfg, load: Load, prefill_instances: int | None = None, dec
         if best is None or key < best[0]:
             best = (key, split)
     if best is None:
-        return disaggregate_shaped(cat, cfg, load, prefill_instances, decode_instances, ttft_ms, tok_s)
+        return disaggregate_shaped(cat, cfg, load, prefill_instances, decode_instances, ttft_ms, tok_s,
+                                   None if prefill_hardware is None else prefill_cfg(cfg.gpus))
     return best[1]
 
 
@@ -310,11 +343,12 @@ def disaggregate_shaped(cat, cfg, load: Load, prefill_instances: int | None = No
     if not meets:
         notes.append(f"no split of up to {ps.max()} prefill and {ds.max()} decode instances meets the targets; "
                      f"showing {p} + {d}")
-    if prefill_cfg.gpus != cfg.gpus:
-        notes.append(f"prefill instances of {prefill_cfg.gpus} GPU(s), decode instances of {cfg.gpus}")
+    if prefill_cfg.gpus != cfg.gpus or prefill_cfg.hardware.key != cfg.hardware.key:
+        notes.append(f"prefill instances of {prefill_cfg.gpus} × {prefill_cfg.hardware.name}, decode instances of "
+                     f"{cfg.gpus} × {cfg.hardware.name}")
     notes.append(f"KV hand-over: {costs.transfer_s * 1e3:.3g} ms per request over "
-                 f"{min(link_gb_s(cfg.hardware), link_gb_s(prefill_cfg.hardware)):.0f} GB/s per GPU, counted in "
-                 "TTFT, not overlapped with the prefill")
+                 f"{handover_gb_s(cfg, prefill_cfg):.0f} GB/s per GPU, counted in TTFT, not overlapped with the "
+                 "prefill")
     # colocated on (about) the same GPUs: replicas of the decode configuration
     replicas = max(1, round((p * prefill_cfg.gpus + d * cfg.gpus) / cfg.gpus))
     colocated_load = replace(load, concurrency=max(load.concurrency / replicas, 1.0)) if load.kind == "closed" \
@@ -325,12 +359,14 @@ def disaggregate_shaped(cat, cfg, load: Load, prefill_instances: int | None = No
         notes.append(f"colocated: {replicas} replicas of {cfg.gpus} GPU(s), the load split evenly among them")
     return Split(hardware=cfg.hardware.name, model=cfg.model.name, runtime=cfg.runtime.name, gpus_per_instance=cfg.gpus,
                  load=load, prefill_instances=p, decode_instances=d, prefill_s=costs.prefill_s,
-                 transfer_ms=costs.transfer_s * 1e3, link_gb_s=link_gb_s(cfg.hardware), kv_capacity=costs.kv_capacity,
+                 transfer_ms=costs.transfer_s * 1e3, link_gb_s=handover_gb_s(cfg, prefill_cfg),
+                 kv_capacity=costs.kv_capacity,
                  ttft_ms=float(pick["ttft_ms"]), ttft_p90_ms=float(pick["ttft_p90_ms"]), itl_ms=float(pick["itl_ms"]),
                  throughput_tok_s=float(pick["throughput_tok_s"]), running_batch=float(pick["running_batch"]),
                  prefill_utilisation=float(pick["prefill_utilisation"]), bound=str(pick["bound"]),
                  saturated=bool(pick["saturated"]), meets=meets, colocated=colocated, colocated_replicas=needed,
-                 notes=tuple(notes), prefill_gpus_per_instance=prefill_cfg.gpus)
+                 notes=tuple(notes), prefill_gpus_per_instance=prefill_cfg.gpus,
+                 prefill_hardware=prefill_cfg.hardware.name)
 
 
 def _prefill_fits(cat, cfg, load: Load) -> None:

@@ -221,3 +221,27 @@ def test_reconfigure_keeps_a_layout_while_it_fits_and_says_when_it_clears_it(cat
                          layout="tp8+pp2")
     assert loaded.config.gpus == 16 and loaded.config.layout.pp == 2
     assert loaded.config.keys()["layout"] == "tp8+pp2"
+
+
+def test_a_prefill_pool_on_another_gpu_type_hands_the_cache_over_the_network(cat):
+    """Prefill on B200s, decode on H100s: two GPU types are two machines, so the prompt's KV cache
+    crosses the network (the slower of the two, at LINK_EFFICIENCY), not NVLink; one GPU type whose
+    node holds both instances keeps it on NVLink."""
+    from advisor.model.config import configure
+    from advisor.model.disaggregation import disaggregate, handover_gb_s
+    from advisor.model.serving import Load
+
+    cfg = configure(cat, hardware="h100-sxm5-80gb", model="llama-3.3-70b", quant="fp8", gpus=4, runtime="vllm")
+    b200 = cat.hardware["b200-hgx"]
+    split = disaggregate(cat, cfg, Load(kind="closed", concurrency=64, prompt_tokens=1024, output_tokens=256),
+                         ttft_ms=1000, tok_s=20, prefill_hardware=b200)
+    assert split.prefill_hardware == b200.name and split.gpus == \
+        split.prefill_instances * split.prefill_gpus + split.decode_instances * 4
+    pcfg = cfg.replace(hardware=b200, gpus=split.prefill_gpus, layout=None)
+    net = min(network_gb_s(cfg.hardware), network_gb_s(b200)) * LINK_EFFICIENCY
+    assert handover_gb_s(cfg, pcfg) == pytest.approx(net) and split.link_gb_s == pytest.approx(net)
+    assert handover_gb_s(cfg, cfg.replace(gpus=2)) == pytest.approx(cfg.hardware.interconnect_gb_s / 2)
+    assert handover_gb_s(cfg, cfg.replace(gpus=8)) == pytest.approx(network_gb_s(cfg.hardware) * LINK_EFFICIENCY)
+    mac = next(h for h in cat.hardware.values() if h.kind == "apple")   # vLLM does not run there
+    with pytest.raises(AdvisorError, match="prefill on"):
+        disaggregate(cat, cfg, Load(kind="closed", concurrency=8), prefill_hardware=mac)
