@@ -158,7 +158,7 @@ def test_the_pools_are_sized_independently(cat):
     assert free.gpus == free.prefill_instances * free.prefill_gpus + free.decode_instances * free.gpus_per_instance
     eight = disaggregate(cat, cfg, load, ttft_ms=1500, tok_s=20, prefill_gpus=8)
     assert eight.prefill_gpus == 8 and eight.prefill_s < same.prefill_s     # a wider group computes a prompt faster
-    assert "prefill instances of 8 GPU(s)" in " ".join(eight.notes)
+    assert "prefill instances of 8 × H100 SXM5 80GB" in " ".join(eight.notes)
     big = configure(cat, hardware="H100 SXM", model="Llama 3.1 405B", quant="fp8", gpus=8)
     with pytest.raises(AdvisorError, match="does not fit a prefill instance"):
         disaggregate(cat, big, Load(kind="open", rate_rps=1, prompt_tokens=4000, output_tokens=200), prefill_gpus=1)
