@@ -204,6 +204,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                "candidates": [candidate_record(c) for c in cands]}
         if written:
             doc["exported"] = [str(p) for p in written]
+        if getattr(args, "disaggregate", False) and rec.n_passing:
+            split = disaggregated_alternative(cat, req, rec, by_hardware(rec, 1)[0].best)
+            doc["disaggregated"] = split.to_dict() if split is not None else None
         print(json_text(doc))
         return EXIT_OK if rec.n_passing else EXIT_UNMET
     targets = []
@@ -293,9 +296,50 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print("\nPrices used (dated; override with your own quote):")
         for c in {c.hardware.key: c for c in priced}.values():
             print(f"  {c.hardware.name}: {c.price_note}")
+    if getattr(args, "disaggregate", False):
+        _print_disaggregated(cat, req, rec, best[0])
     if written:
         print(f"\nWrote #1 as {args.export[0]}: " + ", ".join(str(p) for p in written))
     return EXIT_OK
+
+
+def disaggregated_alternative(cat: Catalog, req, rec, c):
+    """#1 as separate prefill and decode pools (`advisor.model.disaggregation`) for the whole load:
+    its instance as the decode instance, prefill instances of 1-8 GPUs of the same hardware; None
+    where the split cannot be sized (a burst, no prompt, nothing in reach)."""
+    from advisor.model.config import Config
+    from advisor.model.disaggregation import disaggregate
+    from advisor.model.roofline import Workload
+    from advisor.model.serving import Load
+
+    if req.burst or req.prompt_tokens < 1 or not c.launch:
+        return None
+    plain = c.layout.gpus != c.gpus or (c.layout.pp == 1 and c.layout.dp_attention == 1 and c.layout.ep == 1)
+    cfg = Config(c.hardware, req.model, c.quant, c.kv_dtype, c.runtime, c.gpus, "",
+                 Workload(batch=1, prompt_tokens=req.prompt_tokens, output_tokens=max(req.output_tokens, 2)),
+                 None if plain else c.layout, req.network)
+    load = Load(kind="open" if rec.load_kind == "open" else "closed", concurrency=float(rec.users),
+                rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
+                output_tokens=max(req.output_tokens, 2))
+    try:
+        split = disaggregate(cat, cfg, load, ttft_ms=req.ttft_ms, tok_s=req.tok_s)
+    except AdvisorError:
+        return None
+    return split if split.meets else None
+
+
+def _print_disaggregated(cat: Catalog, req, rec, c) -> None:
+    split = disaggregated_alternative(cat, req, rec, c)
+    print("\nDisaggregated alternative for #1:")
+    if split is None:
+        print("  none in reach: no split of up to 16 prefill and 16 decode instances of it meets the targets")
+        return
+    pinst = f"{split.prefill_gpus} × {split.prefill_hardware or split.hardware}"
+    print(f"  {split.prefill_instances} prefill instance(s) of {pinst} + {split.decode_instances} decode instance(s) "
+          f"of {c.gpus} × {c.hardware.name} = {split.gpus} GPUs, against {c.total_gpus} colocated; "
+          f"TTFT p90 {duration_ms(split.ttft_p90_ms)}, {num(1e3 / split.itl_ms)} tok/s per user, "
+          f"{num(split.throughput_tok_s)} tok/s in all; KV hand-over {duration_ms(split.transfer_ms)} a request "
+          f"at {num(split.link_gb_s)} GB/s per GPU")
 
 
 def _export(args: argparse.Namespace, req, c) -> list:
@@ -470,6 +514,10 @@ def register(sub) -> None:
                         "is what makes one pass")
     p.add_argument("--top", type=int, help="how many to list (default 10; with --json: limit the candidates)")
     p.add_argument("--json", action="store_true", help="every candidate considered, with its verdict")
+    p.add_argument("--disaggregate", action="store_true",
+                   help="also size #1 as separate prefill and decode pools (its decode instance, prefill "
+                        "instances of 1-8 GPUs of the same hardware) for the same load and targets, beside the "
+                        "colocated answer")
     p.add_argument("--export", nargs=2, metavar=("KIND", "DIR"),
                    help="write the #1 configuration as files to run: compose (docker compose, one machine), "
                         "llm-d (Helm values of the llm-d modelservice chart) or launch (the engine's own "

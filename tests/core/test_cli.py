@@ -232,3 +232,15 @@ def test_recommend_rejects_an_unknown_network_and_export_kind(capsys, tmp_path):
     code, out, err = run(capsys, "recommend", "--model", "llama-3.1-8b", "--users", "4", "--export", "helm",
                          str(tmp_path))
     assert code == 2 and "unknown kind 'helm'" in err and out == ""
+
+
+@pytest.mark.slow   # over a second here: a recommendation and a disaggregated split
+def test_recommend_sizes_its_first_answer_as_prefill_and_decode_pools_too(capsys):
+    args = ("recommend", "--model", "llama-3.3-70b", "--users", "200", "--prompt", "8000", "--output", "300",
+            "--ttft-ms", "1500", "--tok-s", "25", "--hardware", "h100-sxm5-80gb", "--disaggregate", "--top", "2")
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and "Disaggregated alternative for #1:" in out and "prefill instance(s) of" in out
+    code, out, _ = run(capsys, *args, "--json")
+    split = json.loads(out)["disaggregated"]
+    assert split["meets"] and split["gpus"] == split["prefill_instances"] * split["prefill_gpus_per_instance"] \
+        + split["decode_instances"] * split["gpus_per_instance"]
