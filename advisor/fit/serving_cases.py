@@ -92,6 +92,28 @@ def _gpus_and_split(row: dict) -> tuple[int, str]:
     return n, ("pp" if pp and int(pp.group(1)) > 1 else "tp")
 
 
+def layout_text(parallel: str, gpus: int) -> str | None:
+    """The layout a source's parallel column states past plain tensor parallel, as `--layout` reads
+    it, or None: data-parallel attention ("dp-attention", SGLang's DP groups: DPk, else one per GPU)
+    and expert parallel over every GPU of the instance ("EP", "EPk" with k = GPUs, "--enable-expert-
+    parallel"). An EP smaller than the instance (EP2 of 8: experts split two ways, each part tensor
+    parallel) has no layout of ours and is read as tensor parallel."""
+    text = (parallel or "").upper()
+    dp_attention = "DP-ATTENTION" in text or "DP ATTENTION" in text
+    dp = re.search(r"\bDP(\d+)", text)
+    eps = [int(x) for x in re.findall(r"\bEP(\d+)", text)]
+    ep = gpus if ("--ENABLE-EXPERT-PARALLEL" in text or re.search(r"\bEP\b", text) or (eps and eps[0] == gpus)) else 1
+    groups = int(dp.group(1)) if dp else (gpus if dp_attention else 1)
+    if groups <= 1 and ep <= 1:
+        return None
+    if groups > 1 and gpus % groups:
+        return None
+    parts = [f"tp{gpus // groups}"] if gpus // groups > 1 else []
+    parts += [f"dp{groups}"] if groups > 1 else []
+    parts += [f"ep{ep}"] if ep > 1 else []
+    return "+".join(parts)
+
+
 def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
     src = row["source_id"]
     if row["unit"] in ("tok/s/gpu", "tok/s/node"):
@@ -124,7 +146,8 @@ def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
         cfg = configure(cat, hardware=HARDWARE_ALIASES.get(row["hardware"], row["hardware"]), model=row["model"],
                         quant=QUANTS.get(row["quant"], row["quant"]), runtime=runtime, gpus=gpus,
                         parallelism=split if gpus > 1 else None,
-                        kv_dtype=row["kv_dtype"] or None)
+                        kv_dtype=row["kv_dtype"] or None,
+                        layout=layout_text(row["parallel"], gpus) if split == "tp" else None)
         cfg.check(check_context=False)
     except AdvisorError as exc:
         return Skipped(src, f"not expressible: {str(exc).splitlines()[0]}")

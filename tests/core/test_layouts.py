@@ -245,3 +245,16 @@ def test_a_prefill_pool_on_another_gpu_type_hands_the_cache_over_the_network(cat
     mac = next(h for h in cat.hardware.values() if h.kind == "apple")   # vLLM does not run there
     with pytest.raises(AdvisorError, match="prefill on"):
         disaggregate(cat, cfg, Load(kind="closed", concurrency=8), prefill_hardware=mac)
+
+
+def test_servers_parallel_columns_read_as_layouts():
+    """catalog/measured/serving.csv's parallel column: data-parallel attention and expert parallel over
+    every GPU become layouts; an EP smaller than the instance stays tensor parallel."""
+    from advisor.fit.serving_cases import layout_text
+
+    assert layout_text("TP8 dp-attention", 8) == "dp8"
+    assert layout_text("TP8 DP4 dp-attention", 8) == "tp2+dp4"
+    assert layout_text("TP8 DP8 EP8 dp-attention", 8) == "dp8+ep8"
+    assert layout_text("TP4 EP (--enable-expert-parallel)", 4) == "tp4+ep4"
+    assert layout_text("TP8 EP2", 8) is None and layout_text("TP8", 8) is None
+    assert parse_layout(layout_text("TP4 EP4", 4), 4, experts=128) == Layout(tp=4, ep=4)
