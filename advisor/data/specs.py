@@ -99,6 +99,9 @@ class Hardware:
     #: The reference system's network per GPU, Gbit/s per direction as NICs are sold (ConnectX-7: 400,
     #: ConnectX-8: 800); the link between nodes unless the user names another (--network)
     scale_out_gbit_s: float | None = _f("num", min=1, max=3200)
+    #: GPUs one machine (node, server, compute tray) holds where it is not the kind's usual 8 (an NVL72
+    #: compute tray: 4); the largest instance on one machine, and the unit multi-node layouts count
+    node_gpus: int | None = _f("int", min=1, max=72)
     pcie_gen: int | None = _f("int", min=1, max=7)
     pcie_lanes: int | None = _f("int", min=1, max=32)
     form_factor: str = _f("str")

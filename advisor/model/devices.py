@@ -81,8 +81,9 @@ def tier(hw: Hardware) -> str:
 
 
 def max_gpus(hw: Hardware) -> int:
-    """GPUs of this kind one node holds (one machine: the largest single-node group)."""
-    return MAX_GPUS_BY_KIND.get(hw.kind, 1)
+    """GPUs one machine holds (the largest group on one node): the entry's ``node_gpus`` (an NVL72
+    compute tray's 4), else its kind's usual count."""
+    return hw.node_gpus or MAX_GPUS_BY_KIND.get(hw.kind, 1)
 
 
 #: Networks between nodes a user may name (--network): Gbit/s per GPU and direction, as sold.

@@ -26,7 +26,7 @@ from advisor.model.roofline import MAX_BATCH, Workload
 from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
 from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
-from advisor.model.devices import NETWORKS_GBIT_S, max_gpus
+from advisor.model.devices import NETWORKS_GBIT_S, domain_gpus, max_gpus
 from advisor.model.sweep import Layouts, sweep
 from advisor.plan import pricing
 from advisor.model.layout import Layout
@@ -247,6 +247,8 @@ class Candidate:
         if self.layout.gpus == 1 and self.gpus > 1:   # a runtime's own split (llama.cpp's layer split)
             return f"TP {self.gpus}" if self.runtime.parallelism == "tp" else f"layer split {self.gpus}"
         text = self.layout.text()
+        if self.nodes > 1 and self.gpus <= domain_gpus(self.hardware):
+            return text + f", {self.nodes} nodes in one NVLink domain"   # an NVL72 rack's compute trays
         return text + (f", {self.nodes} nodes" if self.nodes > 1 else "")
 
     @property
