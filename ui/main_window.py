@@ -19,7 +19,8 @@ from ui import sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
 from ui.imports import missing_local, read_import
 from ui.memory import release_free_memory
-from ui.session import Session, describe
+from ui.session import Session
+from ui.state import describe
 from ui.settings import Settings
 from ui.tabs import TABS
 from ui.views.inputs import InputsPanel

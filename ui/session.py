@@ -9,52 +9,31 @@ the weight format, a prompt longer than the model's context) is refused with `si
 What changes with an input change (the runtime, format or KV dtype that no longer run, the context
 limit, a GPU count reset) is the core's policy, `api.reconfigure`; the session applies it. The tabs
 that keep state of their own hold it in small objects with their own signals: `compare` and `whatif`
-(ui/tab_state.py) and `imports` (ui/imports.py).
+(ui/tab_state.py) and `imports` (ui/imports.py). Undo is `ui/history.py`, the values held
+`ui/state.py`, what the users see under load `ui/user_view.py`, a sizing's keys `ui/sizing_file.py`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from advisor import api
+from ui import sizing_file
+from ui.history import History
+from ui.state import State, Targets, _spread, default_config
 from ui.imports import ImportedModels
 from ui.tab_state import CompareList, WhatIf
+from ui.user_view import load_of, meets_targets, serve_users, user_view
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HARDWARE = "rtx 4090"
-DEFAULT_MODEL = "llama 3.1 8b"
-#: input changes of the same kind closer together than this are one undo step (a slider drag)
-UNDO_MERGE_S = 0.8
 #: how the app asks for another memory size (the core's note otherwise names the CLI's --memory-gb)
 MEMORY_SIZE_HINT = "choose the memory size next to the hardware"
-
-
-@dataclass(frozen=True)
-class Targets:
-    """What the user wants; 0 = no target."""
-
-    ttft_ms: float = 0.0
-    tok_s: float = 0.0
-
-    def to_dict(self) -> dict[str, float]:
-        return {"ttft_ms": self.ttft_ms, "tok_s": self.tok_s}
-
-
-@dataclass(frozen=True)
-class State:
-    cfg: "api.Config"
-    targets: Targets = field(default_factory=Targets)
-    #: how much prompt lengths vary around the prompt input under load (coefficient of variation of a
-    #: log-normal; 0 = all the same): the Serving tab's and the cards' queue see it
-    prompt_spread: float = 0.0
 
 
 class Session(QObject):
@@ -82,9 +61,7 @@ class Session(QObject):
         self.roofline: api.Roofline | None = None
         self.generation = 0
         self._explanations: dict[str, Any] | None = None
-        self._undo: list[State] = []
-        self._redo: list[State] = []
-        self._last_merge: tuple[str, float] = ("", 0.0)
+        self.history: History[State] = History()
         #: the configurations pinned to Compare, and the What-ifs tab's what-if (ui/tab_state.py)
         self.compare = CompareList(self)
         self.whatif = WhatIf(self)
@@ -103,14 +80,7 @@ class Session(QObject):
         return self.state.targets
 
     def _default_config(self) -> "api.Config":
-        cfg = api.configure(self.cat, hardware=self._first_hardware(), model=self._first_model())
-        return cfg.replace(hardware=self.hardware(cfg.hardware.key))
-
-    def _first_hardware(self) -> str:
-        return DEFAULT_HARDWARE if _resolves(self.cat.hardware_named, DEFAULT_HARDWARE) else next(iter(self.cat.hardware))
-
-    def _first_model(self) -> str:
-        return DEFAULT_MODEL if _resolves(self.cat.model_named, DEFAULT_MODEL) else next(iter(self.cat.models))
+        return default_config(self.cat, self.hardware)
 
     def hardware(self, value: Any, memory_gb: float | None = None) -> Any:
         """A hardware spec from a spec, a key or a typed name, sized as `api.sized_hardware` does."""
@@ -165,39 +135,12 @@ class Session(QObject):
         return self._apply(State(cfg, t, spread), "")
 
     def configure_keys(self, keys: dict[str, Any]) -> "api.Config":
-        names = {k: keys.get(k) for k in ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "batch",
-                                          "prompt", "output", "depth", "parallelism")}
-        threads = keys.get("threads") or None
-        if not names["hardware"] or not names["model"]:
-            raise api.AdvisorError("a sizing needs at least a hardware and a model")
-        memory = keys.get("memory_gb")
-        if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))):
-            raise api.AdvisorError(f"memory_gb must be a size in GB such as 64, got {memory!r}")
-        cfg = api.configure(self.cat, memory_gb=memory,
-                            **{k: (str(v) if isinstance(v, str) else v) for k, v in names.items()})
-        # the size saved, else the size the name states, else the default with the app's note
-        stated = cfg.hardware.memory_gib if cfg.hardware.memory_gib != self.cat.hardware[cfg.hardware.key].memory_gib \
-            else None
-        hw = self.hardware(cfg.hardware.key, memory if memory is not None else stated)
-        if threads is not None:
-            if isinstance(threads, bool) or not isinstance(threads, int):
-                raise api.AdvisorError(f"threads must be a whole number, got {threads!r}")
-            hw = api.with_threads(hw, threads)
-        cfg = cfg.replace(hardware=hw)
-        cfg.check()
-        return cfg
+        """A configuration from a sizing's keys (ui/sizing_file.py), its hardware sized as the app sizes it."""
+        return sizing_file.config_from_keys(self.cat, keys, self.hardware)
 
     def input_keys(self) -> dict[str, Any]:
-        """`Config.keys` plus the memory size (``memory_gb``) of a hardware that ships in several and
-        the prompt spread when there is one: what a sizing file and the settings hold."""
-        out = self.cfg.keys()
-        if len(self.memory_options()) > 1:
-            out["memory_gb"] = self.cfg.hardware.memory_gib
-        if self.cfg.hardware.threads:
-            out["threads"] = self.cfg.hardware.threads
-        if self.state.prompt_spread:
-            out["prompt_spread"] = self.state.prompt_spread
-        return out
+        """What a sizing file and the settings hold of the inputs (ui/sizing_file.py)."""
+        return sizing_file.input_keys(self.cfg, self.memory_options(), self.state.prompt_spread)
 
     def load_candidate(self, c: "api.Candidate") -> bool:
         """Make a recommendation row the current inputs."""
@@ -225,18 +168,12 @@ class Session(QObject):
     def _apply(self, state: State, merge: str) -> bool:
         if state == self.state:
             return True
-        now = time.monotonic()
-        last_kind, last_t = self._last_merge
-        if not (merge and merge == last_kind and now - last_t < UNDO_MERGE_S and self._undo):
-            self._undo.append(self.state)
-            del self._undo[:-200]
-        self._last_merge = (merge, now)
-        self._redo.clear()
+        self.history.push(self.state, merge)
         old = self.state
         self.state = state
         if not self._compute():
             self.state = old
-            self._undo.pop()
+            self.history.drop_last()
             self._compute()
             self.sig_inputs_changed.emit()
             return False
@@ -248,30 +185,26 @@ class Session(QObject):
 
     # ------------------------------------------------------------------ undo
     def can_undo(self) -> bool:
-        return bool(self._undo)
+        return self.history.can_undo
 
     def can_redo(self) -> bool:
-        return bool(self._redo)
+        return self.history.can_redo
 
     def undo(self) -> None:
-        if self._undo:
-            self._redo.append(self.state)
-            self._swap(self._undo.pop())
+        self._swap(self.history.undo(self.state))
 
     def redo(self) -> None:
-        if self._redo:
-            self._undo.append(self.state)
-            self._swap(self._redo.pop())
+        self._swap(self.history.redo(self.state))
 
     def clear_history(self) -> None:
         """Forget undo/redo (after restoring the last session or opening a file into a fresh window)."""
-        self._undo.clear()
-        self._redo.clear()
+        self.history.clear()
         self.sig_undo_changed.emit()
 
-    def _swap(self, state: State) -> None:
+    def _swap(self, state: State | None) -> None:
+        if state is None:
+            return
         self.state = state
-        self._last_merge = ("", 0.0)
         self._compute()
         self.sig_inputs_changed.emit()
         self.sig_undo_changed.emit()
@@ -312,51 +245,19 @@ class Session(QObject):
             return None
 
     def load(self, kind: str = "closed", **fields: Any) -> "api.Load":
-        """The workload on screen as a load on a server: its prompt (spread as set) and output lengths."""
-        w = self.cfg.workload
-        return api.Load(kind=kind, output_tokens=max(w.output_tokens, 2),
-                        **api.prompt_mix(max(w.prompt_tokens, 1), self.state.prompt_spread), **fields)
+        """The workload on screen as a load on a server (ui/user_view.py)."""
+        return load_of(self.cfg, self.state.prompt_spread, kind, **fields)
 
     def _serve(self) -> "api.ServeReport | None":
-        """Several users are clients of a server (continuous batching, a queue when it is full), not
-        prompts arriving at the same instant: their TTFT and speed come from the serving model."""
-        w = self.cfg.workload
-        if w.batch <= 1 or w.prompt_tokens < 1 or w.output_tokens < 2:
-            return None
-        try:
-            rep = api.serve(self.cat, self.cfg, self.load(concurrency=float(w.batch)))
-        except api.AdvisorError as exc:
-            log.info("serving refused: %s", exc)
-            return None
-        return rep if rep.fits else None
+        return serve_users(self.cat, self.cfg, self.state.prompt_spread)
 
     def user_view(self) -> dict[str, float]:
-        """TTFT (ms) and per-user and total tok/s as the users see them: under load for several users
-        (TTFT at its 90th percentile), the static prediction for one; with the prediction's bands."""
-        p, s = self.prediction, self.serving
-        if s is None:
-            return {"ttft_ms": p.ttft_ms, "ttft_low_ms": p.ttft_low_ms, "ttft_high_ms": p.ttft_high_ms,
-                    "tok_s": p.decode_tok_s, "tok_s_low": p.decode_low_tok_s, "tok_s_high": p.decode_high_tok_s,
-                    "total_tok_s": p.throughput_tok_s, "under_load": False}
-        f_lo = p.ttft_low_ms / p.ttft_ms if p.ttft_ms else 1.0
-        f_hi = p.ttft_high_ms / p.ttft_ms if p.ttft_ms else 1.0
-        d_lo = p.decode_low_tok_s / p.decode_tok_s if p.decode_tok_s else 1.0
-        d_hi = p.decode_high_tok_s / p.decode_tok_s if p.decode_tok_s else 1.0
-        return {"ttft_ms": s.ttft_p90_ms, "ttft_low_ms": s.ttft_p90_ms * f_lo, "ttft_high_ms": s.ttft_p90_ms * f_hi,
-                "tok_s": s.tok_s_per_user, "tok_s_low": s.tok_s_per_user * d_lo, "tok_s_high": s.tok_s_per_user * d_hi,
-                "total_tok_s": s.throughput_tok_s, "under_load": True}
+        """What the users on screen see, with bands (ui/user_view.py)."""
+        return user_view(self.prediction, self.serving)
 
     def meets_targets(self) -> dict[str, bool | None]:
-        t = self.targets
-        out: dict[str, bool | None] = {"ttft": None, "tok_s": None}
-        if self.prediction is None:
-            return out
-        u = self.user_view()
-        if t.ttft_ms > 0 and math.isfinite(u["ttft_ms"]):
-            out["ttft"] = u["ttft_ms"] <= t.ttft_ms
-        if t.tok_s > 0 and math.isfinite(u["tok_s"]):
-            out["tok_s"] = u["tok_s"] >= t.tok_s
-        return out
+        return meets_targets(self.user_view() if self.prediction is not None else None,
+                             self.targets.ttft_ms, self.targets.tok_s)
 
     # ------------------------------------------------------------------ catalog
     def reload_catalog(self) -> None:
@@ -369,8 +270,7 @@ class Session(QObject):
             cfg = self._default_config()
         self.compare.clear()
         self.state = State(cfg, targets, spread)
-        self._undo.clear()
-        self._redo.clear()
+        self.history.clear()
         self._compute()
         self.sig_catalog_changed.emit()
         self.sig_inputs_changed.emit()
@@ -380,35 +280,6 @@ class Session(QObject):
     # ------------------------------------------------------------------ files
     def to_file_dict(self) -> dict[str, Any]:
         """The sizing as saved; an imported model's source goes with it, so the file opens elsewhere."""
-        out = {"advisor_sizing": 1, "inputs": self.input_keys(), "targets": self.targets.to_dict()}
-        source = self.imports.sources.get(self.cfg.model.key)
-        if source:
-            out["model_source"] = source
-            name = self.imports.names.get(self.cfg.model.key)
-            if name:
-                out["model_name"] = name   # renamed on import: read again under this name
-        technique = self.whatif.keys()
-        if technique:
-            out["technique"] = technique
-        return out
-
-
-def _spread(value: Any) -> float:
-    """A prompt spread (coefficient of variation) from a widget or a file, or an `api.AdvisorError`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= float(value) <= 10:
-        raise api.AdvisorError(f"the prompt spread must be a number from 0 to 10, got {value!r}")
-    return float(value)
-
-
-def _resolves(fn, name: str) -> bool:
-    try:
-        fn(name)
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def describe(cfg: "api.Config") -> str:
-    """A short label for a configuration: model on N× hardware, format, runtime."""
-    n = f"{cfg.gpus}× " if cfg.gpus > 1 else ""
-    return f"{cfg.model.name} · {n}{cfg.hardware.name} · {cfg.quant.name} · {cfg.runtime.name}"
+        model = self.cfg.model.key
+        return sizing_file.file_dict(self.input_keys(), self.targets.to_dict(), self.imports.sources.get(model),
+                                     self.imports.names.get(model), self.whatif.keys())

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 
+from advisor import api
 from advisor.api import AdvisorError, load_json, load_yaml
 from advisor.data.userdata import write_atomic
 
@@ -168,3 +169,54 @@ def read_sizing(path: str | os.PathLike) -> Sizing:
     if not isinstance(name, str) or len(name) > 200:
         raise SizingFileError(f"{path.name}: 'model_name' must be a short text, got {name!r}")
     return Sizing(dict(inputs), targets, source, dict(technique), name.strip())
+
+
+def config_from_keys(cat: "api.Catalog", keys: dict[str, Any], sized) -> "api.Config":
+    """The configuration a sizing's inputs name (catalog keys or names, and numbers); ``sized(key,
+    memory_gb)`` gives the hardware at a memory size as the app sizes it. `api.AdvisorError` if bad."""
+    names = {k: keys.get(k) for k in ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "batch",
+                                      "prompt", "output", "depth", "parallelism", "layout", "network")}
+    threads = keys.get("threads") or None
+    if not names["hardware"] or not names["model"]:
+        raise AdvisorError("a sizing needs at least a hardware and a model")
+    memory = keys.get("memory_gb")
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))):
+        raise AdvisorError(f"memory_gb must be a size in GB such as 64, got {memory!r}")
+    cfg = api.configure(cat, memory_gb=memory, **{k: (str(v) if isinstance(v, str) else v) for k, v in names.items()})
+    # the size saved, else the size the name states, else the default with the app's note
+    stated = cfg.hardware.memory_gib if cfg.hardware.memory_gib != cat.hardware[cfg.hardware.key].memory_gib else None
+    hw = sized(cfg.hardware.key, memory if memory is not None else stated)
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int):
+            raise AdvisorError(f"threads must be a whole number, got {threads!r}")
+        hw = api.with_threads(hw, threads)
+    cfg = cfg.replace(hardware=hw)
+    cfg.check()
+    return cfg
+
+
+def input_keys(cfg: "api.Config", memory_options, prompt_spread: float) -> dict[str, Any]:
+    """`Config.keys` plus the memory size (``memory_gb``) of a hardware that ships in several, the CPU
+    threads and the prompt spread where set: what a sizing file and the settings hold."""
+    out = cfg.keys()
+    if len(memory_options) > 1:
+        out["memory_gb"] = cfg.hardware.memory_gib
+    if cfg.hardware.threads:
+        out["threads"] = cfg.hardware.threads
+    if prompt_spread:
+        out["prompt_spread"] = prompt_spread
+    return out
+
+
+def file_dict(inputs: dict[str, Any], targets: dict[str, float], model_source: str | None = None,
+              model_name: str | None = None, technique: dict | None = None) -> dict[str, Any]:
+    """A sizing as saved: its inputs and targets, an imported model's source (and the name it was given
+    on import, so the file opens elsewhere under it) and the what-if in force."""
+    out: dict[str, Any] = {"advisor_sizing": 1, "inputs": inputs, "targets": targets}
+    if model_source:
+        out["model_source"] = model_source
+        if model_name:
+            out["model_name"] = model_name
+    if technique:
+        out["technique"] = technique
+    return out

@@ -154,3 +154,20 @@ def test_a_deeply_nested_stored_setting_falls_back(make_window, settings_path):
     w = make_window()
     assert w.session.prediction is not None
     assert any("session/inputs" in n for n in w.settings.notices)
+
+
+def test_a_layout_across_nodes_and_its_network_round_trip_through_a_sizing_file(tmp_path):
+    """A sizing of DeepSeek-R1 on two H100 nodes with attention DP 16 + EP 16 over RoCE opens as it was saved."""
+    from ui import sizing_file
+    from ui.session import Session
+
+    s = Session()
+    assert s.set_inputs(model="deepseek-r1", hardware="h100-sxm5-80gb", runtime="sglang", layout="dp16+ep16",
+                        network="roce-400", batch=256)
+    assert s.cfg.gpus == 16 and s.cfg.layout.ep == 16 and s.cfg.network == "roce-400"
+    path = sizing_file.write(tmp_path / "wide.yaml", s.to_file_dict())
+    inputs, targets = sizing_file.read(path)
+    again = Session()
+    assert again.load_keys(inputs, targets)
+    assert (again.cfg.gpus, again.cfg.layout, again.cfg.network) == (16, s.cfg.layout, "roce-400")
+    assert again.prediction.parallelism == s.prediction.parallelism == "attention DP 16 + EP 16"

@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor
 
 from advisor import api
 from advisor.text.format import duration_ms, num
-from ui.session import describe
+from ui.state import describe
 from ui.tab_state import MAX_COMPARE
 from ui.tabs import TabView
 from ui.views.curves import frame, log_points, title_legend
