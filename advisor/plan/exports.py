@@ -43,6 +43,7 @@ import yaml
 
 from advisor.data.errors import AdvisorError
 from advisor.plan.deployment import Deployment, Pool
+from advisor.plan.launch import SGLANG_DIST_PORT
 
 KINDS = ("compose", "llm-d", "launch")
 
@@ -56,7 +57,6 @@ ROUTER_PORT = 8090
 SGLANG_BOOTSTRAP_PORT = 8998
 #: Rendezvous ports of the multi-node launches. Any free port works; these are the ones the engines'
 #: docs use in their examples (vLLM data parallel: 13345; Ray's default GCS port 6379).
-SGLANG_DIST_PORT = 20000
 VLLM_DP_RPC_PORT = 13345
 RAY_PORT = 6379
 #: vLLM's P/D hand-over through NIXL (vllm/config/kv_transfer.py KVTransferConfig: kv_connector,

@@ -230,6 +230,8 @@ def weights_for(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> 
 
 #: The head node's address in a multi-node line: the user puts the first node's host name there.
 HEAD_NODE = "HEAD_NODE_IP"
+#: SGLang's rendezvous port in a multi-node line (any free port; `advisor.plan.exports` uses the same)
+SGLANG_DIST_PORT = 20000
 
 
 def layout_flags(family: str, layout, gpus: int, nodes: int) -> tuple[int, str, list[str], str]:
@@ -274,7 +276,7 @@ def layout_flags(family: str, layout, gpus: int, nodes: int) -> tuple[int, str, 
         if pp > 1:
             flags += f" --pp-size {pp}"
         if nodes > 1:
-            flags += f" --nnodes {nodes} --node-rank 0 --dist-init-addr {HEAD_NODE}:5000"
+            flags += f" --nnodes {nodes} --node-rank 0 --dist-init-addr {HEAD_NODE}:{SGLANG_DIST_PORT}"
             note = f"  # node 0 of {nodes}; the others run the same line with --node-rank 1 … {nodes - 1}"
         return tp * dp, flags, [], note
     if family == "tensorrt-llm":
