@@ -234,6 +234,7 @@ class Candidate:
     #: how one instance's GPUs split the model (tensor, pipeline, expert parallel, attention DP)
     layout: Layout = field(default_factory=Layout)
     power_kw: float | None = None         # every GPU at its board power (the draw's ceiling), kW
+    network_gbit_s: float | None = None   # the network between an instance's nodes, per GPU (None: one node)
     joules_per_token: float | None = None  # that power over the output tokens served
 
     @property
@@ -518,6 +519,8 @@ def _build(rec: Recommendation, i: int) -> Candidate:
                   float(a["usable"][i]), int(a["max_batch"][i]), int(a["max_context"][i]),
                   float(a["compute_share"][i]), str(a["bound"][i]), float(a["running"][i]), float(a["queue"][i]),
                   usd, hour, note, replicas=r, quality=quality_text(q, req.model), layout=layout)
+    if c.nodes > 1 and g > domain_gpus(hw):
+        c.network_gbit_s = NETWORKS_GBIT_S[req.network] if req.network else hw.scale_out_gbit_s
     if hw.tdp_w:
         c.power_kw = hw.tdp_w * g * r / 1e3
         if c.throughput_tok_s > 0:

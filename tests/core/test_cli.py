@@ -211,6 +211,7 @@ def test_recommend_past_one_machine_exports_and_names_its_network(capsys, tmp_pa
     best = doc["candidates"][0]
     assert code == 0 and best["nodes_per_replica"] >= 2 and best["power_kw"] > 0 and best["layout"]
     assert best["joules_per_output_token"] == pytest.approx(best["power_kw"] * 1e3 / best["throughput_tok_s"])
+    assert best["network_gbit_s_per_gpu"] == 400   # HGX H100's ConnectX-7 per GPU
     scripts = sorted((tmp_path / "launch").iterdir())
     assert [p.name for p in scripts][:2] == ["node0.sh", "node1.sh"] and doc["exported"]
     text = scripts[0].read_text()
