@@ -25,7 +25,12 @@ def run() -> None:
 
     signal.signal(signal.SIGINT, signal.default_int_handler)   # main turns it into exit 130
     code = main()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:
+        # the interrupt landed while the handler was being switched (signal.signal is Python code that
+        # runs pending handlers): the work is done, so it is ignored like one a moment later
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if code == 130:
         # main reported the interrupt, but CPython may have marked it "unhandled" on the way (seen in
         # about one run in forty) and would end the process by SIGINT instead of this status: leave
