@@ -352,3 +352,22 @@ def test_a_recommendation_across_nodes_shows_its_layout_and_exports(window, qtbo
     assert messages and "Not exported" in messages[-1] and not (tmp_path / "compose").exists()
     view.load_selected()   # the layout comes along into the inputs
     assert s.cfg.gpus == c.gpus and (s.cfg.layout is None or s.cfg.layout == c.layout)
+
+
+def test_the_split_combo_offers_the_layouts_the_runtime_runs(window):
+    """DeepSeek-R1 on 16 H100s with SGLang: the split combo offers attention DP 16 + EP 16 and TP 8 + PP 2
+    besides tensor parallel; choosing one makes it the inputs' layout, choosing tensor parallel clears it;
+    a dense model gets no EP choice."""
+    s = window.session
+    assert s.set_inputs(model="deepseek-r1", hardware="h100-sxm5-80gb", runtime="sglang", gpus=16)
+    combo = window.inputs.combo_par
+    labels = [combo.itemText(i) for i in range(combo.count())]
+    assert "attention DP 16 + EP 16" in labels and "TP 8 + PP 2" in labels
+    combo.activated.emit(labels.index("attention DP 16 + EP 16"))
+    assert s.cfg.layout is not None and s.cfg.layout.ep == 16
+    assert combo.currentText() == "attention DP 16 + EP 16"
+    assert "EP 16" in s.prediction.parallelism
+    combo.activated.emit([combo.itemText(i) for i in range(combo.count())].index("tensor parallel (tp)"))
+    assert s.cfg.layout is None and s.cfg.parallelism == "tp"
+    assert s.set_inputs(model="llama-3.1-70b")
+    assert not any("EP" in combo.itemText(i) for i in range(combo.count()))

@@ -17,6 +17,41 @@ ALL = "All"
 FILTER_ALL = {"family": "All families", "is_moe": "Dense and MoE", "vendor": "All vendors", "kind": "All kinds"}
 FILTER_VALUE = {"is_moe": {"False": "Dense", "True": "MoE"}}
 PARALLELISM = (("", "runtime default"), ("tp", "tensor parallel (tp)"), ("pp", "layer split (pp)"))
+#: GPUs of one node, where a split in pipeline stages across nodes starts (the combo offers TP 8 × PP n)
+NODE_TP = 8
+
+
+def _split_choices(cfg: "api.Config") -> list[tuple[str, str]]:
+    """The splits the combo offers for this configuration: the runtime's own, tensor parallel, layer
+    split, and the layouts past one tensor-parallel group that the runtime runs (data key "layout:…")."""
+    out = [(key, label) for key, label in PARALLELISM]
+    rt, g, m = cfg.runtime, cfg.gpus, cfg.model
+    if rt.parallelism == "tp" and g > 1:
+        if m.experts and rt.expert_parallel and g <= m.experts:
+            out.append((f"layout:dp{g}+ep{g}", f"attention DP {g} + EP {g}"))
+        if rt.multi_node and g > NODE_TP and g % NODE_TP == 0:
+            out.append((f"layout:tp{NODE_TP}+pp{g // NODE_TP}", f"TP {NODE_TP} + PP {g // NODE_TP}"))
+    if cfg.layout is not None and not any(k == f"layout:{cfg.layout.key()}" for k, _ in out):
+        out.append((f"layout:{cfg.layout.key()}", cfg.layout.text()))
+    return out
+
+
+def _fill_splits(combo: QComboBox, cfg: "api.Config") -> None:
+    """Refill the split combo for ``cfg`` and select what is in force (signals blocked: no input change)."""
+    combo.blockSignals(True)
+    combo.clear()
+    for key, label in _split_choices(cfg):
+        combo.addItem(label, key)
+    current = f"layout:{cfg.layout.key()}" if cfg.layout is not None else cfg.parallelism
+    combo.setCurrentIndex(max(0, combo.findData(current)))
+    combo.blockSignals(False)
+
+
+def _split_change(data: str) -> dict:
+    """The session change a split choice makes: a layout, or the plain split with no layout."""
+    if data.startswith("layout:"):
+        return {"layout": data[len("layout:"):]}
+    return {"parallelism": data, "layout": ""}
 
 
 def _norm(text: str) -> str:
@@ -234,13 +269,16 @@ class InputsPanel(QScrollArea):
         lay.addWidget(self.threads_row)
         form = QFormLayout()
         self.spin_gpus = QSpinBox()
-        self.spin_gpus.setRange(1, 64)
+        self.spin_gpus.setRange(1, 1024)
         self.spin_gpus.setToolTip("How many of these devices serve the model together")
         self.combo_par = QComboBox()
+        self.combo_par.setObjectName("inputs_split")
         for key, label in PARALLELISM:
             self.combo_par.addItem(label, key)
         self.combo_par.setToolTip("How the model is split over several GPUs: tensor parallel (every layer on every "
-                                  "GPU, all-reduce per layer) or layer split (pipeline)")
+                                  "GPU, all-reduce per layer), layer split (pipeline), and where the runtime runs "
+                                  "them, attention data-parallel with the experts spread whole (MoE) or tensor-"
+                                  "parallel groups of a node in pipeline stages across nodes")
         row = QHBoxLayout()
         row.addWidget(self.spin_gpus)
         row.addWidget(self.combo_par, 1)
@@ -315,7 +353,7 @@ class InputsPanel(QScrollArea):
         # wiring: widget → session
         s = session
         self.spin_gpus.valueChanged.connect(lambda v: s.set_inputs(merge="gpus", gpus=v))
-        self.combo_par.activated.connect(lambda i: s.set_inputs(parallelism=self.combo_par.itemData(i)))
+        self.combo_par.activated.connect(lambda i: s.set_inputs(**_split_change(self.combo_par.itemData(i))))
         self.combo_memory.activated.connect(lambda i: s.set_inputs(memory_gb=self.combo_memory.itemData(i)))
         self.spin_threads.valueChanged.connect(lambda v: s.set_inputs(merge="threads", threads=v))
         self.combo_runtime.activated.connect(lambda i: s.set_inputs(runtime=self.combo_runtime.itemData(i)))
@@ -368,7 +406,7 @@ class InputsPanel(QScrollArea):
             w.blockSignals(True)
             w.setValue(v)
             w.blockSignals(False)
-        self.combo_par.setCurrentIndex(max(0, self.combo_par.findData(cfg.parallelism)))
+        _fill_splits(self.combo_par, cfg)
         wl = cfg.workload
         self.prompt.set_value(wl.prompt_tokens)
         self.output.set_value(wl.output_tokens)
