@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 import os
+import signal
 import sys
 from dataclasses import asdict
 from typing import Any, Sequence
@@ -410,7 +411,46 @@ def _refuse_blank_values(parser: argparse.ArgumentParser, args: argparse.Namespa
             raise UsageError(f"{action.option_strings[-1]} is empty; give a value or leave the flag out")
 
 
+class _FinishWhatStarted:
+    """stdout that, on its first write, makes Ctrl+C wait until the command returns: every command
+    computes first and prints its answer last (progress goes to stderr), so an interrupt after the
+    answer began would leave half of it with exit 130. From the first write the output is completed
+    and the command's own status stands; before it, an interrupt ends the work with no output."""
+
+    def __init__(self, stream):
+        self._stream, self.started = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.started:
+            self.started = True
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            except ValueError:   # not the main thread: nothing to hold off
+                pass
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        return _main(argv)   # the desktop app: its own event loop and Ctrl+C
+    out, handler = sys.stdout, signal.getsignal(signal.SIGINT)
+    sys.stdout = _FinishWhatStarted(out)
+    try:
+        return _main(argv)
+    finally:
+        if sys.stdout.started:
+            try:
+                signal.signal(signal.SIGINT, handler)
+            except (ValueError, TypeError):
+                pass
+        sys.stdout = out
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("ADVISOR_DEBUG"))
     try:

@@ -29,14 +29,24 @@ def _interrupt(argv: list[str], delay_s: float) -> tuple[int, str, str]:
     return p.returncode, out.decode(), err.decode()
 
 
+def _duration(argv: list[str]) -> float:
+    """How long the command takes here, uninterrupted: the signals are spread over it (a fixed window
+    went stale as the commands got faster, and most signals then came after the work)."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "advisor.cli.entry", *argv], capture_output=True, env=ENV, timeout=300)
+    return time.perf_counter() - t
+
+
 def test_report_interrupted_at_random_moments(tmp_path):
     rng = random.Random(3010)
+    argv = ["report", "--model", "llama 3.1 70b", "--users", "20", "--hardware-kind", "datacenter"]
+    window = _duration([*argv, "-o", str(tmp_path / "timing.pdf")])
+    (tmp_path / "timing.pdf").unlink(missing_ok=True)
     codes = []
     for i in range(10):
         pdf = tmp_path / f"r{i}.pdf"
-        delay = rng.uniform(0.02, 3.5)
-        code, _out, err = _interrupt(["report", "--model", "llama 3.1 70b", "--users", "20",
-                                      "--hardware-kind", "datacenter", "-o", str(pdf)], delay)
+        delay = rng.uniform(0.02, 1.1 * window)
+        code, _out, err = _interrupt([*argv, "-o", str(pdf)], delay)
         left = sorted(p.name for p in tmp_path.iterdir())
         if code == 130:
             assert err.strip() == "advisor: interrupted" and left == [], (delay, err, left)
@@ -50,10 +60,12 @@ def test_report_interrupted_at_random_moments(tmp_path):
 
 def test_a_large_recommend_interrupted_at_random_moments():
     rng = random.Random(3011)
+    argv = ["recommend", "--model", "llama 3.1 70b", "--users", "100", "--json"]
+    window = _duration(argv)
     codes = []
     for _ in range(10):
-        delay = rng.uniform(0.02, 6.0)
-        code, out, err = _interrupt(["recommend", "--model", "llama 3.1 70b", "--users", "100", "--json"], delay)
+        delay = rng.uniform(0.02, 1.1 * window)
+        code, out, err = _interrupt(argv, delay)
         if code == 130:
             assert err.strip() == "advisor: interrupted" and out == "", (delay, err, out[:200])
         else:
