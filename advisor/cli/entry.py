@@ -24,7 +24,7 @@ def run() -> None:
     from advisor.cli.main import main
 
     signal.signal(signal.SIGINT, signal.default_int_handler)   # main turns it into exit 130
-    code = main()
+    code = main(restore_sigint=False)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:

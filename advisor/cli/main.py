@@ -433,7 +433,10 @@ class _FinishWhatStarted:
         return getattr(self._stream, name)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, restore_sigint: bool = True) -> int:
+    """The `advisor` command. ``restore_sigint``: put Ctrl+C back as it was once the command has
+    written its output (a caller in the same process); the CLI's own process ends instead
+    (`advisor.cli.entry`), and restoring it would only reopen a moment for an interrupt."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         return _main(argv)   # the desktop app: its own event loop and Ctrl+C
@@ -442,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
-        if sys.stdout.started:
+        if sys.stdout.started and restore_sigint:
             try:
                 signal.signal(signal.SIGINT, handler)
             except (ValueError, TypeError):
