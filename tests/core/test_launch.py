@@ -29,7 +29,10 @@ SCENARIOS = [
     ("gpt-oss-20b", 1, 8192, ("consumer", "apple"), 1),
     ("deepseek-r1", 20, 8192, ("datacenter",), 8),
     ("gemma-3-27b", 2, 8192, ("consumer", "apple"), 2),
-    # past one machine: multi-node tensor-parallel stages, wide EP with data-parallel attention
+]
+#: Past one machine: multi-node tensor-parallel stages, wide EP with data-parallel attention (the slow
+#: tier: two sweeps over every datacenter part at instance sizes up to 72 GPUs).
+CLUSTER_SCENARIOS = [
     ("deepseek-r1", 2000, 8192, ("datacenter",), 256),
     ("llama-3.1-405b", 1000, 8192, ("datacenter",), 128),
 ]
@@ -106,13 +109,11 @@ def check_line(cat, c, line: str, context: int) -> None:
         assert cp.repo.startswith("nvidia/") or cp.key.endswith(".official"), line
 
 
-@pytest.fixture(scope="module")
-def printed(cat):
-    """Distinct (runtime, format, KV, GPU count, hardware family) candidates of every scenario."""
+def _printed(cat, scenarios, across_nodes=False):
     out = []
-    for model, users, context, kinds, max_gpus in SCENARIOS:
+    for model, users, context, kinds, max_gpus in scenarios:
         req = Requirements(model=cat.models[model], users=users, context_tokens=context, hardware_kinds=kinds,
-                           max_gpus=max_gpus)
+                           max_gpus=max_gpus, across_nodes=across_nodes)
         seen = set()
         for c in recommend(cat, req).passing[:3000]:
             key = (c.runtime.key, c.quant.key, c.kv_dtype.key, c.gpus, c.layout, c.hardware.family)
@@ -123,19 +124,33 @@ def printed(cat):
     return out
 
 
+@pytest.fixture(scope="module")
+def printed(cat):
+    """Distinct (runtime, format, KV, GPU count, layout, hardware family) candidates of every scenario,
+    each within one machine (CLUSTER_SCENARIOS cover the rest)."""
+    return _printed(cat, SCENARIOS)
+
+
+@pytest.fixture(scope="module")
+def printed_clusters(cat):
+    """The same for the scenarios past one machine."""
+    return _printed(cat, CLUSTER_SCENARIOS, across_nodes=True)
+
+
 @pytest.mark.slow   # over a second here: the slow tier (CI runs it)
-def test_every_printed_line_uses_verified_flags_and_listed_checkpoints(cat, printed):
+def test_every_printed_line_uses_verified_flags_and_listed_checkpoints(cat, printed, printed_clusters):
     assert len(printed) > 100
     families = set()
-    for c, req in printed:
+    for c, req in printed + printed_clusters:
         assert c.launch, f"a passing candidate without a launch line: {c.label} {c.runtime.key}"
         check_line(cat, c, c.launch, req.context)
         families.add(c.runtime.format_family)
     assert families >= {"llama.cpp", "vllm", "sglang", "tensorrt-llm", "mlx"}
     # the layouts past one group were printed and checked too
-    assert any(c.nodes > 1 for c, _ in printed) and any(c.layout.ep > 1 for c, _ in printed)
+    assert any(c.nodes > 1 for c, _ in printed_clusters) and any(c.layout.ep > 1 for c, _ in printed_clusters)
 
 
+@pytest.mark.slow   # the scenarios' recommendations take seconds here: the slow tier (CI runs it)
 def test_lines_download_published_checkpoints_where_they_exist(cat, printed):
     lines = {(c.model_key, c.runtime.key, c.quant.key): c.launch for c, _ in printed}
     # a quantized checkpoint's repository, not --quantization on the BF16 one

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 GUI = ("PySide6", "pyqtgraph", "shiboken6", "ui")
 #: what each part of the core may import from the core
@@ -48,6 +50,7 @@ def test_every_core_module_belongs_to_a_layer():
     assert {_layer(p) for p in (ROOT / "advisor").rglob("*.py")} <= set(ALLOWED)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_core_layers_import_only_downwards():
     offenders = []
     for path in (ROOT / "advisor").rglob("*.py"):
@@ -114,6 +117,7 @@ def _runtime_imports(path: Path):
             yield from (f"{node.module}.{a.name}" for a in node.names)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_no_module_of_ours_imports_itself_back():
     """No import circle among our modules (advisor, ui, probes), lazy imports included: a circle
     means two modules are one, split by accident (issue 28 found data.catalog <-> data.importers,

@@ -182,6 +182,7 @@ def test_layout_text_reads_what_people_write():
         parse_layout("tp8+pp2", 8)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_predict_takes_a_layout_and_a_network_and_refuses_bad_topology(cat, capsys):
     from advisor.cli.main import main
     from advisor.model.config import configure

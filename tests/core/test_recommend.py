@@ -42,6 +42,7 @@ def test_70b_for_50_users_at_8k_needs_four_h100s_and_says_so(cat, capsys):
     assert "--tensor-parallel-size 4" in out and "--max-model-len 8192" in out
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_several_datacenter_gpus_for_70b_at_50_users(cat):
     req = Requirements(model=cat.model_named("Llama-3.1-70B"), context_tokens=8192, users=50, ttft_ms=2000, tok_s=20,
                        hardware_kinds=("datacenter",), min_quality_rank=94, quality_floor="FP8")

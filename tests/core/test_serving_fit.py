@@ -111,6 +111,7 @@ def test_a_lone_users_ttft_carries_one_eager_pass_per_chunk(cat):
     assert api.serve(cat, dense, load).ttft_ms == api.serve(cat, without_terms(dense), load).ttft_ms
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_shipped_terms_are_the_fit_on_the_shipped_data(cat, cases):
     """runtimes.yaml holds what `benchmarks/serving.py --fit` prints on catalog/measured/serving.csv
     (within 10 %: a recalibration of the profiles moves the base it is fitted over a little)."""

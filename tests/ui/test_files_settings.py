@@ -61,6 +61,7 @@ def test_settings_round_trip(tmp_path):
     assert again.notices == []
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_window_restores_inputs_tab_and_splitters(make_window, settings_path):
     w = make_window()
     w.session.set_inputs(model="qwen2.5 7b", batch=6)

@@ -223,6 +223,7 @@ def test_a_sizing_of_an_imported_model_opens_in_a_fresh_window(make_window, tmp_
     assert "could not be imported again" in w3.statusBar().currentMessage()
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_the_last_session_s_import_is_restored_at_start(make_window, tmp_path, settings_path, settle):
     w1 = make_window()
     assert w1.import_source(str(FIXTURES / "gemma-2-2b.json"))
@@ -389,6 +390,7 @@ def test_a_pipe_is_refused_without_opening_it(window, tmp_path, settle):
         api.import_model(str(folder))
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_an_import_takes_the_name_given_and_keeps_it_in_sizings_and_sessions(make_window, tmp_path, qtbot,
                                                                              settle):
     from ui.import_dialog import ImportDialog

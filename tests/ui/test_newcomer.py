@@ -103,6 +103,7 @@ def test_a_name_that_does_not_resolve_stays_marked_until_one_does(window, qtbot)
     assert picker.error.isHidden() and picker.search.styleSheet() == ""
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_recommendations_state_the_context_and_take_another(window):
     view = window.recommend
     assert view.requirements().context == api.DEFAULT_CHAT_CONTEXT   # the CLI's default for chat
@@ -127,6 +128,7 @@ def test_an_imported_model_is_named_by_its_config_and_reports_no_local_path(tmp_
     assert shown_source("hf:Qwen/Qwen3-8B (imported 2026-11-26)") == "hf:Qwen/Qwen3-8B (imported 2026-11-26)"
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_will_it_run_checks_the_weights_in_the_inputs_when_asked(window, qtbot):
     s, view = window.session, window.will_it_run
     assert s.set_inputs(hardware="rtx 4090", runtime="llama.cpp", quant="Q4_K_M")
@@ -164,6 +166,7 @@ def test_will_it_run_quant_on_the_command_line(capsys):
     assert "unknown" in capsys.readouterr().err
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_freed_memory_goes_back_to_the_system_when_the_window_is_idle(window, qtbot, monkeypatch):
     import sys
 
@@ -212,6 +215,7 @@ def test_charts_read_out_their_values_under_the_pointer(window, qtbot):
         assert " · " in view.charts.readout.label.text(), tab
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_recommendations_show_a_first_look_then_everything(window, qtbot):
     s = window.session
     assert s.set_inputs(model="llama 3.1 8b", batch=4, tok_s_target=20)

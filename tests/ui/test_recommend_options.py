@@ -80,6 +80,7 @@ def test_allow_offload_makes_a_moe_model_pass_on_one_consumer_card(window, rec_v
     assert all(t == "1" for t in _column(view, "Replicas"))
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_rows_grouped_by_hardware_with_why_first_and_copyable_launch(window, rec_view, qtbot):
     view = rec_view
     rec = view.rec

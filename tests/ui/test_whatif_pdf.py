@@ -20,6 +20,7 @@ def _text(pdf) -> str:
     return " ".join(unicodedata.normalize("NFKC", out).split())
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_report_has_the_chosen_what_if(window, tmp_path):
     s = window.session
     assert content_for_session(s).what_ifs == ()                 # nothing chosen yet

@@ -40,6 +40,7 @@ def test_sizing_file_round_trips_the_technique(window, make_window, tmp_path):
     assert e.after.decode_tok_s != e.before.decode_tok_s
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_offload_layers_round_trip_and_show(window, make_window, tmp_path):
     s = window.session
     assert s.set_inputs(hardware="rtx 3060", model="qwen2.5 32b", runtime="llama.cpp", quant="q4_k_m")
