@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
+from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
+from advisor.model.ceilings import ceiling_row
 from advisor.model.devices import domain_gpus, link_gb_s, max_gpus, network_gb_s, peak_for, usable_memory_gb
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence)
@@ -198,9 +200,6 @@ class Tables:
         """Per (hardware, format): the vendor's published maximum per GPU for ``model`` at these
         lengths (inf where none applies) and the GPUs of the vendor's system (the widest instance it
         bounds), or None where none applies anywhere (the usual case)."""
-        from advisor.model.ceilings import ceiling_row
-        from advisor.data.vendor_max import shipped_vendor_max
-
         rows = [r for r in shipped_vendor_max() if r.model == model.key]
         if not rows:
             return None
