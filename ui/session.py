@@ -145,10 +145,9 @@ class Session(QObject):
     def load_candidate(self, c: "api.Candidate") -> bool:
         """Make a recommendation row the current inputs."""
         # a layout past one tensor-parallel group (pipeline stages, attention DP, EP) comes along
-        plain = c.layout.gpus != c.gpus or (c.layout.pp == 1 and c.layout.dp_attention == 1 and c.layout.ep == 1)
         return self.set_inputs(hardware=c.hardware, runtime=c.runtime, quant=c.quant, kv_dtype=c.kv_dtype,
                                gpus=int(c.gpus), batch=max(1, int(c.users or self.cfg.workload.batch)),
-                               layout=None if plain else c.layout)
+                               layout=c.config_layout)
 
     def switch_to(self, cfg: "api.Config") -> bool:
         """Make ``cfg`` the inputs (undoable), the targets and prompt spread kept; False if it cannot run."""

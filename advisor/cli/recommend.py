@@ -110,12 +110,13 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
 
         mix = prompt_mix(1024 if prompt is None else prompt, _number("prompt-spread", args.prompt_spread))
         mix.pop("prompt_tokens")
+    max_gpus = _number("max-gpus", args.max_gpus, int)
     return Requirements(
         model=model, prompt_tokens=1024 if prompt is None else prompt, output_tokens=256 if output is None else output,
         context_tokens=_number("context", args.context, int), users=_number("users", args.users, int),
         rps=_number("rps", args.rps), ttft_ms=_number("ttft-ms", args.ttft_ms), tok_s=_number("tok-s", args.tok_s),
         hardware_kinds=kinds, vendors=tuple(vendors), hardware=hardware,
-        max_gpus=_number("max-gpus", args.max_gpus, int),
+        max_gpus=max_gpus,
         prefix_hit=_number("prefix-hit", getattr(args, "prefix_hit", None)) or 0.0,
         budget_usd=_number("budget-usd", args.budget_usd), budget_usd_hour=_number("budget-usd-hour", args.budget_usd_hour),
         runtimes=runtimes, min_quality_rank=floor.quality_rank if floor else 0, quality_floor=floor.name if floor else "",
@@ -130,7 +131,7 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
         usd_per_kwh=_number("usd-per-kwh", getattr(args, "usd_per_kwh", None)),
         own_host=bool(getattr(args, "own_host", False)), network=getattr(args, "network", None) or "",
         # --max-gpus past a node asks for instances across nodes
-        across_nodes=True if (_number("max-gpus", args.max_gpus, int) or 0) > 8 else None, **mix,
+        across_nodes=True if (max_gpus or 0) > 8 else None, **mix,
     )
 
 
@@ -314,10 +315,9 @@ def disaggregated_alternative(cat: Catalog, req, rec, c):
 
     if req.burst or req.prompt_tokens < 1 or not c.launch:
         return None
-    plain = c.layout.gpus != c.gpus or (c.layout.pp == 1 and c.layout.dp_attention == 1 and c.layout.ep == 1)
     cfg = Config(c.hardware, req.model, c.quant, c.kv_dtype, c.runtime, c.gpus, "",
                  Workload(batch=1, prompt_tokens=req.prompt_tokens, output_tokens=max(req.output_tokens, 2)),
-                 None if plain else c.layout, req.network)
+                 c.config_layout, req.network)
     load = Load(kind="open" if rec.load_kind == "open" else "closed", concurrency=float(rec.users),
                 rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
                 output_tokens=max(req.output_tokens, 2))

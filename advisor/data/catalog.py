@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -148,6 +148,17 @@ def yaml_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.rglob("*.yaml") if p.is_file())
+
+
+@lru_cache(maxsize=1)
+def shipped_hardware() -> Mapping[str, specs.Hardware]:
+    """catalog/hardware as shipped, by key (for callers that hold no catalog: a vendor's published
+    maximum names its part, a deployment plan its GPUs by key)."""
+    out: dict[str, specs.Hardware] = {}
+    for path in yaml_files(CATALOG_DIR / "hardware"):
+        parsed, _ = parse_file(path)
+        out.update({h.key: h for h in parsed.get("hardware", [])})
+    return out
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: caches key on the object

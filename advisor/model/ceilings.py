@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterable, Mapping
 
 from advisor.data.specs import Hardware, Model, Quant
+from advisor.data.catalog import shipped_hardware
 from advisor.data.vendor_max import VendorMax, shipped_vendor_max
 from advisor.model.devices import peak_for
 
@@ -94,21 +94,6 @@ def ceiling_row(hw: Hardware, model: Model, quant: Quant, prompt: int, output: i
     return best
 
 
-@lru_cache(maxsize=1)
-def _reference_hardware() -> Mapping[str, Hardware]:
-    """The shipped entries the published maxima name (for callers that hold no catalog)."""
-    from advisor.data.catalog import CATALOG_DIR, parse_file, yaml_files
-
-    wanted = {r.hardware for r in shipped_vendor_max()}
-    out: dict[str, Hardware] = {}
-    if not wanted:
-        return out
-    for path in yaml_files(CATALOG_DIR / "hardware"):
-        parsed, _ = parse_file(path)
-        out.update({h.key: h for h in parsed.get("hardware", []) if h.key in wanted})
-    return out
-
-
 def config_ceiling(cfg, hardware: Mapping[str, Hardware] | None = None) -> Ceiling | None:
     """`ceiling_row` for a `Config` at its workload's lengths (siblings bounded through the shipped
     entries the figures name, unless ``hardware`` is given)."""
@@ -116,7 +101,7 @@ def config_ceiling(cfg, hardware: Mapping[str, Hardware] | None = None) -> Ceili
     if not any(r.model == cfg.model.key for r in shipped_vendor_max()):
         return None
     return ceiling_row(cfg.hardware, cfg.model, cfg.quant, w.prompt_tokens, w.output_tokens,
-                       hardware=_reference_hardware() if hardware is None else hardware)
+                       hardware=shipped_hardware() if hardware is None else hardware)
 
 
 def ceiling_tok_s(c: Ceiling | None, gpus: int) -> float:

@@ -28,6 +28,11 @@ class Layout:
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp_attention
 
+    @property
+    def plain(self) -> bool:
+        """No stages, attention DP or EP: the runtime's own split of its GPUs."""
+        return self.pp == 1 and self.dp_attention == 1 and self.ep == 1
+
     def check(self, experts: int = 0) -> None:
         for name in ("tp", "pp", "ep", "dp_attention"):
             v = getattr(self, name)

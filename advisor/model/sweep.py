@@ -134,7 +134,7 @@ class Layouts:
         self.stages = np.array([r[1] for r in self.rows], dtype=np.float32)
         self.dp = np.array([r[2] for r in self.rows], dtype=np.float32)
         self.ep = np.array([r[3] for r in self.rows], dtype=bool)
-        self.plain = (self.stages == 1) & (self.dp == 1) & ~self.ep
+        self.is_plain = (self.stages == 1) & (self.dp == 1) & ~self.ep
 
     @classmethod
     def plain(cls, gpus: Sequence[int]) -> "Layouts":
@@ -197,13 +197,13 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
     lay = layouts or Layouts.plain(gpus)
     g_axis = lay.gpus
     net = t.hw_cols["network_gb_s"] if network is None else t.network_for(network)
-    usable = (g_axis[None, :] <= t.max_gpus[h][:, None]) & lay.plain[None, :]
-    if not lay.plain.all():
+    usable = (g_axis[None, :] <= t.max_gpus[h][:, None]) & lay.is_plain[None, :]
+    if not lay.is_plain.all():
         # past one node: a runtime that spans nodes, on hardware whose domain holds the instance or
         # that has a network; EP: a runtime that runs it, and no more GPUs than the model has experts
         beyond = g_axis[None, :] > t.max_gpus[h][:, None]
         reach = (g_axis[None, :] <= t.hw_cols["domain_gpus"][h][:, None]) | np.isfinite(net[h])[:, None]
-        wide = ~lay.plain[None, :] | beyond
+        wide = ~lay.is_plain[None, :] | beyond
         ok_wide = wide & t.tensor_parallel[r][:, None] & (~beyond | (t.multi_node[r][:, None] & reach)) \
             & (~lay.ep[None, :] | (t.expert_parallel[r][:, None] & (g_axis[None, :] <= max(model.experts or 0, 1))))
         usable = (usable & ~beyond) | ok_wide
@@ -215,7 +215,8 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
     # one, so numpy's inner loops run over configurations (a short last axis is ~20× slower)
     geo = geometry(model)
     g_f = g.astype(np.float32)
-    caps = t.ceilings(model, workload)   # vendors' published maxima per GPU (None: none for this model)
+    # vendors' published maxima per GPU (None: none for this model; a memory plan has no speeds to bound)
+    caps = None if memory_only else t.ceilings(model, workload)
     results, sizes = [], []
     chunk = max(CHUNK_ELEMENTS // batches.size, 1)
     for start in range(0, max(h.size, 1), chunk):
@@ -223,7 +224,7 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
         x = t.gather(h[None, part], r[None, part], q[None, part], k[None, part], g_f[None, part],
                      batch=batches[:, None], prompt=workload.prompt_tokens, output=workload.output_tokens,
                      depth=workload.depth_tokens)
-        if not lay.plain.all():
+        if not lay.is_plain.all():
             lp = li[None, part]
             x = x.replace(stages=lay.stages[lp], attention_dp=lay.dp[lp], expert_parallel=lay.ep[lp],
                           network_gb_s=net[h[None, part]])

@@ -120,7 +120,7 @@ def from_candidate(c, req, checkpoints=None) -> Deployment:
     from advisor.plan.launch import shipped_checkpoints, weights_for
 
     w = weights_for(c, req.model, shipped_checkpoints() if checkpoints is None else checkpoints)
-    layout = c.layout if c.layout.gpus == c.gpus else Layout(tp=c.gpus)
+    layout = c.config_layout or Layout(tp=c.gpus)
     pool = Pool(role="both", hardware_key=c.hardware.key, hardware_name=c.hardware.name, layout=layout,
                 replicas=c.replicas, gpus_per_node=max_gpus(c.hardware), launch=c.launch,
                 max_seqs=math.ceil(c.users / max(c.replicas, 1)))

@@ -42,6 +42,7 @@ from pathlib import Path
 import yaml
 
 from advisor.data.errors import AdvisorError
+from advisor.data.catalog import shipped_hardware
 from advisor.plan.deployment import Deployment, Pool
 from advisor.plan.launch import SGLANG_DIST_PORT
 
@@ -139,21 +140,10 @@ def _family(runtime_key: str) -> str:
     raise AdvisorError(f"deployment files cover vLLM, SGLang, TensorRT-LLM and llama.cpp, not {runtime_key!r}")
 
 
-@lru_cache(maxsize=1)
-def _shipped_vendors() -> dict[str, str]:
-    """The shipped catalog's vendor per hardware key (the plan names hardware by key only)."""
-    from advisor.data.catalog import CATALOG_DIR, parse_file
-
-    vendors = {}
-    for path in sorted((CATALOG_DIR / "hardware").glob("*.yaml")):
-        parsed, _ = parse_file(path)
-        vendors.update({hw.key: hw.vendor for hw in parsed["hardware"]})
-    return vendors
-
-
 def _vendor(pool: Pool) -> str:
     """"nvidia" or "amd": the container runtimes, images and Kubernetes resources differ."""
-    vendor = _shipped_vendors().get(pool.hardware_key, "")
+    hw = shipped_hardware().get(pool.hardware_key)
+    vendor = hw.vendor if hw is not None else ""
     if not vendor:   # a user's own entry: read its name
         name = pool.hardware_name.lower()
         vendor = "AMD" if any(w in name for w in ("amd", "instinct", "radeon")) else "NVIDIA"

@@ -249,7 +249,7 @@ def layout_flags(family: str, layout, gpus: int, nodes: int) -> tuple[int, str, 
     The line printed is the head node's (rank 0); the note says what the other nodes run."""
     tp, pp, dp, ep = layout.tp, layout.pp, layout.dp_attention, layout.ep
     flags, yaml_lines, note = "", [], ""
-    if layout.gpus <= 1 or (pp == 1 and dp == 1 and ep == 1 and nodes == 1):
+    if layout.gpus <= 1 or (layout.plain and nodes == 1):
         return gpus, "", [], ""
     if family == "vllm":
         if dp > 1:

@@ -238,6 +238,16 @@ class Candidate:
     joules_per_token: float | None = None  # that power over the output tokens served
 
     @property
+    def config_layout(self) -> Layout | None:
+        """The layout a `Config` of this candidate carries: None for the runtime's own split."""
+        return None if self.layout.gpus != self.gpus or self.layout.plain else self.layout
+
+    @property
+    def one_machine(self) -> bool:
+        """Every GPU of every replica fits one machine (what a compose file can start)."""
+        return self.total_gpus <= max_gpus(self.hardware)
+
+    @property
     def nodes(self) -> int:
         """Machines one instance spans (a node holds `max_gpus` of this hardware)."""
         return max(1, math.ceil(self.gpus / max_gpus(self.hardware)))
@@ -950,7 +960,6 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
 def _price_arrays(cat: Catalog, req: Requirements, t, cfg_hw, cfg_gpus, replicas):
     """Per configuration: purchase (every replica's machine), rent per hour (every GPU), purchase plus
     electricity over the life, and whether the rent or the purchase rests on fewer than three quotes."""
-    n = cfg_hw.size
     rents = [pricing.rent(cat, h) for h in t.hardware]
     hour_unit = np.array([f.usd if f else np.nan for f in rents])
     thin_rent = np.array([bool(f and f.thin) for f in rents])[cfg_hw]

@@ -534,10 +534,8 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     batch = max(1, rec.users if req.burst else int(round(min(max(c.running_batch, 1.0), max(c.max_batch, 1)))))
     extra_ctx = req.context - req.prompt_tokens - req.output_tokens
     # the chosen configuration as it runs: its layout past one tensor-parallel group and the network
-    plain = c.layout.gpus != c.gpus or (c.layout.pp == 1 and c.layout.dp_attention == 1 and c.layout.ep == 1)
     cfg = Config(c.hardware, req.model, c.quant, c.kv_dtype, c.runtime, c.gpus, "",
-                 Workload(batch=batch, prompt_tokens=prompt, output_tokens=output),
-                 None if plain else c.layout, req.network)
+                 Workload(batch=batch, prompt_tokens=prompt, output_tokens=output), c.config_layout, req.network)
     serving = None
     if not req.burst and output >= 2 and prompt >= 1:
         load = Load(kind="open" if rec.load_kind == "open" else "closed", concurrency=float(rec.users),

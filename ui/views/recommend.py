@@ -500,7 +500,8 @@ class RecommendView(QWidget, RowsTab):
             from PySide6.QtWidgets import QInputDialog
 
             kinds = list(api.EXPORT_KINDS)
-            default = 0 if c.nodes * c.replicas == 1 or (c.nodes == 1 and c.gpus * c.replicas <= 8) else 2
+            # a compose file where the whole plan fits one machine, else the engine's own launch scripts
+            default = 0 if c.one_machine else 2
             kind, ok = QInputDialog.getItem(self, "Export deployment", "Files to write:", kinds, default, False)
             if not ok:
                 return []
