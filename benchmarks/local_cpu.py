@@ -1,12 +1,13 @@
 """This machine's CPU with llama.cpp: what llama-bench measures against what advisor predicts.
 
 Writes a random-weight llama GGUF of TinyLlama 1.1B's shape (F16; Q8_0 and Q4_K_M by llama.cpp's
-own llama-quantize), runs llama-bench (pp512 and tg128, the given threads, 3 repetitions), probes
-this machine into a private data folder (`advisor --probe --save`) and predicts the same tests
-for "this machine". Prints one row per format and test: measured, predicted, band, error, and
-whether the measurement is above the ceiling the prediction states.
+own llama-quantize), probes this machine into a private data folder (`advisor --probe --save`),
+runs llama-bench (pp512 and tg128, the given threads, 3 repetitions) in rounds with the formats
+interleaved, and predicts the same tests for "this machine". Prints one row per format and test:
+the median and range measured over the rounds, predicted, band, error against the median, and how
+many rounds measured above the ceiling the prediction states.
 
-    python benchmarks/local_cpu.py [--bin DIR] [--threads 2] [--keep DIR]
+    python benchmarks/local_cpu.py [--bin DIR] [--threads 2] [--keep DIR] [--rounds 3]
 
 DIR: llama.cpp's binaries (default: `scripts/llama_cpp.sh`, which builds them the first time).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--keep", help="keep the model files here (default: a temporary folder)")
     ap.add_argument("--formats", default="F16,Q8_0,Q4_K_M")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the tests, formats interleaved (default 3)")
     args = ap.parse_args()
     bin_dir = Path(args.bin or subprocess.run([str(ROOT / "scripts" / "llama_cpp.sh")], check=True,
                                               capture_output=True, text=True).stdout.strip())
@@ -63,31 +66,49 @@ def main() -> None:
     if advisor(["--probe", "--save"]) not in (0, 3):
         raise SystemExit("the probe failed")
     cat = user_catalog()
-    rows = []
-    for fmt, path in files.items():
-        run = subprocess.run([str(bin_dir / "llama-bench"), "-m", str(path), "-p", "512", "-n", "128", "-t",
-                              str(args.threads), "-r", "3", "-o", "json"], check=True, capture_output=True, text=True)
-        result = work / f"bench-{fmt}.json"
-        result.write_text(run.stdout)
-        _tool, records = read_results(result)
-        for c in compare(cat, records, Overrides(hardware="this machine", model=str(path), runtime="llama.cpp")):
-            r = c.record
-            if c.predicted is None:
-                rows.append([fmt, r.metric, num(r.value), "—", "—", "—", c.skipped])
-                continue
-            rows.append([fmt, r.metric, num(r.value), num(c.predicted), f"{num(c.low)}–{num(c.high)}",
-                         f"{100 * c.error:+.0f} %", "measured above the band" if r.value > c.high else ""])
-    # a shared or virtual machine's memory speed moves between minutes: measure it again after the
-    # benchmarks, so that a drift is visible beside the errors rather than hidden in them
+    # A shared or virtual machine's memory speed moves between minutes (on the 2-core VM this was
+    # written on, llama.cpp's F16 decode read 30-48 GB/s in runs minutes apart). So the tests run in
+    # rounds, the formats interleaved, the read bandwidth is probed again between rounds, and each
+    # prediction is compared with the median of its rounds, their range printed beside it.
     from probes.cpu import describe, measure_bandwidth
 
-    after = describe()
-    measure_bandwidth(after)
-    before = cat.hardware["this-machine"].bandwidth_gb_s
-    print(f"llama.cpp on this machine, {args.threads} threads; model: random weights, TinyLlama 1.1B's shape")
-    print(f"probed read bandwidth: {before:.1f} GB/s before the benchmarks (the prediction's), "
-          f"{after.read_gb_s:.1f} GB/s after")
-    print(table(["format", "test", "measured tok/s", "predicted", "band", "error", "note"], rows))
+    measured: dict[tuple[str, str], list[float]] = {}
+    predicted: dict[tuple[str, str], tuple] = {}
+    probes = [cat.hardware["this-machine"].bandwidth_gb_s]
+    for rnd in range(args.rounds):
+        for fmt, path in files.items():
+            print(f"round {rnd + 1}/{args.rounds}: {fmt} …", file=sys.stderr)
+            run = subprocess.run([str(bin_dir / "llama-bench"), "-m", str(path), "-p", "512", "-n", "128", "-t",
+                                  str(args.threads), "-r", "3", "-o", "json"], check=True, capture_output=True,
+                                 text=True)
+            result = work / f"bench-{fmt}-round{rnd + 1}.json"
+            result.write_text(run.stdout)
+            _tool, records = read_results(result)
+            for c in compare(cat, records, Overrides(hardware="this machine", model=str(path), runtime="llama.cpp")):
+                key = (fmt, c.record.metric)
+                measured.setdefault(key, []).append(c.record.value)
+                predicted[key] = (c.predicted, c.low, c.high, c.skipped)
+        after = describe()
+        measure_bandwidth(after)
+        probes.append(after.read_gb_s)
+    rows = []
+    for (fmt, metric), values in measured.items():
+        mid = statistics.median(values)
+        spread = f"{num(min(values))}–{num(max(values))}"
+        pred, low, high, skipped = predicted[(fmt, metric)]
+        if pred is None:
+            rows.append([fmt, metric, num(mid), spread, "—", "—", "—", skipped])
+            continue
+        above = sum(v > high for v in values)
+        rows.append([fmt, metric, num(mid), spread, num(pred), f"{num(low)}–{num(high)}",
+                     f"{100 * (pred / mid - 1):+.0f} %",
+                     f"{above} of {len(values)} rounds above the band" if above else ""])
+    print(f"llama.cpp on this machine, {args.threads} threads; model: random weights, TinyLlama 1.1B's shape; "
+          f"{args.rounds} rounds of llama-bench (3 repetitions each)")
+    print("probed read bandwidth, GB/s: " + ", ".join(f"{b:.1f}" for b in probes)
+          + " (the first is the prediction's; the others after each round)")
+    print(table(["format", "test", "measured tok/s (median)", "range over rounds", "predicted", "band",
+                 "error vs median", "note"], rows))
     print(json.dumps({"work": str(work)}))
 
 
