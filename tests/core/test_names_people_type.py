@@ -109,6 +109,14 @@ def test_hardware_names_that_ask(cat, query, listed, hint):
     assert set(listed) <= set(e.value.candidates) and hint in str(e.value)
 
 
+def test_a_family_name_with_several_sizes_asks_which(cat):
+    # "gemma 4" is a family of five sizes (issue 29): never Gemma 3 4B, and never one size chosen silently
+    with pytest.raises(UnknownName) as e:
+        cat.model_named("gemma 4")
+    assert "several model entries" in str(e.value)
+    assert e.value.candidates and all(c.startswith("Gemma 4") for c in e.value.candidates)
+
+
 @pytest.mark.parametrize("query,near", [("rtx 509", "GeForce RTX 5090"), ("h100 sxm6", None)])
 def test_hardware_names_that_are_unknown(cat, query, near):
     with pytest.raises(UnknownName) as e:
@@ -229,7 +237,7 @@ def test_llama_3_1_is_not_llama_3_2(cat):
 
 @pytest.mark.parametrize("query,first,numbers", [
     # a version or size no entry has: unknown, the entries it would otherwise have taken first
-    ("gemma 4", "Gemma 3 4B", "(4)"),
+    ("gemma 3 2b", "Gemma 3n E2B", "(3, 2b)"),
     ("gemma 4 27b", "Gemma 3 27B", "(4, 27b)"),
     ("llama 3.3 8b", "Meta Llama 3 8B", "(3.3, 8b)"),
 ])
