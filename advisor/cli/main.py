@@ -32,7 +32,8 @@ from advisor.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXI
 
 
 LIST_SECTIONS = {"hardware": "hardware", "models": "models", "quants": "quants", "quantizations": "quants",
-                 "runtimes": "runtimes", "kv-dtypes": "kv_dtypes", "kv_dtypes": "kv_dtypes", "profiles": "profiles"}
+                 "runtimes": "runtimes", "kv-dtypes": "kv_dtypes", "kv_dtypes": "kv_dtypes", "profiles": "profiles",
+                 "systems": "systems"}
 
 
 class UsageError(AdvisorError):
@@ -111,6 +112,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif section == "kv_dtypes":
         rows = [[e.key, e.name, e.bits, ", ".join(e.runtimes)] for e in entries]
         print(table(["key", "name", "bits", "runtimes"], rows))
+    elif section == "systems":
+        rows = [[e.key, e.name, f"{e.gpus} × {cat.hardware[e.hardware].name if e.hardware in cat.hardware else e.hardware}",
+                 e.power_kw, e.network or "—", str(e.year or "—")] for e in entries]
+        print(table(["key", "name", "GPUs", "max power kW", "network", "year"], rows))
     elif section == "runtimes":
         rows = [[e.key, e.name, ", ".join(e.vendors), e.parallelism, e.memory_fraction, e.reserve_gb,
                  e.decode_bw_fraction, e.prefill_compute_fraction] for e in entries]
@@ -133,7 +138,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_check_catalog(args: argparse.Namespace) -> int:
     cat = _catalog()
-    counts = ", ".join(f"{len(cat.section(s))} {s}" for s in ("hardware", "models", "quants", "kv_dtypes", "runtimes", "profiles"))
+    counts = ", ".join(f"{len(cat.section(s))} {s}" for s in ("hardware", "models", "quants", "kv_dtypes", "runtimes",
+                                                               "profiles", "systems"))
     print(f"loaded {counts}")
     for section, keys in cat.overridden.items():
         print(f"user overlay replaced {len(keys)} {section}: {', '.join(keys)}")

@@ -268,8 +268,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                  "mem/GPU GB", "cost", "power", "quality", "verdict", "data"] + (["buy vs rent 24/7"] if both else []),
                 rows))
     print("* on the Pareto front of cost, per-user speed and quality. (safe) = the pessimistic edge of the band. "
-          "power: every GPU at its board power (the draw's ceiling; hosts and network not counted) and joules per "
-          "output token at the predicted throughput.")
+          "power: the most the deployment draws (its share of the server or rack these GPUs are sold in, at the "
+          "vendor's maximum system power; else every GPU at its board power, hosts and network not counted) and "
+          "joules per output token at the predicted throughput.")
     print("verdict: margin = every target met at the pessimistic edge of the band; if estimate = met at the prediction "
           "only (ranked after). data: measured = the runtime's calibration has rows of this hardware generation and "
           "format class; extrapolated = it has not; no data = the runtime's defaults.")

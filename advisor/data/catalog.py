@@ -178,6 +178,13 @@ class Catalog:
     overridden: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: dated price quotes per hardware key (catalog/prices.csv; `advisor.plan.pricing` reads them)
     quotes: Mapping[str, tuple[Quote, ...]] = field(default_factory=dict)
+    #: servers and racks sold as one unit (catalog/systems.yaml): their power and fabric
+    systems: Mapping[str, specs.System] = field(default_factory=dict)
+
+    def systems_of(self, hardware_key: str) -> tuple[specs.System, ...]:
+        """The systems built of this hardware, the smallest first."""
+        return tuple(sorted((s for s in self.systems.values() if s.hardware == hardware_key),
+                            key=lambda s: (s.gpus, s.key)))
 
     def section(self, name: str) -> Mapping[str, Any]:
         if name not in SECTIONS:
@@ -470,6 +477,11 @@ def load_catalog(shipped: Path | None = CATALOG_DIR, user: Path | None = None,
         add(yaml_files(user), is_user=True)
     if extra_files:
         add(list(extra_files), is_user=True)
+    for key, system in list(merged["systems"].items()):
+        if system.hardware not in merged["hardware"]:
+            issues.append(LoadIssue(system.origin, key, "hardware",
+                                    f"unknown hardware {system.hardware!r} (a hardware entry's key)"))
+            del merged["systems"][key]
     quotes: dict[str, tuple[Quote, ...]] = {}
     if shipped is not None and (shipped / PRICES_FILE).exists():
         quotes, found = load_quotes(shipped / PRICES_FILE, merged["hardware"])

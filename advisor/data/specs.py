@@ -28,7 +28,7 @@ def _f(kind: str, required: bool = False, default: Any = None, **rules: Any) -> 
 
 
 HARDWARE_KINDS = ("datacenter", "workstation", "consumer", "laptop", "apple", "soc", "cpu", "dataflow")
-VENDORS = ("NVIDIA", "AMD", "Intel", "Apple", "CPU", "SambaNova", "Groq", "Cerebras")
+VENDORS = ("NVIDIA", "AMD", "Intel", "Apple", "CPU", "SambaNova", "Groq", "Cerebras", "Google", "AWS")
 #: Compute dtypes a hardware entry can list a peak for, and the field that holds it.
 PEAK_FIELDS = {
     "fp32": "fp32_tflops",
@@ -95,13 +95,17 @@ class Hardware:
     #: Topology (multi-node sizing). GPUs that share the scale-up link (``interconnect_gb_s``): 8 on
     #: an HGX/DGX or MI300X platform board, 72 in an NVL72 rack, 2 or 4 for bridged PCIe cards; empty
     #: = no GPU-to-GPU link beyond PCIe (one node's GPUs then talk over PCIe)
-    scale_up_gpus: int | None = _f("int", min=1, max=576)
+    scale_up_gpus: int | None = _f("int", min=1, max=16384)
     #: The reference system's network per GPU, Gbit/s per direction as NICs are sold (ConnectX-7: 400,
     #: ConnectX-8: 800); the link between nodes unless the user names another (--network)
     scale_out_gbit_s: float | None = _f("num", min=1, max=3200)
     #: GPUs one machine (node, server, compute tray) holds where it is not the kind's usual 8 (an NVL72
     #: compute tray: 4); the largest instance on one machine, and the unit multi-node layouts count
     node_gpus: int | None = _f("int", min=1, max=72)
+    #: What a runtime's tensor-parallel size counts per chip where it is not 1: TPU7x shows software
+    #: two devices (one per chiplet), Inferentia2 and Trainium two NeuronCores, Trainium2 four logical
+    #: NeuronCores (LNC=2). Launch lines ask for tp × this; the sizing counts chips
+    devices_per_gpu: int = _f("int", default=1, min=1, max=16)
     pcie_gen: int | None = _f("int", min=1, max=7)
     pcie_lanes: int | None = _f("int", min=1, max=32)
     form_factor: str = _f("str")
@@ -518,6 +522,30 @@ class Checkpoint:
     origin: str = field(default="", compare=False, metadata={"kind": "internal"})
 
 
+@dataclass(frozen=True, kw_only=True)
+class System:
+    """A server or rack sold as one unit (a DGX B200, a GB200 NVL72 rack): which GPUs and how many,
+    and what the whole machine draws, its network and scale-up fabric, as its vendor states them.
+    The recommender counts a deployment's power at these machines' maximum draw (CPUs, NICs,
+    switches and fans included) where one holds the deployment's GPUs, else at the GPUs' board power."""
+
+    key: str = _f("str", True)
+    name: str = _f("str", True)
+    aliases: tuple[str, ...] = _f("strlist")
+    hardware: str = _f("str", True)           # the catalog key of its GPUs
+    gpus: int = _f("int", True, min=1, max=1024)
+    cpu: str = _f("str")
+    system_memory_gib: float | None = _f("num", min=1, max=1_000_000)
+    power_kw: float | None = _f("num", min=0.1, max=10_000)   # the vendor's maximum system power
+    network: str = _f("str")
+    scale_up: str = _f("str")
+    rack_units: float | None = _f("num", min=1, max=100)
+    year: int | None = _f("int", min=2000, max=2100)
+    source: str = _f("str", True)
+    notes: str = _f("str")
+    origin: str = field(default="", compare=False, metadata={"kind": "internal"})
+
+
 ENTRY_TYPES: dict[str, type] = {
     "hardware": Hardware,
     "models": Model,
@@ -526,4 +554,5 @@ ENTRY_TYPES: dict[str, type] = {
     "runtimes": Runtime,
     "profiles": Profile,
     "checkpoints": Checkpoint,
+    "systems": System,
 }

@@ -116,6 +116,9 @@ def quant_refusal(runtime: Runtime, quant: Quant, model: Model | None = None) ->
         return f"{quant.name} quantizes only the experts of MoE models; {model.name} is dense"
     if quant.runtimes and runtime.format_family not in quant.runtimes:
         return f"{runtime.name} cannot load {quant.name} weights; runtimes that can: {', '.join(quant.runtimes)}"
+    if runtime.quant_kinds and quant.kind not in runtime.quant_kinds:
+        # a runtime that shares another's formats but not all of them (vLLM on Neuron: 16-bit only)
+        return f"{runtime.name} cannot load {quant.name} weights; it loads {' and '.join(runtime.quant_kinds)} formats"
     return None
 
 

@@ -88,6 +88,10 @@ def default_runtime_key(hw: Hardware) -> str:
     """The runtime people most often use on this hardware."""
     if hw.kind == "dataflow":
         return "dataflow"  # the vendors' own stacks: nothing else runs on these machines
+    if hw.vendor == "Google":
+        return "vllm-tpu"  # Google's own serving recipes run vLLM's TPU backend
+    if hw.vendor == "AWS":
+        return "vllm-neuron"  # the path AWS's Neuron docs recommend
     if hw.kind == "datacenter" and hw.vendor in ("NVIDIA", "AMD", "Intel"):
         return "vllm"  # Intel: Gaudi and the Data Center GPU Max/Flex serve through vLLM's HPU/XPU builds
     return "llama.cpp"

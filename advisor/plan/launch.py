@@ -311,6 +311,8 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     nodes = int(getattr(c, "nodes", 1) or 1)
     tp, par_flags, api_yaml, par_note = layout_flags(family, layout, c.gpus, nodes) if layout is not None \
         else (c.gpus, "", [], "")
+    if hw is not None:
+        tp *= hw.devices_per_gpu  # TPU7x chiplets and NeuronCores count as devices
     prefix = kv_flags = ""
     if family == "tensorrt-llm" and c.kv_dtype.key == "fp8":
         api_yaml = ["kv_cache_config:", "  dtype: fp8"] + api_yaml

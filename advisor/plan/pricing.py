@@ -301,6 +301,19 @@ def tariff(cat, usd_per_kwh: float | None = None) -> Figure | None:
     return _tariff_of(tuple(cat.quotes.get(ELECTRICITY_KEY, ())))
 
 
+def deployment_power(cat, hw: Hardware, gpus: int) -> tuple[float | None, str]:
+    """What ``gpus`` × ``hw`` draw at most, kW, and on what basis: their share of the smallest
+    server or rack sold with these GPUs at its vendor's maximum system power (CPUs, NICs, switches
+    and fans included), else the GPUs' board power alone; (None, "") where neither is known."""
+    systems = [s for s in (cat.systems_of(hw.variant_of or hw.key) if cat is not None else ()) if s.power_kw]
+    if systems:
+        s = systems[0]
+        return s.power_kw * gpus / s.gpus, f"{s.name}'s maximum system power ({s.power_kw:g} kW per {s.gpus} GPUs)"
+    if hw.tdp_w:
+        return hw.tdp_w * gpus / 1e3, "the GPUs' board power"
+    return None, ""
+
+
 def buy(cat, hw: Hardware, gpus: int, *, hours_per_day: float = DEFAULT_HOURS_PER_DAY,
         usd_per_kwh: float | None = None, own_host: bool = False) -> Purchase | None:
     """Buying ``gpus`` of ``hw`` as working machines, or None where the device has no price.
@@ -325,12 +338,15 @@ def buy(cat, hw: Hardware, gpus: int, *, hours_per_day: float = DEFAULT_HOURS_PE
             parts.append(f"${host.usd:,.0f} {words} ({host.count_text}, {host.oldest} to {host.newest})"
                          if host.oldest != host.newest else f"${host.usd:,.0f} {words} ({host.count_text}, {host.newest})")
     t = tariff(cat, usd_per_kwh)
-    watts = (hw.tdp_w or 0.0) * count
+    # a server's GPUs draw with their host (CPUs, NICs, fans): its maximum where the catalog has it
+    kw, power_basis = deployment_power(cat, hw, count) if sold_in_servers(hw) else (None, "")
+    watts = kw * 1e3 if kw else (hw.tdp_w or 0.0) * count
+    power_words = "board power" if not kw else f"at {power_basis}"
     if hours_per_day <= 0:
         month, note = 0.0, "electricity not counted (one user's machine; --hours-per-day counts it)"
     elif t is not None and watts > 0:
         month = watts / 1000 * hours_per_day * 365 / 12 * t.usd
-        note = (f"{watts:,.0f} W board power × {hours_per_day:g} h/day at ${t.usd:.3f}/kWh "
+        note = (f"{watts:,.0f} W {power_words} × {hours_per_day:g} h/day at ${t.usd:.3f}/kWh "
                 f"({'your rate' if t.own else t.providers[0] + ' ' + t.newest}): ${month:,.0f}/month")
     else:
         month, note = 0.0, "electricity not counted (no board power or tariff in the catalog)"

@@ -233,7 +233,8 @@ class Candidate:
     failures: list[Reason] = field(default_factory=list)
     #: how one instance's GPUs split the model (tensor, pipeline, expert parallel, attention DP)
     layout: Layout = field(default_factory=Layout)
-    power_kw: float | None = None         # every GPU at its board power (the draw's ceiling), kW
+    power_kw: float | None = None         # the deployment's maximum draw, kW (`pricing.deployment_power`)
+    power_basis: str = ""                 # what that figure is: a system's maximum, or board power
     network_gbit_s: float | None = None   # the network between an instance's nodes, per GPU (None: one node)
     joules_per_token: float | None = None  # that power over the output tokens served
 
@@ -531,10 +532,9 @@ def _build(rec: Recommendation, i: int) -> Candidate:
                   usd, hour, note, replicas=r, quality=quality_text(q, req.model), layout=layout)
     if c.nodes > 1 and g > domain_gpus(hw):
         c.network_gbit_s = NETWORKS_GBIT_S[req.network] if req.network else hw.scale_out_gbit_s
-    if hw.tdp_w:
-        c.power_kw = hw.tdp_w * g * r / 1e3
-        if c.throughput_tok_s > 0:
-            c.joules_per_token = c.power_kw * 1e3 / c.throughput_tok_s
+    c.power_kw, c.power_basis = pricing.deployment_power(rec.catalog, hw, g * r)
+    if c.power_kw and c.throughput_tok_s > 0:
+        c.joules_per_token = c.power_kw * 1e3 / c.throughput_tok_s
     for k, v in extra.items():
         setattr(c, k, v)
     if hour and c.throughput_tok_s > 0:

@@ -551,7 +551,7 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     what = f"{c.label} at {c.quant.name} with {c.runtime.name}"
     numbers = (f"TTFT {duration_ms(c.ttft_ms)} ({duration_ms(tl)}–{duration_ms(th)}), {num(c.tok_s)} tok/s per user "
                f"({num(kl)}–{num(kh)}), room for {c.max_batch:,} users at {req.context:,} tokens"
-               + (f", {num(c.power_kw)} kW at board power ({num(c.joules_per_token)} J per output token)"
+               + (f", {num(c.power_kw)} kW at {c.power_basis or 'board power'} ({num(c.joules_per_token)} J per output token)"
                   if c.power_kw and c.joules_per_token else ""))
     if best:
         verdict = ("It meets every target at the pessimistic edge of its bands." if c.tier == "margin" else

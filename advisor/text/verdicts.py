@@ -139,7 +139,7 @@ def candidate_record(c) -> dict:
         "dp_attention": c.layout.dp_attention, "layout": c.split_text if c.gpus > 1 else "",
         "nodes_per_replica": c.nodes, "nodes": c.nodes * c.replicas,
         "network_gbit_s_per_gpu": c.network_gbit_s,
-        "power_kw": c.power_kw, "joules_per_output_token": c.joules_per_token,
+        "power_kw": c.power_kw, "power_basis": c.power_basis, "joules_per_output_token": c.joules_per_token,
     }
 
 

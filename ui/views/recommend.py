@@ -89,9 +89,10 @@ COLUMNS = [
            "parallel (TP), pipeline stages (PP), data-parallel attention with experts spread whole (EP), and the "
            "nodes it spans"),
     Column("Power kW", lambda c: float(c.power_kw) if c.power_kw else None,
-           "Every GPU at its board power (the draw's ceiling; hosts and network not counted)",
-           row_tip=lambda c: f"{num(c.joules_per_token)} J per output token at the predicted throughput"
-           if c.joules_per_token else ""),
+           "The deployment's maximum draw: its share of the server or rack these GPUs are sold in, at the "
+           "vendor's maximum system power, else every GPU at its board power (hosts and network not counted)",
+           row_tip=lambda c: f"{num(c.joules_per_token)} J per output token at the predicted throughput, at "
+           f"{c.power_basis}" if c.joules_per_token else ""),
     Column("Quality", lambda c: c.quality, "The release format is the reference; else llama.cpp's KL divergence "
                                            "on Llama-3-8B, or unmeasured"),
     Column("Verdict", lambda c: VERDICT_CELL[c.tier][0], "Meets with margin: every target met at the pessimistic "
