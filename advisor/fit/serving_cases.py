@@ -85,6 +85,26 @@ def _requests(notes: str) -> int | None:
     return int(m.group(1).replace(",", "")) if m else None
 
 
+#: the serving command's scheduler limits, per runtime family: (running sequences, tokens per step)
+SCHEDULER_FLAGS = {
+    "vllm": (r"--max-num-seqs[ =](\d+)", r"--max-num-batched-tokens[ =](\d+)"),
+    "sglang": (r"--max-running-requests[ =](\d+)", r"--chunked-prefill-size[ =](\d+)"),
+    "tensorrt-llm": (r"--max_batch_size[ =](\d+)", r"--max_num_tokens[ =](\d+)"),
+}
+
+
+def _scheduler(notes: str, family: str) -> tuple[int | None, int | None]:
+    """The running-sequence and per-step token limits the row's serving command states (vLLM's
+    --max-num-seqs and --max-num-batched-tokens, SGLang's --max-running-requests and
+    --chunked-prefill-size, TensorRT-LLM's --max_batch_size and --max_num_tokens), each only where
+    the notes state exactly one value (a note quoting two runs says nothing certain about this one)."""
+    out: list[int | None] = []
+    for pattern in SCHEDULER_FLAGS.get(family, (None, None)):
+        found = {int(v) for v in re.findall(pattern, notes or "")} if pattern else set()
+        out.append(found.pop() if len(found) == 1 else None)
+    return out[0], out[1]
+
+
 def _gpus_and_split(row: dict) -> tuple[int, str]:
     n = int(row["n_gpus"])
     text = row["parallel"].upper()
@@ -151,7 +171,9 @@ def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
         cfg.check(check_context=False)
     except AdvisorError as exc:
         return Skipped(src, f"not expressible: {str(exc).splitlines()[0]}")
-    lengths = dict(prompt_tokens=max(int(round(prompt)), 1), output_tokens=max(int(round(output)), 2))
+    max_seqs, chunk = _scheduler(row["notes"], cfg.runtime.format_family)
+    lengths = dict(prompt_tokens=max(int(round(prompt)), 1), output_tokens=max(int(round(output)), 2),
+                   max_seqs=max_seqs, chunk_tokens=chunk)
     if kind == "closed":
         # a benchmark run of N requests: its first wave is in the figures (`Load.requests`)
         n, conc = _requests(row["notes"]), float(row["concurrency"] or 1)

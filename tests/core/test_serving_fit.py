@@ -53,6 +53,20 @@ def test_rows_map_to_a_configuration_and_a_load(cat):
         assert isinstance(out, Skipped) and why in out.reason, (kw, out)
 
 
+def test_the_serving_commands_scheduler_limits_reach_the_load(cat):
+    """A row whose notes quote its serving command is simulated with that command's limits: vLLM's
+    --max-num-seqs and --max-num-batched-tokens (Google's v6e recipe runs a 512-token budget)."""
+    c = map_row(cat, row(notes="Serving: vllm serve Qwen/Qwen3-8B --max-num-batched-tokens 512 --max-num-seqs 256."))
+    assert (c.load.max_seqs, c.load.chunk_tokens) == (256, 512)
+    sgl = map_row(cat, row(runtime="sglang", notes="python -m sglang.launch_server --max-running-requests 1024 "
+                                                   "--chunked-prefill-size 4096"))
+    assert (sgl.load.max_seqs, sgl.load.chunk_tokens) == (1024, 4096)
+    # unstated, or two runs' values quoted in one note: the runtime's defaults
+    assert (map_row(cat, row()).load.max_seqs, map_row(cat, row()).load.chunk_tokens) == (None, None)
+    two = map_row(cat, row(notes="--max-num-batched-tokens 2048 for prefill heavy, --max-num-batched-tokens 512 else"))
+    assert two.load.chunk_tokens is None
+
+
 @pytest.mark.slow   # over a second here: the slow tier (CI runs it)
 def test_the_shipped_data_maps_and_says_why_not(cases):
     mapped, skipped = cases
