@@ -270,7 +270,8 @@ POPULAR = ["llama-3.1-8b", "llama-3.2-3b", "llama-3.3-70b", "qwen3-8b", "qwen3-1
            "qwen3-30b-a3b-instruct-2507", "qwen3-coder-30b-a3b-instruct", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
            "gemma-3-4b", "gemma-3-12b", "gemma-3-27b", "mistral-small-3.2-24b-2506", "qwq-32b",
            "deepseek-r1-distill-qwen-7b", "deepseek-r1-distill-qwen-32b", "glm-4.5-air", "glm-4.7-flash",
-           "llama-4-scout-17b-16e", "phi-4", "nemotron-3-nano-30b-a3b"]
+           "llama-4-scout-17b-16e", "phi-4", "nemotron-3-nano-30b-a3b", "gemma-4-e4b", "gemma-4-12b", "gemma-4-31b",
+           "qwen3.5-2b"]
 
 
 @pytest.mark.parametrize("quant", ["q4_k_m", "q8_0"])
