@@ -76,11 +76,13 @@ def requirements_from_args(cat: Catalog, args: argparse.Namespace):
     bad = [k for k in kinds if k not in HARDWARE_KINDS]
     if bad:
         raise AdvisorError(f"unknown hardware kind {bad[0]!r}; choose from {', '.join(HARDWARE_KINDS)}")
+    from advisor.data.specs import VENDORS
+
     vendors = []
     for v in _csv_list(args.vendor):
-        match = [x for x in ("NVIDIA", "AMD", "Intel", "Apple") if x.lower() == v.lower()]
+        match = [x for x in VENDORS if x.lower() == v.lower()]
         if not match:
-            raise AdvisorError(f"unknown vendor {v!r}; choose from NVIDIA, AMD, Intel, Apple")
+            raise AdvisorError(f"unknown vendor {v!r}; choose from {', '.join(VENDORS)}")
         vendors.append(match[0])
     memory_gb = getattr(args, "memory_gb", None)
     from advisor.model.config import memory_size
@@ -466,7 +468,7 @@ def register(sub) -> None:
     p.add_argument("--tok-s", dest="tok_s", help="per-user decode speed target, tokens/s")
     p.add_argument("--hardware-kind", dest="hardware_kind",
                    help="comma list of datacenter, workstation, consumer, laptop, apple, soc")
-    p.add_argument("--vendor", help="comma list of NVIDIA, AMD, Intel, Apple")
+    p.add_argument("--vendor", help="comma list of NVIDIA, AMD, Intel, Apple, CPU, Google, AWS …")
     p.add_argument("--hardware", help="comma list of hardware names to choose from")
     add_memory(p)
     p.add_argument("--max-gpus", dest="max_gpus",

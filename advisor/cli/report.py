@@ -169,7 +169,7 @@ def register(sub) -> None:
     p.add_argument("--tok-s", dest="tok_s", help="per-user decode speed target, tokens/s")
     p.add_argument("--hardware-kind", dest="hardware_kind",
                    help="comma list of datacenter, workstation, consumer, laptop, apple, soc")
-    p.add_argument("--vendor", help="comma list of NVIDIA, AMD, Intel, Apple")
+    p.add_argument("--vendor", help="comma list of NVIDIA, AMD, Intel, Apple, CPU, Google, AWS …")
     p.add_argument("--max-gpus", dest="max_gpus",
                    help="GPUs in all at most, replicas included (default: as many as the load needs)")
     p.add_argument("--budget-usd", dest="budget_usd", help="purchase budget, USD")

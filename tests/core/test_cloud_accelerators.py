@@ -95,3 +95,13 @@ def test_trainium2_is_calibrated_on_awss_own_measurements(cat, capsys):
     assert out["evidence"] == "measured" and out["efficiency_basis"].startswith("vllm-neuron")
     # AWS's tutorial measured 37.9 ms per token (26 tok/s) on 16 chips: the band holds it
     assert out["decode_low_tok_s"] <= 1e3 / 37.9 <= out["decode_high_tok_s"]
+
+
+def test_recommend_can_be_limited_to_the_cloud_vendors(capsys):
+    import json
+    assert main(["recommend", "--model", "llama 3.1 8b", "--users", "10", "--vendor", "google,aws", "--top", "5",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["candidates"]
+    assert rows and {r["hardware_key"].split("-")[0][:3] for r in rows} <= {"tpu", "aws"}
+    assert main(["recommend", "--model", "llama 3.1 8b", "--vendor", "acme"]) != 0
+    assert "Google" in capsys.readouterr().err
