@@ -137,7 +137,10 @@ def with_defaults(cat: "Catalog", hardware: Hardware, model: Model, runtime: Run
         q = next((x for x in sorted(cat.quants.values(), key=lambda x: -x.quality_rank)
                   if not format_refusal(hardware, rt, x, model)), None)
         if q is None:
-            raise AdvisorError(f"{rt.name} can load no weight format in the catalog for {model.name}")
+            # say why for the format it would have started from (a model rule names what is missing)
+            why = format_refusal(hardware, rt, native or cat.quants[DEFAULT_QUANT], model)
+            raise AdvisorError(f"{rt.name} can load no weight format in the catalog for {model.name}"
+                               + (f": {why}" if why else ""))
     return Defaults(rt, q, cat.kv_dtypes[DEFAULT_KV])
 
 

@@ -105,3 +105,9 @@ def test_recommend_can_be_limited_to_the_cloud_vendors(capsys):
     assert rows and {r["hardware_key"].split("-")[0][:3] for r in rows} <= {"tpu", "aws"}
     assert main(["recommend", "--model", "llama 3.1 8b", "--vendor", "acme"]) != 0
     assert "Google" in capsys.readouterr().err
+
+
+def test_a_model_no_format_can_carry_says_why(capsys):
+    assert main(["predict", "--model", "deepseek r1", "--hardware", "tpu7x", "--gpus", "8"]) != 0
+    err = capsys.readouterr().err
+    assert "can load no weight format" in err and "NEW_MODEL_DESIGN" in err and "Traceback" not in err
