@@ -139,7 +139,7 @@ def test_every_row_is_either_compared_or_listed_with_a_reason(cat):
         n = len(list(csv.DictReader(fh)))
     # the shipped data also brings servers' decode steps (serving.csv), labelled with their source
     from_servers = [c for c in cases if c.note.startswith("serving.csv")]
-    assert from_servers and all(c.metric == "decode" and c.runtime.key in ("vllm", "sglang", "tensorrt-llm")
+    assert from_servers and all(c.metric == "decode" and c.runtime.key in ("vllm", "sglang", "tensorrt-llm", "vllm-neuron")
                                 for c in from_servers)
     assert len(cases) - len(from_servers) + len(unmapped) == n
     assert all(u.reason for u in unmapped)

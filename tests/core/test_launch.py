@@ -96,10 +96,11 @@ def check_line(cat, c, line: str, context: int) -> None:
         # llama-server divides -c among its -np slots: every user gets the whole context
         assert int(values["-c"]) == context * int(values["-np"])
     if family == "vllm":
-        # every GPU of the instance: tensor parallel × data-parallel ranks × pipeline stages
+        # every GPU of the instance: tensor parallel × data-parallel ranks × pipeline stages, in the
+        # devices the engine counts (two per TPU7x chip, NeuronCores on Trainium and Inferentia)
         gpus = int(values["--tensor-parallel-size"]) * int(values.get("--data-parallel-size", 1)) \
             * int(values.get("--pipeline-parallel-size", 1))
-        assert gpus == c.gpus, line
+        assert gpus == c.gpus * c.hardware.devices_per_gpu, line
     if family == "sglang":
         assert int(values["--tp-size"]) * int(values.get("--pp-size", 1)) == c.gpus, line
         if "--nnodes" in values:
