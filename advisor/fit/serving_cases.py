@@ -28,7 +28,8 @@ DATA = Path(__file__).resolve().parents[2] / "catalog" / "measured" / "serving.c
 HARDWARE_ALIASES = {"A100 80G": "A100 80GB SXM4", "H100 80G": "H100 SXM5 80GB"}
 #: the data's format words to the catalog's formats
 QUANTS = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp4": "mxfp4", "nvfp4": "nvfp4"}
-RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "tensorrt-llm", "vllm-tpu": "vllm-tpu", "vllm-neuron": "vllm-neuron"}
+RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "tensorrt-llm", "vllm-tpu": "vllm-tpu",
+            "vllm-neuron": "vllm-neuron"}
 #: the measured metric → (the ServeReport figure it is compared with, its unit)
 METRICS = {"ttft": "ttft", "itl": "itl", "tpot": "itl", "e2e_latency": "e2e",
            "output_throughput": "throughput", "total_throughput": "total_throughput",

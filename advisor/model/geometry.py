@@ -16,19 +16,18 @@ from advisor.data.specs import Model, Quant
 
 
 #: What a layer's fixed per-pass cost (the profile's µs per layer: its kernels' launch and minimum
-#: run time in a captured graph) is in plain layers' worth, beyond one: an MoE layer runs the router,
-#: top-k, token sorting, two grouped products and the combine besides a dense layer's kernels, an
-#: MLA or linear-attention layer its latent down- and up-projections, norms, split RoPE and absorbed
-#: products (or the state update). Chosen on held-out error over a grid (0–2 × 0–3, each point a
-#: full recalibration): at 1 and 2, held out by source, servers' ITL 38 → 28 %, steady throughput
-#: 27 → 23 %, end-to-end 30 → 27 %, and the calibration's decode 12.5 → 11.1 %, prefill 24.9 → 24.6 %.
-#: A decode step's fixed cost per MoE layer, in plain layers' worth per expert a token visits (routed
-#: top-k plus shared: 1.6 for Qwen3's 8, 0.8 for gpt-oss's 4, 0.4 for Llama 4's 1 + 1), and per MLA or
-#: linear-attention layer; both chosen on the servers' inter-token latency held out by source
-#: (`benchmarks/serving.py`: per expert 0.125-0.3 and per complex layer 1.5-3 tried; 0.2 and 2 gave
-#: ITL 29 -> 25 %, steady throughput 23 -> 18 %, the calibration's decode held out 11.8 -> 12.0 %,
-#: where one flat extra layer per MoE layer had fitted AMD's top-8 models and Blackwell's top-4 one
-#: in opposite directions)
+#: run time in a captured graph) is in plain layers' worth, beyond one. An MoE layer runs the router,
+#: top-k, token sorting, the grouped products and the combine besides a dense layer's kernels, and at a
+#: decode step's batch each expert a token visits is a few small GEMMs that leave most of the GPU
+#: idle: `DECODE_EXPERT_WEIGHT` per expert visited (routed top-k plus shared: 1.6 for Qwen3's 8, 0.8
+#: for gpt-oss's 4, 0.4 for Llama 4's 1 + 1). An MLA or linear-attention layer runs its latent down-
+#: and up-projections, norms, split RoPE and absorbed products (or the state update):
+#: `DECODE_COMPLEX_LAYER_WEIGHT`. Both chosen on held-out error, each point a full recalibration:
+#: first a flat MoE weight on a grid (0-2 × 0-3; 1 and 2 took the servers' ITL held out by source
+#: 38 → 28 %, steady throughput 27 → 23 %, the calibration's decode 12.5 → 11.1 %), then per expert
+#: visited (0.125-0.3 × 1.5-3; 0.2 and 2 took ITL 29 → 25 %, steady throughput 23 → 18 %, end to end
+#: 27 → 22 %, the calibration's decode 11.8 → 12.0 %): the flat weight had fitted AMD's top-8 models
+#: and Blackwell's top-4 gpt-oss in opposite directions.
 DECODE_EXPERT_WEIGHT = 0.2
 DECODE_COMPLEX_LAYER_WEIGHT = 2.0
 
