@@ -18,6 +18,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+#: a signal that lands during the interpreter's own start-up, before any handler exists, ends it by
+#: the default action before any of our code ran, with nothing written (a loaded machine's start-up
+#: can outlast the shortest delays)
+KILLED_AT_START = -signal.SIGINT
 
 
 def _interrupt(argv: list[str], delay_s: float) -> tuple[int, str, str]:
@@ -48,14 +52,16 @@ def test_report_interrupted_at_random_moments(tmp_path):
         delay = rng.uniform(0.02, 1.1 * window)
         code, _out, err = _interrupt([*argv, "-o", str(pdf)], delay)
         left = sorted(p.name for p in tmp_path.iterdir())
-        if code == 130:
+        if code == KILLED_AT_START:
+            assert err == "" and left == [], (delay, err, left)
+        elif code == 130:
             assert err.strip() == "advisor: interrupted" and left == [], (delay, err, left)
         else:
             assert code == 0 and left == [pdf.name] and pdf.read_bytes()[:5] == b"%PDF-", (delay, code, err)
             assert pdf.read_bytes().rstrip().endswith(b"%%EOF")
             pdf.unlink()
         codes.append(code)
-    assert codes.count(130) >= 5, codes     # most signals land while it works
+    assert codes.count(130) + codes.count(KILLED_AT_START) >= 5, codes     # most signals land while it works
 
 
 def test_a_large_recommend_interrupted_at_random_moments():
@@ -66,9 +72,11 @@ def test_a_large_recommend_interrupted_at_random_moments():
     for _ in range(10):
         delay = rng.uniform(0.02, 1.1 * window)
         code, out, err = _interrupt(argv, delay)
-        if code == 130:
+        if code == KILLED_AT_START:
+            assert err == "" and out == "", (delay, err, out[:200])
+        elif code == 130:
             assert err.strip() == "advisor: interrupted" and out == "", (delay, err, out[:200])
         else:
             assert code in (0, 1) and json.loads(out)["model"] == "Llama 3.1 70B", (delay, code, err)
         codes.append(code)
-    assert codes.count(130) >= 5, codes
+    assert codes.count(130) + codes.count(KILLED_AT_START) >= 5, codes

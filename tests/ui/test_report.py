@@ -180,7 +180,9 @@ def test_export_report_in_the_background(tmp_path, qtbot):
 def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path):
     """Issue 30 (3): of 26 interrupts, 6 segfaulted and 9 exited 0 with the PDF written anyway. A
     SIGINT at any moment now ends either in exit 130, one line and no file (not even a temporary
-    one), or, once the file is renamed into place, in the finished report with exit 0."""
+    one), or, once the file is renamed into place, in the finished report with exit 0 (one that
+    lands during the interpreter's own start-up, before any handler exists, ends it by the signal
+    with nothing written: seen once in CI at the 0.05 s delay)."""
     import signal
     import subprocess
     import sys
@@ -197,7 +199,11 @@ def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path):
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=120)
         left = sorted(x.name for x in tmp_path.iterdir())
-        if p.returncode == 130:
+        if p.returncode == -signal.SIGINT:
+            # the signal came before the interpreter had installed any handler (its own start-up,
+            # slow on a loaded machine): the default action ends it before any of our code ran
+            assert left == [] and err == b""
+        elif p.returncode == 130:
             assert left == [] and err.decode().strip() == "advisor: interrupted"
         else:
             assert p.returncode == 0 and left == ["r.pdf"] and pdf.read_bytes()[:5] == b"%PDF-"
