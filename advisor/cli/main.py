@@ -113,8 +113,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows = [[e.key, e.name, e.bits, ", ".join(e.runtimes)] for e in entries]
         print(table(["key", "name", "bits", "runtimes"], rows))
     elif section == "systems":
-        rows = [[e.key, e.name, f"{e.gpus} × {cat.hardware[e.hardware].name if e.hardware in cat.hardware else e.hardware}",
-                 e.power_kw, e.network or "—", str(e.year or "—")] for e in entries]
+        # (a system naming unknown hardware is dropped while loading)
+        rows = [[e.key, e.name, f"{e.gpus} × {cat.hardware[e.hardware].name}", e.power_kw, e.network or "—",
+                 str(e.year or "—")] for e in entries]
         print(table(["key", "name", "GPUs", "max power kW", "network", "year"], rows))
     elif section == "runtimes":
         rows = [[e.key, e.name, ", ".join(e.vendors), e.parallelism, e.memory_fraction, e.reserve_gb,

@@ -99,11 +99,10 @@ def _scheduler(notes: str, family: str) -> tuple[int | None, int | None]:
     --max-num-seqs and --max-num-batched-tokens, SGLang's --max-running-requests and
     --chunked-prefill-size, TensorRT-LLM's --max_batch_size and --max_num_tokens), each only where
     the notes state exactly one value (a note quoting two runs says nothing certain about this one)."""
-    out: list[int | None] = []
-    for pattern in SCHEDULER_FLAGS.get(family, (None, None)):
-        found = {int(v) for v in re.findall(pattern, notes or "")} if pattern else set()
-        out.append(found.pop() if len(found) == 1 else None)
-    return out[0], out[1]
+    if family not in SCHEDULER_FLAGS:
+        return None, None
+    seqs, tokens = ({int(v) for v in re.findall(pattern, notes or "")} for pattern in SCHEDULER_FLAGS[family])
+    return (seqs.pop() if len(seqs) == 1 else None), (tokens.pop() if len(tokens) == 1 else None)
 
 
 def _gpus_and_split(row: dict) -> tuple[int, str]:

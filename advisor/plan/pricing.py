@@ -301,6 +301,10 @@ def tariff(cat, usd_per_kwh: float | None = None) -> Figure | None:
     return _tariff_of(tuple(cat.quotes.get(ELECTRICITY_KEY, ())))
 
 
+#: `deployment_power`'s basis where no system in the catalog holds the GPUs
+BOARD_POWER = "the GPUs' board power"
+
+
 def deployment_power(cat, hw: Hardware, gpus: int) -> tuple[float | None, str]:
     """What ``gpus`` × ``hw`` draw at most, kW, and on what basis: their share of the smallest
     server or rack sold with these GPUs at its vendor's maximum system power (CPUs, NICs, switches
@@ -310,7 +314,7 @@ def deployment_power(cat, hw: Hardware, gpus: int) -> tuple[float | None, str]:
         s = systems[0]
         return s.power_kw * gpus / s.gpus, f"{s.name}'s maximum system power ({s.power_kw:g} kW per {s.gpus} GPUs)"
     if hw.tdp_w:
-        return hw.tdp_w * gpus / 1e3, "the GPUs' board power"
+        return hw.tdp_w * gpus / 1e3, BOARD_POWER
     return None, ""
 
 
@@ -339,9 +343,9 @@ def buy(cat, hw: Hardware, gpus: int, *, hours_per_day: float = DEFAULT_HOURS_PE
                          if host.oldest != host.newest else f"${host.usd:,.0f} {words} ({host.count_text}, {host.newest})")
     t = tariff(cat, usd_per_kwh)
     # a server's GPUs draw with their host (CPUs, NICs, fans): its maximum where the catalog has it
-    kw, power_basis = deployment_power(cat, hw, count) if sold_in_servers(hw) else (None, "")
-    watts = kw * 1e3 if kw else (hw.tdp_w or 0.0) * count
-    power_words = "board power" if not kw else f"at {power_basis}"
+    kw, power_basis = deployment_power(cat, hw, count)
+    watts = (kw or 0.0) * 1e3
+    power_words = "board power" if power_basis == BOARD_POWER else f"at {power_basis}"
     if hours_per_day <= 0:
         month, note = 0.0, "electricity not counted (one user's machine; --hours-per-day counts it)"
     elif t is not None and watts > 0:
