@@ -17,6 +17,7 @@ class FakeServer:
     def __init__(self, mode="ok", first_s=0.02, gap_s=0.005, fail_after=None):
         self.mode, self.first_s, self.gap_s, self.fail_after = mode, first_s, gap_s, fail_after
         self.calls = 0
+        self.prompts: list[str] = []   # every completion's prompt, in the order they came
         self.lock = threading.Lock()
         server = self
 
@@ -41,6 +42,7 @@ class FakeServer:
                 with server.lock:
                     server.calls += 1
                     call = server.calls
+                    server.prompts.append(req.get("prompt", ""))
                 if server.mode == "reject":   # llama-server's answer to a prompt longer than a slot
                     body = json.dumps({"error": {"code": 400, "type": "exceed_context_size_error",
                                                  "message": "the request exceeds the available context size"}}).encode()

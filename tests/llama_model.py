@@ -36,6 +36,8 @@ class Dims:
 TINY = Dims(layers=4, hidden=512, heads=8, kv_heads=2, ffn=1536, vocab=4096, context=2048)
 #: TinyLlama 1.1B's shape (22 layers, 2048 wide, 32 heads, 4 KV heads, 5632 FFN, 32000 tokens)
 TINYLLAMA = Dims(layers=22, hidden=2048, heads=32, kv_heads=4, ffn=5632, vocab=32000, context=2048)
+#: Llama 3.1 8B's shape (32 layers, 4096 wide, 32 heads, 8 KV heads, 14336 FFN, 128256 tokens), for GPUs
+LLAMA_8B = Dims(layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, context=131072)
 
 
 def _tokenizer(w, vocab: int) -> None:
@@ -54,7 +56,11 @@ def _tokenizer(w, vocab: int) -> None:
     w.add_add_bos_token(True)
 
 
-def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: int = 0, name: str = "random-llama") -> Path:
+def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: int = 0, name: str = "random-llama",
+                tiled: bool = False) -> Path:
+    """``tiled``: every matrix repeats one block of 16M random values instead of drawing its own,
+    which writes an 8B model in seconds rather than minutes (a speed benchmark reads the bytes, it
+    does not mind that they repeat)."""
     import gguf
     from gguf import GGMLQuantizationType as T
     from gguf.quants import quantize
@@ -75,14 +81,21 @@ def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: i
     w.add_file_type({"F16": 1, "Q8_0": 7}[dtype])
     _tokenizer(w, dims.vocab)
 
+    block = rng.standard_normal(1 << 24, dtype=np.float32) * 0.02 if tiled else None
+    if block is not None and dtype == "F16":
+        block = block.astype(np.float16)   # tiled straight into the stored type: no float32 copy per matrix
+
     def matrix(name: str, rows: int, cols: int) -> None:
         # small values: activations stay finite through the layers; stored as the row-major
         # (rows, cols) array gguf expects, ne0 = cols
-        a = (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02)
+        if block is not None:
+            a = np.resize(block, (rows, cols))
+        else:
+            a = (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02)
         if dtype == "Q8_0":
             w.add_tensor(name, quantize(a, T.Q8_0), raw_dtype=T.Q8_0)
         else:
-            w.add_tensor(name, a.astype(np.float16))
+            w.add_tensor(name, a.astype(np.float16, copy=False))
 
     def norm(name: str) -> None:
         w.add_tensor(name, np.ones(dims.hidden, dtype=np.float32))

@@ -3,7 +3,10 @@ Ollama, LM Studio, mlx_lm.server): a short, bounded benchmark at a few concurren
 
 Each level sends ``requests`` streamed completions, ``concurrency`` at a time (a closed loop: a
 client sends its next request when the last is answered), with a synthetic prompt and a fixed
-number of output tokens (``ignore_eos``, where the server honours it). The definitions are vLLM's
+number of output tokens (``ignore_eos``, where the server honours it). Every request's prompt
+differs from its first word on: a server's prefix cache (llama-server's slot reuse, vLLM's and
+SGLang's prefix caching) would otherwise skip all but one token of each repeated prompt, and the
+TTFT measured would be no prefill at all (`vllm bench serve`'s random prompts avoid it the same way). The definitions are vLLM's
 (`vllm bench serve`), stated in the output:
 - TTFT: from sending the request to the first streamed token;
 - ITL: the gaps between successive streamed chunks that carry tokens;
@@ -132,10 +135,19 @@ def records_from(d: dict, source: str = "") -> list[BenchRecord]:
     return out
 
 
-def _prompt(tokens: int) -> str:
-    # about one token per word for the common tokenizers; the server's usage count says how many it was
-    words = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while")
-    return " ".join(words[i % len(words)] for i in range(max(tokens - 1, 1)))
+_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "river", "stone",
+          "light", "green", "house", "paper", "small", "water", "cloud", "north", "table", "music", "field",
+          "glass", "under", "early", "sound", "heavy", "plain", "bright", "order", "garden")
+
+
+def _prompt(tokens: int, index: int = 0) -> str:
+    """Request ``index``'s prompt: about one token per word for the common tokenizers (the server's
+    usage count says how many it was), the words in an order of its own from the first on, so no
+    two requests share a prefix a cache could reuse."""
+    import random
+
+    pick = random.Random(index).choice
+    return " ".join(pick(_WORDS) for _ in range(max(tokens - 1, 1)))
 
 
 def _base(url: str) -> str:
@@ -261,9 +273,15 @@ async def _run(url: str, model: str | None, concurrencies: list[int], requests: 
             model = model or await _model_id(client, base)
         except httpx.HTTPError as exc:
             raise _http_error(exc, base) from None
-        prompt = _prompt(prompt_tokens)
+        sent = 0
+
+        def next_prompt() -> str:
+            nonlocal sent
+            sent += 1
+            return _prompt(prompt_tokens, sent)
+
         # one request first: a server that is down, refuses or does not stream answers in one line
-        probe = await _one(client, base, model, prompt, min(output_tokens, 8), timeout_s)
+        probe = await _one(client, base, model, next_prompt(), min(output_tokens, 8), timeout_s)
         if not probe.ok:
             raise AdvisorError(f"{base}/completions: {probe.error}")
         levels = []
@@ -285,7 +303,7 @@ async def _run(url: str, model: str | None, concurrencies: list[int], requests: 
                         stopped = "time budget"
                         return
                     queue.pop()
-                    results.append(await _one(client, base, model, prompt, output_tokens, min(timeout_s, left)))
+                    results.append(await _one(client, base, model, next_prompt(), output_tokens, min(timeout_s, left)))
                     done_total += 1
                     if progress is not None:
                         progress(done_total, total, f"concurrency {c}: {len(results)} of {requests} requests")

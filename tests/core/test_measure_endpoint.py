@@ -43,6 +43,18 @@ def test_a_healthy_server_is_measured_per_concurrency(tmp_path, capsys):
     assert all(r.concurrency in (1.0, 2.0) and r.prompt_tokens == 100 and "hardware" in r.missing for r in records)
 
 
+def test_no_two_requests_share_a_prefix_a_cache_could_reuse():
+    # llama-server, vLLM and SGLang reuse a cached prefix: one prompt sent again would be prefilled in
+    # one token, and the TTFT measured would hold no prefill at all (seen on a real llama-server)
+    with FakeServer(first_s=0.0, gap_s=0.0) as srv:
+        measure(srv.url, concurrencies=(1, 2), requests=4, prompt_tokens=200, output_tokens=2, timeout_s=10)
+    prompts = srv.prompts
+    assert len(prompts) == 9                        # the first check, then 4 per concurrency
+    assert all(180 <= len(p.split()) <= 220 for p in prompts)
+    first_words = [tuple(p.split()[:4]) for p in prompts]
+    assert len(set(first_words)) == len(prompts)
+
+
 def _free_port() -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
