@@ -411,6 +411,9 @@ class Runtime:
     speculative_decoding: bool = _f("bool")
     #: with an FP8 KV cache, its attention kernels compute in FP8 where the GPU has FP8 tensor cores
     fp8_attention: bool = _f("bool")
+    #: where its int8 matrix kernels reach no more than this many times the GPU's FP32 rate,
+    #: whatever the datasheet's int8 peak (`advisor.model.inputs.compute_peak`; empty: the peak)
+    int8_peak_per_fp32: float | None = _f("num", min=1, max=64)
     #: the layouts past one tensor-parallel group it runs (advisor.plan.deployment.Layout): the routed
     #: experts spread whole over the GPUs with data-parallel attention (EP + attention DP); one
     #: instance across nodes (TP within a node, pipeline stages or EP across them); with their source

@@ -151,7 +151,7 @@ def config_for(cat, r: BenchRecord, o: Overrides) -> Config:
     runtime = o.runtime
     if runtime is None and r.runtime:
         runtime = RUNTIME_NAMES.get(r.runtime.strip().lower(), r.runtime)
-    quant = o.quant or r.quant or (gguf_quant(r.model) if r.model and r.model.lower().endswith(".gguf") else None)
+    quant = _stated_quant(r, o)
     gpus = o.gpus or r.gpus
     try:
         return configure(cat, hardware=hardware, model=model, quant=quant, runtime=runtime, gpus=gpus)
@@ -163,6 +163,11 @@ def config_for(cat, r: BenchRecord, o: Overrides) -> Config:
                  else "--quant" if "format" in msg.lower() or "quant" in msg.lower() else "")
         hint = f" (give {which} to say what it was)" if which else ""
         raise AdvisorError(f"{msg}{hint}") from None
+
+
+def _stated_quant(r: BenchRecord, o: Overrides) -> str | None:
+    """The weight format the user or the file states (a GGUF file name counts), else None."""
+    return o.quant or r.quant or (gguf_quant(r.model) if r.model and r.model.lower().endswith(".gguf") else None)
 
 
 def _load(r: BenchRecord) -> Load:
@@ -225,9 +230,12 @@ def compare(cat, records: Sequence[BenchRecord], overrides: Overrides | None = N
         if isinstance(cfg, str):
             out.append(Comparison(r, skipped=cfg))
             continue
-        label = (f"{cfg.model.name} · {cfg.quant.name} · {cfg.runtime.name} on "
+        # a format neither the file nor the user names is the runtime's default for the model: say
+        # so where the reader looks, since a Q4_K_M prediction for an F16 run is off by 2× (seen)
+        quant = cfg.quant.name if _stated_quant(r, o) else f"{cfg.quant.name} (assumed: give --quant)"
+        label = (f"{cfg.model.name} · {quant} · {cfg.runtime.name} on "
                  f"{cfg.gpus} × {cfg.hardware.name}" if cfg.gpus > 1 else
-                 f"{cfg.model.name} · {cfg.quant.name} · {cfg.runtime.name} on {cfg.hardware.name}")
+                 f"{cfg.model.name} · {quant} · {cfg.runtime.name} on {cfg.hardware.name}")
         if r.stat not in _COMPARABLE_STATS:
             out.append(Comparison(r, label, skipped=f"a {r.stat} is not predicted (means and percentiles are)"))
             continue

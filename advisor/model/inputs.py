@@ -58,10 +58,29 @@ def runtime_columns(r: Runtime) -> dict:
             "prefill_complex_layer_us": r.prefill_complex_layer_us}
 
 
+def int8_cap(h: Hardware, r: Runtime) -> float:
+    """The most TOPS runtime ``r``'s int8 kernels reach on GPU ``h`` (inf: its datasheet peak).
+
+    llama.cpp's quantized CUDA kernels (MMQ) unpack each block on the SM's vector units before
+    the int8 tensor instructions (mma.sync) multiply it. Measured, they reach about the same
+    share of 8× the FP32 rate on every NVIDIA part (`Runtime.int8_peak_per_fp32`): on GeForce
+    cards that is their int8 tensor peak, but the A100's and H100's datasheet peaks (32× and 30×
+    their FP32 rate; Hopper's through wgmma, which these kernels do not use) are never
+    approached: an H100 SXM ran Q4_K_M and Q8_0 prompts at 150–175 TOPS, half its F16 (cuBLAS)
+    rate, where the datasheet peak would make them twice as fast (catalog/measured/
+    llamacpp_h100_device.md)."""
+    ratio = r.int8_peak_per_fp32
+    if not ratio or h.kind == "cpu" or not h.fp32_tflops:
+        return math.inf
+    return ratio * float(h.fp32_tflops)
+
+
 def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
     """(peak TFLOP/s, dtype used, dtype wanted) for runtime ``r`` running format ``q`` on ``h``."""
     wanted = r.compute_for(q, h.vendor)
     peak, used = peak_for(h, wanted)
+    if used == "int8":
+        peak = min(peak, int8_cap(h, r))
     return peak, used, wanted
 
 
@@ -143,9 +162,11 @@ class Tables:
         dtype_by = np.array([[peak_for(h, d_)[1] == "int8" for d_ in dtypes] for h in hw]).reshape(len(hw), len(dtypes))
         self.peak = np.empty((len(hw), len(rt), len(q)))
         self.int8_linear = np.empty((len(hw), len(rt), len(q)), dtype=bool)
+        caps = np.array([[int8_cap(h, r) for r in rt] for h in hw]).reshape(len(hw), len(rt), 1)
         for i, h in enumerate(hw):
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
+        self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
         # the attention products' peak per (hardware, runtime, KV dtype)
         self.attn_peak = np.array([[[attention_peak(h, r, k) for k in kv] for r in rt] for h in hw],
                                   dtype=float).reshape(len(hw), len(rt), len(kv))

@@ -56,6 +56,11 @@ def test_what_the_file_lacks_is_asked_for_not_guessed(cat):
     cfg = configure(cat, hardware="h100 sxm", model="llama 3.1 8b", runtime="vllm")
     rep = serve(cat, cfg, Load(kind="closed", concurrency=8, prompt_tokens=1000, output_tokens=200, requests=200))
     assert c.predicted == pytest.approx(rep.ttft_ms) and c.low <= c.predicted <= c.high
+    # the format the file does not name is the runtime's default for the model, and the label says
+    # it was assumed; one the user gives is not
+    assert "(assumed: give --quant)" in c.configuration
+    [c] = compare(cat, [rec], Overrides(hardware="h100 sxm", quant="bf16"))
+    assert "BF16 ·" in c.configuration and "assumed" not in c.configuration
     # an unknown GPU name is not replaced by a near one
     [c] = compare(cat, [rec], Overrides(hardware="Quantum Accelerator 9000"))
     assert c.predicted is None and "--hardware" in c.skipped

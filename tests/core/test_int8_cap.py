@@ -1,0 +1,52 @@
+"""llama.cpp's quantized CUDA kernels and the datasheet int8 peak (`advisor.model.inputs.int8_cap`).
+
+Measured on an H100 SXM (catalog/measured/llamacpp_h100_device.md), Q4_K_M and Q8_0 prompts ran at
+half the F16 rate; the H100's int8 datasheet peak had them twice as fast. The cap is 8× the FP32
+rate for llama.cpp on GPUs: it binds the datacenter parts and leaves GeForce cards, whose int8
+tensor peak it is, where they were."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.model.config import configure
+from advisor.model.inputs import Tables, compute_peak, int8_cap
+from advisor.model.predict import predict
+from advisor.model.roofline import Workload
+
+
+def test_the_cap_binds_datacenter_parts_and_only_llama_cpp(cat):
+    h100, rtx4090 = cat.hardware["h100-sxm5-80gb"], cat.hardware["rtx-4090"]
+    llama, vllm = cat.runtimes["llama.cpp"], cat.runtimes["vllm"]
+    q4 = cat.quants["q4_k_m"]
+    peak, used, _ = compute_peak(h100, llama, q4)
+    assert used == "int8" and peak == pytest.approx(8 * h100.fp32_tflops) and peak < h100.int8_dense_tops / 3
+    # a GeForce card's int8 tensor peak is 8× its FP32 rate: the cap leaves it as it was
+    peak_4090, _, _ = compute_peak(rtx4090, llama, q4)
+    assert peak_4090 == pytest.approx(min(rtx4090.int8_dense_tops, 8 * rtx4090.fp32_tflops))
+    assert peak_4090 >= 0.99 * rtx4090.int8_dense_tops
+    # float formats, other engines' int8 GEMMs (CUTLASS reaches the datasheet's rate) and CPUs are untouched
+    assert compute_peak(h100, llama, cat.quants["f16"])[0] == pytest.approx(h100.fp16_dense_tflops)
+    assert compute_peak(h100, vllm, cat.quants["int8-w8a8"])[0] == pytest.approx(h100.int8_dense_tops)
+    assert math.isinf(int8_cap(h100, vllm))
+    assert math.isinf(int8_cap(next(h for h in cat.hardware.values() if h.kind == "cpu"), llama))
+
+
+def test_the_sweep_tables_and_the_scalar_path_agree(cat):
+    t = Tables(cat)
+    for hk in ("h100-sxm5-80gb", "a100-sxm4-80gb", "rtx-4090"):
+        for qk in ("q4_k_m", "q8_0", "f16"):
+            h, r, q = cat.hardware[hk], cat.runtimes["llama.cpp"], cat.quants[qk]
+            assert t.peak[t.hw_index[hk], t.rt_index["llama.cpp"], t.q_index[qk]] == pytest.approx(compute_peak(h, r, q)[0])
+
+
+def test_quantized_prompts_on_an_h100_are_no_faster_than_f16(cat):
+    # the measured order: F16 20.4k, Q8_0 10.9k, Q4_K_M 9.6k tok/s at pp512
+    def pp(quant: str) -> float:
+        cfg = configure(cat, hardware="h100 sxm", model="llama 3.1 8b", quant=quant, runtime="llama.cpp")
+        return predict(cat, cfg.replace(workload=Workload(1, 512, 0, 0)), check_context=False).prefill_tok_s
+
+    assert pp("q4_k_m") < pp("f16") and pp("q8_0") < pp("f16")
+    assert 8_000 < pp("q4_k_m") < 13_000
