@@ -54,11 +54,14 @@ def predicted(case: ServingCase, rep) -> tuple[float, float, float]:
     L = case.load
     per_request = L.prompt_tokens + L.output_tokens
     if case.metric == "ttft":
-        mid = {"mean": rep.ttft_ms, "p50": rep.ttft_p50_ms, "p99": rep.ttft_p90_ms}[case.stat]
+        mid = {"mean": rep.ttft_ms, "p50": rep.ttft_p50_ms, "p99": rep.ttft_p99_ms}[case.stat]
         k = mid / rep.ttft_ms if rep.ttft_ms > 0 else 1.0
         return mid, rep.ttft_low_ms * k, rep.ttft_high_ms * k
     if case.metric == "itl":
-        mid = rep.itl_p90_ms if case.stat == "p99" else rep.itl_ms
+        # a p99 of the gaps lands on the steps that carry a prompt chunk; a p99 of TPOT (each
+        # request's own mean gap) averages those steps in, which the mean ITL already does
+        per_gap = case.row.get("metric") != "tpot"
+        mid = rep.itl_p99_ms if case.stat == "p99" and per_gap else rep.itl_ms
         k = mid / rep.itl_ms if rep.itl_ms > 0 else 1.0
         return mid, rep.itl_low_ms * k, rep.itl_high_ms * k
     if case.metric == "e2e":
