@@ -14,8 +14,9 @@ class FakeServer:
     """mode: ok | empty | endless | garbage | no-models | reject (HTTP 400 with an OpenAI-style error);
     fail_after=N: HTTP 500 from the N+1st completion on"""
 
-    def __init__(self, mode="ok", first_s=0.02, gap_s=0.005, fail_after=None):
+    def __init__(self, mode="ok", first_s=0.02, gap_s=0.005, fail_after=None, props=None):
         self.mode, self.first_s, self.gap_s, self.fail_after = mode, first_s, gap_s, fail_after
+        self.props = props   # llama-server's GET /props answer (a dict), or None: no such route
         self.calls = 0
         self.prompts: list[str] = []   # every completion's prompt, in the order they came
         self.lock = threading.Lock()
@@ -26,7 +27,14 @@ class FakeServer:
                 pass
 
             def do_GET(self):  # noqa: N802
-                if self.path.rstrip("/") == "/v1/models" and server.mode != "no-models":
+                if self.path.rstrip("/") == "/props" and server.props is not None:
+                    body = json.dumps(server.props).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                elif self.path.rstrip("/") == "/v1/models" and server.mode != "no-models":
                     body = json.dumps({"object": "list", "data": [{"id": "tiny-test", "object": "model"}]}).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")

@@ -9,6 +9,7 @@ measured.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -94,6 +95,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
     prompt = (f"prompt {num(counted)} tokens (the server's count; {result.prompt_tokens:,} asked)" if counted
               else f"prompt ≈ {result.prompt_tokens:,} tokens")
     print(f"{result.url} · model {result.model} · {prompt}, {result.output_tokens:,} out")
+    srv = result.server
+    if srv:
+        model_type = f" ({srv['model_type']})" if srv.get("model_type") else ""
+        print(f"server: {srv['kind']}, {srv['slots']} slots · {os.path.basename(srv.get('model_path') or '') or 'model file not stated'}"
+              f"{model_type}{' · build ' + srv['build'] if srv.get('build') else ''}")
     rows = []
     for lv in d["levels"]:
         rows.append([lv["concurrency"], f"{lv['completed']}/{lv['completed'] + lv['failed']}", _ms(lv["ttft_ms"]),

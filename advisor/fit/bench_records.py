@@ -50,6 +50,8 @@ class BenchRecord:
     gpu_layers: int | None = None
     requests_completed: int | None = None
     requests_failed: int | None = None
+    #: sequences the server runs at once, where it says (llama-server's slots, read from its /props)
+    max_seqs: int | None = None
     measured_at: str | None = None         # ISO date or date-time, when the file says
     source: str = ""                       # file name and the record's place in it
     missing: tuple[str, ...] = field(default=())   # fields a comparison may need that the file lacks

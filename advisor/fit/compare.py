@@ -171,21 +171,23 @@ def _stated_quant(r: BenchRecord, o: Overrides) -> str | None:
 
 
 def _load(r: BenchRecord) -> Load:
+    # the sequences the server ran at once, where the file says (llama-server's slots): else the runtime's default
+    seqs = dict(max_seqs=r.max_seqs) if r.max_seqs else {}
     prompt = max(int(r.prompt_tokens or 0), 1)
     output = max(int(r.output_tokens or 0), 2)
     if not r.prompt_tokens or not r.output_tokens:
         raise AdvisorError("the file does not give the mean prompt and output lengths")
     n = r.requests_completed
     if r.concurrency and r.concurrency >= 1:
-        return Load(kind="closed", concurrency=float(r.concurrency), prompt_tokens=prompt, output_tokens=output,
+        return Load(kind="closed", concurrency=float(r.concurrency), prompt_tokens=prompt, output_tokens=output, **seqs,
                     requests=n if n and n >= r.concurrency else None)
     rate = r.request_rate_rps
     if rate is not None and math.isinf(rate):
         if n:   # every request at once: as many clients as requests (the server queues what does not fit)
-            return Load(kind="closed", concurrency=float(min(n, 100_000)), prompt_tokens=prompt, output_tokens=output)
-        return Load(kind="offline", prompt_tokens=prompt, output_tokens=output)
+            return Load(kind="closed", concurrency=float(min(n, 100_000)), prompt_tokens=prompt, output_tokens=output, **seqs)
+        return Load(kind="offline", prompt_tokens=prompt, output_tokens=output, **seqs)
     if rate and rate > 0:
-        return Load(kind="open", rate_rps=float(rate), prompt_tokens=prompt, output_tokens=output)
+        return Load(kind="open", rate_rps=float(rate), prompt_tokens=prompt, output_tokens=output, **seqs)
     raise AdvisorError("the file gives neither a concurrency nor a request rate")
 
 

@@ -13,6 +13,9 @@ TTFT measured would be no prefill at all (`vllm bench serve`'s random prompts av
 - TPOT: per request, (end − first token) / (output tokens − 1);
 - output throughput: output tokens of the level's completed requests / the level's wall time.
 Token counts are the server's own (``usage``) where it reports them, else the streamed chunks.
+Where the server describes itself (llama-server's ``/props``: its slots, model file and type,
+build), the measurement keeps that, so a comparison knows the runtime, the weight format and how
+many sequences ran at once without being told.
 
 Bounds: a hard time budget for the whole run and a per-request timeout; a level stops early when
 the budget runs out or ``cancel()`` says so, and keeps what it measured. A server that is down,
@@ -105,24 +108,32 @@ class Measurement:
     output_tokens: int
     levels: list[LevelResult]
     started_at: str
+    #: what the server says of itself (`_server_props`), {} where it says nothing
+    server: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"advisor_measure": 1, "url": self.url, "model": self.model, "started_at": self.started_at,
-                "prompt_tokens_requested": self.prompt_tokens, "output_tokens_requested": self.output_tokens,
-                "definitions": DEFINITIONS, "levels": [lv.stats() for lv in self.levels]}
+        d = {"advisor_measure": 1, "url": self.url, "model": self.model, "started_at": self.started_at,
+             "prompt_tokens_requested": self.prompt_tokens, "output_tokens_requested": self.output_tokens,
+             "definitions": DEFINITIONS, "levels": [lv.stats() for lv in self.levels]}
+        if self.server:
+            d["server"] = dict(self.server)
+        return d
 
 
 def records_from(d: dict, source: str = "") -> list[BenchRecord]:
     """The `BenchRecord`s of a measurement (as `Measurement.to_dict` writes it)."""
     out = []
+    known = _server_fields(d.get("server"))
     for i, lv in enumerate(d.get("levels") or []):
-        common = dict(tool=TOOL, model=d.get("model") or None, concurrency=float(lv["concurrency"]),
+        common = dict(tool=TOOL, model=known.get("model") or d.get("model") or None, concurrency=float(lv["concurrency"]),
                       prompt_tokens=round(lv["mean_prompt_tokens"]) if lv.get("mean_prompt_tokens") else
                       d.get("prompt_tokens_requested"),
                       output_tokens=round(lv["mean_output_tokens"]) if lv.get("mean_output_tokens") else None,
                       requests_completed=lv.get("completed"), requests_failed=lv.get("failed"),
                       measured_at=d.get("started_at"), source=f"{source} level {i + 1}",
-                      missing=("hardware", "runtime"))
+                      runtime=known.get("runtime"), build=known.get("build"), quant=known.get("quant"),
+                      max_seqs=known.get("max_seqs"),
+                      missing=("hardware",) if known.get("runtime") else ("hardware", "runtime"))
         for metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
             dist = lv.get(metric) or {}
             for stat, key in (("mean", "mean"), ("median", "p50"), ("p90", "p90"), ("p99", "p99")):
@@ -132,6 +143,51 @@ def records_from(d: dict, source: str = "") -> list[BenchRecord]:
         thr = lv.get("output_throughput_tok_s")
         if isinstance(thr, (int, float)) and math.isfinite(thr) and thr > 0:
             out.append(BenchRecord(metric="throughput_tok_s", value=float(thr), **common))
+    return out
+
+
+def _server_fields(server) -> dict:
+    """Record fields from what a server said of itself: llama-server's slots, model file and type and
+    build give the runtime, the model (its file), the weight format and the running sequences."""
+    if not isinstance(server, dict) or server.get("kind") != "llama-server":
+        return {}
+    from advisor.fit.bench_formats.llama_bench import quant_from_ftype
+
+    out: dict = {"runtime": "llama.cpp"}
+    slots = server.get("slots")
+    if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
+        out["max_seqs"] = slots
+    if isinstance(server.get("build"), str) and server["build"]:
+        out["build"] = server["build"]
+    if isinstance(server.get("model_path"), str) and server["model_path"]:
+        out["model"] = server["model_path"]
+    if isinstance(server.get("model_type"), str):
+        out["quant"] = quant_from_ftype(server["model_type"])
+    return out
+
+
+async def _server_props(client, base: str) -> dict:
+    """What the server says of itself, where it says it: llama-server's ``GET /props`` (beside the
+    /v1 routes) gives its slots, model file and type, and build. Any other answer (vLLM, SGLang and
+    the rest have no such route) is {}: the measurement goes on without it."""
+    import httpx
+
+    root = base[:-3] if base.endswith("/v1") else base
+    try:
+        r = await client.get(f"{root}/props", timeout=5.0)
+        d = r.json() if r.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return {}
+    if not isinstance(d, dict) or not isinstance(d.get("total_slots"), int):
+        return {}
+    gen = d.get("default_generation_settings")
+    ctx = gen.get("n_ctx") if isinstance(gen, dict) else None
+    out = {"kind": "llama-server", "slots": d["total_slots"],
+           "model_path": d.get("model_path") if isinstance(d.get("model_path"), str) else "",
+           "model_type": d.get("model_ftype") if isinstance(d.get("model_ftype"), str) else "",
+           "build": d.get("build_info") if isinstance(d.get("build_info"), str) else ""}
+    if isinstance(ctx, int):
+        out["context_per_slot"] = ctx
     return out
 
 
@@ -273,6 +329,7 @@ async def _run(url: str, model: str | None, concurrencies: list[int], requests: 
             model = model or await _model_id(client, base)
         except httpx.HTTPError as exc:
             raise _http_error(exc, base) from None
+        server = await _server_props(client, base)
         sent = 0
 
         def next_prompt() -> str:
@@ -313,7 +370,7 @@ async def _run(url: str, model: str | None, concurrencies: list[int], requests: 
             if stopped:
                 break
     return Measurement(url, model, prompt_tokens, output_tokens, levels,
-                       _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+                       _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), server)
 
 
 def measure(url: str, *, model: str | None = None, concurrencies=(1, 4), requests: int = 8, prompt_tokens: int = 256,

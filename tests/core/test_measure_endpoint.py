@@ -43,6 +43,7 @@ def test_a_healthy_server_is_measured_per_concurrency(tmp_path, capsys):
     assert all(r.concurrency in (1.0, 2.0) and r.prompt_tokens == 100 and "hardware" in r.missing for r in records)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_no_two_requests_share_a_prefix_a_cache_could_reuse():
     # llama-server, vLLM and SGLang reuse a cached prefix: one prompt sent again would be prefilled in
     # one token, and the TTFT measured would hold no prefill at all (seen on a real llama-server)
@@ -53,6 +54,44 @@ def test_no_two_requests_share_a_prefix_a_cache_could_reuse():
     assert all(180 <= len(p.split()) <= 220 for p in prompts)
     first_words = [tuple(p.split()[:4]) for p in prompts]
     assert len(set(first_words)) == len(prompts)
+
+
+#: what llama-server answers on GET /props (tools/server/server-context.cpp get_res_props, in the
+#: llama.cpp that llama-cpp-python 0.3.36 vendors), the fields read and a few beside them
+LLAMA_PROPS = {"default_generation_settings": {"n_ctx": 4096, "params": {}}, "total_slots": 16,
+               "model_alias": "tiny", "model_ftype": "Q4_K - Medium",
+               "model_path": "/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", "build_info": "b7000-0c1e5709",
+               "modalities": {"vision": False}, "is_sleeping": False}
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_a_llama_server_says_what_it_runs_and_the_comparison_uses_it(cat, capsys):
+    # its slots are the sequences it runs at once: a comparison must not assume llama.cpp's default of 4
+    with FakeServer(first_s=0.0, gap_s=0.0, props=LLAMA_PROPS) as srv:
+        m = measure(srv.url, concurrencies=(1,), requests=2, prompt_tokens=50, output_tokens=4, timeout_s=10)
+    assert m.server == {"kind": "llama-server", "slots": 16, "model_path": LLAMA_PROPS["model_path"],
+                        "model_type": "Q4_K - Medium", "build": "b7000-0c1e5709", "context_per_slot": 4096}
+    from advisor.fit.endpoint import records_from
+    from advisor.fit.compare import _load, compare, Overrides
+
+    records = records_from(m.to_dict(), "m.json")
+    assert records and all(r.runtime == "llama.cpp" and r.quant == "Q4_K_M" and r.max_seqs == 16
+                           and r.build == "b7000-0c1e5709" and r.missing == ("hardware",) for r in records)
+    assert _load(records[0]).max_seqs == 16
+    c = next(c for c in compare(cat, records, Overrides(hardware="rtx 4090")) if c.predicted)
+    assert "Llama 3.1 8B · Q4_K_M · llama.cpp" in c.configuration
+    # servers without the route (vLLM, SGLang …) are measured as before, with nothing assumed
+    with FakeServer(first_s=0.0, gap_s=0.0) as srv:
+        m = measure(srv.url, concurrencies=(1,), requests=1, prompt_tokens=50, output_tokens=4, timeout_s=10)
+    assert m.server == {} and "server" not in m.to_dict()
+    assert all(r.runtime is None and r.max_seqs is None for r in records_from(m.to_dict()))
+    # a /props that is not llama-server's is ignored
+    with FakeServer(first_s=0.0, gap_s=0.0, props={"total_slots": "many"}) as srv:
+        assert measure(srv.url, concurrencies=(1,), requests=1, prompt_tokens=50, output_tokens=4).server == {}
+    # the command line says what the server said
+    with FakeServer(first_s=0.0, gap_s=0.0, props=LLAMA_PROPS) as srv:
+        assert main(["measure", "--url", srv.url, "--concurrency", "1", "--requests", "1", "--output", "4"]) == 0
+    assert "server: llama-server, 16 slots · Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf (Q4_K - Medium)" in capsys.readouterr().out
 
 
 def _free_port() -> int:

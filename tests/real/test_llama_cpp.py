@@ -101,6 +101,10 @@ def test_advisor_measure_against_a_real_llama_server(server, tmp_path, capsys):
         assert level["mean_output_tokens"] == 16            # llama-server honours ignore_eos and counts
     tool, records = read_results(out)
     assert tool == "advisor measure" and records
+    # the server said what it runs (its /props): llama.cpp, the F16 file, the 2 slots it was started with
+    assert d["server"]["kind"] == "llama-server" and d["server"]["slots"] == 2
+    assert all(r.runtime == "llama.cpp" and r.quant == "F16" and r.max_seqs == 2 and r.model.endswith(".gguf")
+               for r in records)
 
 
 @needs_llama
