@@ -39,8 +39,11 @@ def cmd_compare_measured(args: argparse.Namespace) -> int:
     gpus = whole_number("gpus", args.gpus, 0) if args.gpus is not None else None
     if gpus is not None and gpus < 1:
         raise AdvisorError(f"--gpus must be at least 1, got {args.gpus!r}")
+    seqs = whole_number("--max-seqs", args.max_seqs, 0) if args.max_seqs is not None else None
+    if seqs is not None and not 1 <= seqs <= 1_000_000:
+        raise AdvisorError(f"--max-seqs must be 1 to 1,000,000, got {args.max_seqs!r}")
     overrides = Overrides(hardware=args.hardware, model=args.model, quant=args.quant, runtime=args.runtime,
-                          gpus=gpus)
+                          gpus=gpus, max_seqs=seqs)
     files = []
     for path in args.files:
         tool, records = read_results(path)
@@ -80,5 +83,7 @@ def register(sub) -> None:
     p.add_argument("--quant", help="the weight format, where the file does not say")
     p.add_argument("--runtime", help="the runtime, where the file does not say")
     p.add_argument("--gpus", help="GPUs the server used, where the file does not say (default 1)")
+    p.add_argument("--max-seqs", help="sequences the server ran at once (vLLM --max-num-seqs, SGLang "
+                   "--max-running-requests, llama-server -np), where the file does not say (default: the runtime's)")
     p.add_argument("--json", action="store_true", help="rows with metric, measured, predicted, low, high, error")
     p.set_defaults(func=cmd_compare_measured)

@@ -55,6 +55,9 @@ class Overrides:
     quant: str | None = None
     runtime: str | None = None
     gpus: int | None = None
+    #: sequences the server ran at once (vLLM --max-num-seqs, SGLang --max-running-requests,
+    #: llama-server -np), where the file does not say
+    max_seqs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -170,9 +173,10 @@ def _stated_quant(r: BenchRecord, o: Overrides) -> str | None:
     return o.quant or r.quant or (gguf_quant(r.model) if r.model and r.model.lower().endswith(".gguf") else None)
 
 
-def _load(r: BenchRecord) -> Load:
-    # the sequences the server ran at once, where the file says (llama-server's slots): else the runtime's default
-    seqs = dict(max_seqs=r.max_seqs) if r.max_seqs else {}
+def _load(r: BenchRecord, max_seqs: int | None = None) -> Load:
+    # the sequences the server ran at once, as the user or the file says (llama-server's slots): else
+    # the runtime's default
+    seqs = dict(max_seqs=max_seqs or r.max_seqs) if (max_seqs or r.max_seqs) else {}
     prompt = max(int(r.prompt_tokens or 0), 1)
     output = max(int(r.output_tokens or 0), 2)
     if not r.prompt_tokens or not r.output_tokens:
@@ -253,7 +257,7 @@ def compare(cat, records: Sequence[BenchRecord], overrides: Overrides | None = N
             if r.metric not in SERVING_METRICS:
                 out.append(Comparison(r, label, skipped=f"the metric {r.metric} is not predicted"))
                 continue
-            load = _load(r)
+            load = _load(r, o.max_seqs)
             skey = (id(cfg), load)
             if skey not in served:
                 served[skey] = serve(cat, cfg, load)

@@ -61,6 +61,9 @@ def test_what_the_file_lacks_is_asked_for_not_guessed(cat):
     assert "(assumed: give --quant)" in c.configuration
     [c] = compare(cat, [rec], Overrides(hardware="h100 sxm", quant="bf16"))
     assert "BF16 ·" in c.configuration and "assumed" not in c.configuration
+    # the sequences the server ran at once, where the user says: a smaller cap queues the clients
+    [few] = compare(cat, [rec], Overrides(hardware="h100 sxm", max_seqs=2))
+    assert few.predicted > 2 * c.predicted
     # an unknown GPU name is not replaced by a near one
     [c] = compare(cat, [rec], Overrides(hardware="Quantum Accelerator 9000"))
     assert c.predicted is None and "--hardware" in c.skipped
