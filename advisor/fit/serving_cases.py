@@ -34,8 +34,8 @@ RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "tensorrt-llm", 
 METRICS = {"ttft": "ttft", "itl": "itl", "tpot": "itl", "e2e_latency": "e2e",
            "output_throughput": "throughput", "total_throughput": "total_throughput",
            "request_throughput": "request_rate"}
-#: which figure a statistic of a latency is compared with; p99 tails are not predicted (their own
-#: table in the benchmark says how far off p90 is from them)
+#: which figure a statistic of a latency is compared with (the serving model gives means, p50, p90
+#: and p99)
 LATENCY_STATS = {"mean": "mean", "median": "p50", "unstated": "mean", "p99": "p99"}
 SPECULATIVE = re.compile(r"eagle|mtp|nextn|spec", re.I)
 REQUESTS = re.compile(r"(\d[\d,]*) requests", re.I)

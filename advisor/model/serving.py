@@ -363,7 +363,8 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     bound = np.where(saturated, np.where(load.kind == "open", "queue", limit), busy)
     return Serving(
         ttft_ms=ttft * 1e3, ttft_p50_ms=ttft_p50 * 1e3, ttft_p90_ms=ttft_p90 * 1e3, ttft_p99_ms=ttft_p99 * 1e3,
-        itl_ms=tau * 1e3, itl_p90_ms=itl_p90 * 1e3, itl_p99_ms=itl_p99 * 1e3, e2e_ms=e2e * 1e3, throughput_tok_s=X * load.output_tokens, request_rate_rps=X,
+        itl_ms=tau * 1e3, itl_p90_ms=itl_p90 * 1e3, itl_p99_ms=itl_p99 * 1e3, e2e_ms=e2e * 1e3,
+        throughput_tok_s=X * load.output_tokens, request_rate_rps=X,
         running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated)
 
 
