@@ -174,6 +174,13 @@ def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
     max_seqs, chunk = _scheduler(row["notes"], cfg.runtime.format_family)
     lengths = dict(prompt_tokens=max(int(round(prompt)), 1), output_tokens=max(int(round(output)), 2),
                    max_seqs=max_seqs, chunk_tokens=chunk)
+    # lengths that vary: a dataset of real requests (ShareGPT), or SGLang bench_serving's random
+    # lengths, which draw each length from [range ratio × L, L] (--random-range-ratio, default 0: from 1
+    # to L; sgl-project/sglang python/sglang/bench_serving.py). `vllm bench serve`'s random lengths are
+    # [L(1 − r), L(1 + r)] with r = 0 by default: fixed
+    dist = row.get("length_dist", "").strip().lower()
+    lengths["varied_lengths"] = dist.startswith("sharegpt") or (dist == "random" and "bench_serving" in row["notes"]
+                                                               and not re.search(r"range[- ]ratio \d", row["notes"]))
     if kind == "closed":
         # a benchmark run of N requests: its first wave is in the figures (`Load.requests`)
         n, conc = _requests(row["notes"]), float(row["concurrency"] or 1)

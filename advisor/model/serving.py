@@ -72,6 +72,10 @@ class Load:
     #: ``prompt_tokens`` long. ``prompt_tokens`` stays the mean, which the steady state uses.
     prompt_points: tuple[float, ...] = ()
     prompt_weights: tuple[float, ...] = ()
+    #: the requests' lengths vary (a dataset such as ShareGPT, or lengths drawn at random) though no
+    #: distribution is given: a closed loop's clients then finish at random moments, and their next
+    #: prompts arrive as a random stream would (`solve`)
+    varied_lengths: bool = False
     #: a closed loop measured over a finite run (``vllm bench serve --num-prompts N
     #: --max-concurrency C``, SGLang's bench_serving): every client sends its first request at
     #: once, and that first wave's prompts queue behind each other. None = the steady state alone.
@@ -260,10 +264,12 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         return ((step_table.at(b) if t_dec is None else t_dec) + mixed * P * tau_p / D
                 + extra * np.minimum(mixed * chunks / D, 1.0))
 
-    # Arrivals at random moments (Poisson, or clients that think for a while) find the server busy
-    # with other prompts and land in the middle of a step; clients with no think time return at the
-    # end of their own last step, so their prompts rarely meet and nobody waits for a step to end.
-    random_arrivals = load.kind == "open" or load.think_s > 0
+    # Arrivals at random moments (Poisson, clients that think for a while, or clients whose requests
+    # differ in length and so finish at random moments) find the server busy with other prompts and
+    # land in the middle of a step; clients of one fixed length with no think time return at the end
+    # of their own last step, so their prompts rarely meet and nobody waits for a step to end.
+    random_arrivals = load.kind == "open" or load.think_s > 0 or (
+        load.kind == "closed" and load.concurrency > 1 and (load.varied_lengths or bool(load.prompt_points)))
 
     pts, wts = load.new_prompt_points()
     pts = pts.reshape((-1,) + (1,) * len(shape))
