@@ -1,0 +1,39 @@
+"""The GPU measuring run (`benchmarks/gpu_llama_cpp.py`) rehearsed on this machine's CPU with the
+llama.cpp CI built (`--cpu-only --bin`: a tiny model, no CUDA build), so the script a lent GPU
+machine runs does not rot between the sessions that have one: every step writes its file, the
+server's measurement carries what llama-server said of itself, and the run ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("ADVISOR_LLAMA_CPP_BIN", "/nonexistent"))
+
+
+@pytest.mark.skipif(not (BIN / "llama-server").is_file(),
+                    reason="ADVISOR_LLAMA_CPP_BIN is not set to a built llama.cpp (scripts/llama_cpp.sh)")
+def test_the_gpu_run_rehearses_on_the_cpu(tmp_path):
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_llama_cpp.py"), "--src", str(tmp_path / "none"),
+                          "--out", str(out), "--work", str(tmp_path / "work"), "--cpu-only", "--bin", str(BIN),
+                          "--hardware", "epyc-9654"], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, HOME=str(tmp_path)))   # the probe's user data stays in the test's folder
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert {"run.log", "probe.json", "llama-bench.json", "batched-bench.txt", "measure.json", "compare.txt"} <= \
+        {p.name for p in out.iterdir()}
+    assert run.stdout.rstrip().endswith("done")
+    bench = json.loads((out / "llama-bench.json").read_text())
+    assert {t["model_type"].split(" ", 2)[2] for t in bench} == {"F16", "Q8_0", "Q4_K - Medium"}
+    measured = json.loads((out / "measure.json").read_text())
+    assert measured["server"]["kind"] == "llama-server" and measured["server"]["slots"] == 2
+    assert all(level["completed"] > 0 for level in measured["levels"])
+    compared = (out / "compare.txt").read_text()
+    assert "### bench (text), rc 0" in compared and "### measure (text), rc 0" in compared
