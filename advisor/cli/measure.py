@@ -98,8 +98,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     srv = result.server
     if srv:
         model_type = f" ({srv['model_type']})" if srv.get("model_type") else ""
-        print(f"server: {srv['kind']}, {srv['slots']} slots · {os.path.basename(srv.get('model_path') or '') or 'model file not stated'}"
-              f"{model_type}{' · build ' + srv['build'] if srv.get('build') else ''}")
+        model_file = os.path.basename(srv.get("model_path") or "") or "model file not stated"
+        build = f" · build {srv['build']}" if srv.get("build") else ""
+        print(f"server: {srv['kind']}, {srv['slots']} slots · {model_file}{model_type}{build}")
     rows = []
     for lv in d["levels"]:
         rows.append([lv["concurrency"], f"{lv['completed']}/{lv['completed'] + lv['failed']}", _ms(lv["ttft_ms"]),

@@ -183,12 +183,13 @@ def _load(r: BenchRecord, max_seqs: int | None = None) -> Load:
         raise AdvisorError("the file does not give the mean prompt and output lengths")
     n = r.requests_completed
     if r.concurrency and r.concurrency >= 1:
-        return Load(kind="closed", concurrency=float(r.concurrency), prompt_tokens=prompt, output_tokens=output, **seqs,
-                    requests=n if n and n >= r.concurrency else None)
+        return Load(kind="closed", concurrency=float(r.concurrency), prompt_tokens=prompt, output_tokens=output,
+                    requests=n if n and n >= r.concurrency else None, **seqs)
     rate = r.request_rate_rps
     if rate is not None and math.isinf(rate):
         if n:   # every request at once: as many clients as requests (the server queues what does not fit)
-            return Load(kind="closed", concurrency=float(min(n, 100_000)), prompt_tokens=prompt, output_tokens=output, **seqs)
+            return Load(kind="closed", concurrency=float(min(n, 100_000)), prompt_tokens=prompt,
+                        output_tokens=output, **seqs)
         return Load(kind="offline", prompt_tokens=prompt, output_tokens=output, **seqs)
     if rate and rate > 0:
         return Load(kind="open", rate_rps=float(rate), prompt_tokens=prompt, output_tokens=output, **seqs)

@@ -6,8 +6,8 @@ client sends its next request when the last is answered), with a synthetic promp
 number of output tokens (``ignore_eos``, where the server honours it). Every request's prompt
 differs from its first word on: a server's prefix cache (llama-server's slot reuse, vLLM's and
 SGLang's prefix caching) would otherwise skip all but one token of each repeated prompt, and the
-TTFT measured would be no prefill at all (`vllm bench serve`'s random prompts avoid it the same way). The definitions are vLLM's
-(`vllm bench serve`), stated in the output:
+TTFT measured would be no prefill at all (`vllm bench serve`'s random prompts avoid it the same
+way). The definitions are vLLM's (`vllm bench serve`), stated in the output:
 - TTFT: from sending the request to the first streamed token;
 - ITL: the gaps between successive streamed chunks that carry tokens;
 - TPOT: per request, (end − first token) / (output tokens − 1);
@@ -125,7 +125,8 @@ def records_from(d: dict, source: str = "") -> list[BenchRecord]:
     out = []
     known = _server_fields(d.get("server"))
     for i, lv in enumerate(d.get("levels") or []):
-        common = dict(tool=TOOL, model=known.get("model") or d.get("model") or None, concurrency=float(lv["concurrency"]),
+        common = dict(tool=TOOL, model=known.get("model") or d.get("model") or None,
+                      concurrency=float(lv["concurrency"]),
                       prompt_tokens=round(lv["mean_prompt_tokens"]) if lv.get("mean_prompt_tokens") else
                       d.get("prompt_tokens_requested"),
                       output_tokens=round(lv["mean_output_tokens"]) if lv.get("mean_output_tokens") else None,

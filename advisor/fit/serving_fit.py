@@ -4,9 +4,9 @@
 A prompt pass costs more than a decode step of the same weights beyond its FLOPs: vLLM and SGLang
 replay decode steps from CUDA graphs but run prompt passes eagerly, each layer's kernels launched
 from the host. One request alone on a server shows it plainly: its TTFT is the request set-up, one
-prompt pass and that pass's launches (so do a few clients, at most `LIGHT_LOAD`, whose short prompts
-rarely meet: the solver's small wait for them is in the prediction the term is fitted against). A dense layer with plain attention is a handful of fused
-kernels; an MoE layer a dozen more (routing, top-k, token permutation, the grouped products, the
+prompt pass and that pass's launches (so do a few clients, at most `LIGHT_LOAD`, whose short
+prompts rarely meet: the solver's small wait for them is in the prediction the term is fitted
+against). A dense layer with plain attention is a handful of fused kernels; an MoE layer a dozen more (routing, top-k, token permutation, the grouped products, the
 un-permutation, some with host synchronisation), and MLA and linear-attention layers more again
 (latent down- and up-projections, norms, RoPE on a split head, the state update). So the fit has
 one cost per MoE layer and one per MLA / linear-attention layer (`Geometry.eager_layers`):
