@@ -218,12 +218,26 @@ def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
     if runtime.at_date:
         return _at_date(profiles, runtime, hw)
     ranked = ranked_profiles(profiles, runtime, hw)
-    if not ranked:
-        return Efficiency.of_runtime(runtime)
-    eff = _efficiency_of(ranked, runtime)
+    eff = _efficiency_of(ranked, runtime) if ranked else Efficiency.of_runtime(runtime)
+    front = _front_end_request_us(profiles, runtime, ranked)
+    if front is not None:
+        eff = eff.replace(request_overhead_us=front, basis=f"{eff.basis} (request cost of {runtime.formats_of}'s front end)")
     if hw.kind == "cpu" and hw.rates_measured and not eff.basis.startswith(PERSONAL_PREFIX):
         eff = _on_measured_rates(eff)
     return eff
+
+
+def _front_end_request_us(profiles: dict[str, Profile] | None, runtime: Runtime, ranked: list) -> float | None:
+    """The per-request cost of a runtime that serves through another's front end (`formats_of`:
+    vLLM's OpenAI server, tokenizer and scheduler run the same on TPU and Neuron as on GPUs) and
+    has none fitted of its own: that runtime's, as its catch-all profile fitted it; else None."""
+    if not runtime.formats_of or runtime.formats_of == runtime.key or runtime.request_overhead_us:
+        return None
+    if any(p.request_overhead_us is not None for p, _ in ranked):
+        return None
+    family = next((p for p in (profiles or {}).values() if p.runtime == runtime.formats_of and not p.hardware
+                   and not p.family and not p.vendor and p.request_overhead_us is not None), None)
+    return float(family.request_overhead_us) if family is not None else None
 
 
 def _on_measured_rates(eff: Efficiency) -> Efficiency:

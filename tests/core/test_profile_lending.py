@@ -3,6 +3,8 @@ and band come from the next profile that saw such rows (`advisor.model.efficienc
 
 from dataclasses import replace
 
+import pytest
+
 from advisor.model.efficiency import efficiency_for
 
 
@@ -21,3 +23,19 @@ def test_a_decode_only_profile_borrows_prefill_from_the_next_that_saw_prefill(ca
     # with prefill rows of its own it speaks for both
     both = replace(own, prefill_rows=3)
     assert efficiency_for({**cat.profiles, own.key: both}, rt, hw).prefill_compute_fraction == 0.9
+
+
+def test_a_runtime_on_another_runtimes_front_end_pays_its_request_cost(cat):
+    # vLLM's OpenAI server, tokenizer and scheduler run the same in front of TPUs and Neuron devices:
+    # without TTFT rows of their own, vllm-tpu and vllm-neuron pay the request cost vLLM's fit gives
+    vllm_fit = next(p for p in cat.profiles.values() if p.runtime == "vllm" and not (p.vendor or p.family or p.hardware))
+    assert vllm_fit.request_overhead_us and vllm_fit.request_overhead_us > 1000
+    for rt, hw in (("vllm-tpu", "tpu-v6e"), ("vllm-neuron", "trainium2")):
+        eff = efficiency_for(cat.profiles, cat.runtimes[rt], cat.hardware_named(hw))
+        assert eff.request_overhead_us == pytest.approx(vllm_fit.request_overhead_us)
+        assert "front end" in eff.basis
+    # a runtime with its own fit, or of its own family, keeps what it has
+    own = efficiency_for(cat.profiles, cat.runtimes["sglang"], cat.hardware_named("h100 sxm"))
+    assert "front end" not in own.basis
+    llama = efficiency_for(cat.profiles, cat.runtimes["llama.cpp-vulkan"], cat.hardware_named("rtx 4090"))
+    assert "front end" not in llama.basis     # llama.cpp has no request cost fitted to lend
