@@ -41,14 +41,24 @@ LLAMA_8B = Dims(layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=1
 
 
 def _tokenizer(w, vocab: int) -> None:
+    """SentencePiece-style: the words `advisor measure` writes its prompts with are one token each
+    (with every prefix of "▁word" in the vocabulary, so the merges can build them), anything else falls
+    back to bytes. Without the words, a prompt word was ~8 byte tokens, and llama-server spent ~0.1 ms a
+    token tokenizing them (seen on the H100 run: catalog/measured/llamacpp_h100_device.md)."""
+    from advisor.fit.endpoint import PROMPT_WORDS
+
     specials = ["<unk>", "<s>", "</s>"]
     byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
-    filler = [f"\u2581t{i}" for i in range(vocab - len(specials) - len(byte_tokens))]
+    pieces = sorted({p for word in PROMPT_WORDS for p in (("\u2581" + word)[:k] for k in range(1, len(word) + 2))}
+                    | {c for word in PROMPT_WORDS for c in word})
+    filler = pieces + [f"\u2581t{i}" for i in range(vocab - len(specials) - len(byte_tokens) - len(pieces))]
     tokens = specials + byte_tokens + filler
     types = [2, 3, 3] + [6] * 256 + [1] * len(filler)   # unknown, control, byte, normal
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
-    w.add_token_scores([0.0] * 3 + [0.0] * 256 + [-float(i) for i in range(len(filler))])
+    # the longer a word piece, the likelier its merge; the filler below every piece
+    w.add_token_scores([0.0] * 3 + [0.0] * 256 + [float(len(p)) for p in pieces]
+                       + [-float(i) for i in range(len(filler) - len(pieces))])
     w.add_token_types(types)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)

@@ -192,7 +192,9 @@ async def _server_props(client, base: str) -> dict:
     return out
 
 
-_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "river", "stone",
+#: the words the synthetic prompts are made of: common English words, each one token in the common
+#: tokenizers (tests/llama_model.py gives its random-weight model the same words as tokens)
+PROMPT_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "river", "stone",
           "light", "green", "house", "paper", "small", "water", "cloud", "north", "table", "music", "field",
           "glass", "under", "early", "sound", "heavy", "plain", "bright", "order", "garden")
 
@@ -204,7 +206,7 @@ def _prompt(tokens: int, index: int = 0) -> str:
     import random
 
     pick = random.Random(index).choice
-    return " ".join(pick(_WORDS) for _ in range(max(tokens - 1, 1)))
+    return " ".join(pick(PROMPT_WORDS) for _ in range(max(tokens - 1, 1)))
 
 
 def _base(url: str) -> str:
