@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -32,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from tests.llama_model import free_port, stop, wait_healthy  # noqa: E402
 
 TARGETS = ["llama-bench", "llama-batched-bench", "llama-server", "llama-quantize"]
 START = time.time()
@@ -90,14 +91,6 @@ def write_models(work: Path, out: Path, small: bool) -> Path:
     write_llama(path, TINY if small else LLAMA_8B, "F16", name="Llama 3.1 8B (random weights)", tiled=True)
     log(out, f"wrote {path.name} ({path.stat().st_size / 1e9:.2f} GB) in {time.time() - t0:.0f} s")
     return path
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def compare(out: Path, name: str, files: list[Path], extra: list[str]) -> None:
@@ -201,21 +194,14 @@ def main() -> int:
     # 4c. llama-server measured by advisor measure
     port = free_port()
     slots = 2 if args.cpu_only else 16
+    server_log = open(work / "server.log", "w")
     server = subprocess.Popen([str(bin_dir / "llama-server"), "-m", str(q4), *ngl, "--host", "127.0.0.1", "--port", str(port),
                                "-c", str(slots * 2048), "-np", str(slots), "--no-webui"],
-                              stdout=subprocess.DEVNULL, stderr=open(work / "server.log", "w"))
+                              stdout=subprocess.DEVNULL, stderr=server_log)
     try:
-        import httpx
-
-        deadline = time.time() + 120
-        while time.time() < deadline and server.poll() is None:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        log(out, f"llama-server up after {time.time() - deadline + 120:.0f} s (exit code {server.poll()})")
+        up = wait_healthy(f"http://127.0.0.1:{port}", server, 120)
+        log(out, f"llama-server up after {up:.0f} s" if up is not None else
+            f"llama-server not up within 120 s (exit code {server.poll()})")
         conc = "1,2" if args.cpu_only else "1,4,16"
         m = advisor("measure", "--url", f"http://127.0.0.1:{port}/v1", "--concurrency", conc,
                     "--requests", "4" if args.cpu_only else "32", "--prompt", "128" if args.cpu_only else "512",
@@ -223,11 +209,8 @@ def main() -> int:
                     "--out", str(out / "measure.json"), "--json", timeout=200)
         log(out, f"measure: rc {m.returncode} {m.stderr[-300:]}")
     finally:
-        server.terminate()
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server, 15)
+        server_log.close()
         log(out, "llama-server's last lines:\n" + (work / "server.log").read_text()[-1500:])
     if (out / "measure.json").is_file():
         compare(out, "measure", [out / "measure.json"], hw + ["--quant", "Q4_K_M", "--runtime", "llama.cpp"])

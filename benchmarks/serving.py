@@ -53,20 +53,9 @@ def predicted(case: ServingCase, rep) -> tuple[float, float, float]:
     """(prediction, band low, band high) of the case's figure, in its units."""
     L = case.load
     per_request = L.prompt_tokens + L.output_tokens
-    if case.metric == "ttft":
-        mid = {"mean": rep.ttft_ms, "p50": rep.ttft_p50_ms, "p99": rep.ttft_p99_ms}[case.stat]
-        k = mid / rep.ttft_ms if rep.ttft_ms > 0 else 1.0
-        return mid, rep.ttft_low_ms * k, rep.ttft_high_ms * k
-    if case.metric == "itl":
-        # a p99 of the gaps lands on the steps that carry a prompt chunk; a p99 of TPOT (each
-        # request's own mean gap) averages those steps in, which the mean ITL already does
-        per_gap = case.row.get("metric") != "tpot"
-        mid = rep.itl_p99_ms if case.stat == "p99" and per_gap else rep.itl_ms
-        k = mid / rep.itl_ms if rep.itl_ms > 0 else 1.0
-        return mid, rep.itl_low_ms * k, rep.itl_high_ms * k
-    if case.metric == "e2e":
-        d = L.output_tokens - 1
-        return rep.e2e_ms, rep.ttft_low_ms + d * rep.itl_low_ms, rep.ttft_high_ms + d * rep.itl_high_ms
+    if case.metric in ("ttft", "itl", "e2e"):
+        # the data's TPOT rows are ITL cases (serving_cases.METRICS); their percentiles are TPOT's
+        return rep.latency("tpot" if case.row.get("metric") == "tpot" else case.metric, case.stat)
     scale = {"throughput": 1.0, "total_throughput": per_request / L.output_tokens,
              "request_rate": 1.0 / L.output_tokens}[case.metric]
     return (rep.throughput_tok_s * scale, rep.throughput_low_tok_s * scale, rep.throughput_high_tok_s * scale)

@@ -4,11 +4,14 @@ downloading one. Its tokenizer is SentencePiece-style with byte fallback (every 
 its output is noise, which a speed benchmark does not mind.
 
 `write_llama(path, dims, dtype)` with ``dtype`` F16 or Q8_0 (quantized by gguf-py); other formats
-come from llama.cpp's own llama-quantize run on the F16 file.
+come from llama.cpp's own llama-quantize run on the F16 file. `free_port`, `wait_healthy` and `stop`
+run llama-server on it (the real tests and benchmarks/gpu_llama_cpp.py).
 """
 
 from __future__ import annotations
 
+import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,3 +131,39 @@ def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: i
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (at the moment of asking)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_healthy(root_url: str, proc, timeout_s: float) -> float | None:
+    """Seconds until the llama-server at ``root_url`` (process ``proc``) answers /health; None when
+    it exited or ``timeout_s`` passed first."""
+    import httpx
+
+    t0 = time.time()
+    while time.time() - t0 < timeout_s and proc.poll() is None:
+        try:
+            if httpx.get(f"{root_url}/health", timeout=2).status_code == 200:
+                return time.time() - t0
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    return None
+
+
+def stop(proc, wait_s: float) -> None:
+    """End a server process: terminated, killed if it has not gone within ``wait_s``."""
+    import subprocess
+
+    proc.terminate()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()

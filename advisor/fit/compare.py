@@ -198,24 +198,8 @@ def _load(r: BenchRecord, max_seqs: int | None = None) -> Load:
 
 def _serving_figure(r: BenchRecord, rep: ServeReport, load: Load) -> tuple[float, float, float]:
     """(prediction, low, high) of a serving record's metric and statistic from a `ServeReport`."""
-    stat = r.stat
-    if r.metric == "ttft_ms":
-        mid = {"median": rep.ttft_p50_ms, "p90": rep.ttft_p90_ms, "p95": rep.ttft_p90_ms,
-               "p99": rep.ttft_p99_ms}.get(stat, rep.ttft_ms)
-        k = mid / rep.ttft_ms if rep.ttft_ms > 0 else 1.0
-        return mid, rep.ttft_low_ms * k, rep.ttft_high_ms * k
-    if r.metric in ("itl_ms", "tpot_ms"):
-        # percentiles of the gaps land on the steps that carry a prompt chunk; those of TPOT (each
-        # request's own mean gap) average them in, which the mean ITL already does
-        if r.metric == "tpot_ms":
-            mid = rep.itl_ms
-        else:
-            mid = rep.itl_p99_ms if stat == "p99" else rep.itl_p90_ms if stat in ("p90", "p95") else rep.itl_ms
-        k = mid / rep.itl_ms if rep.itl_ms > 0 else 1.0
-        return mid, rep.itl_low_ms * k, rep.itl_high_ms * k
-    if r.metric == "e2e_ms":
-        d = load.output_tokens - 1
-        return rep.e2e_ms, rep.ttft_low_ms + d * rep.itl_low_ms, rep.ttft_high_ms + d * rep.itl_high_ms
+    if r.metric in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+        return rep.latency(r.metric.removesuffix("_ms"), r.stat)
     scale = 1.0 if r.metric == "throughput_tok_s" else 1.0 / load.output_tokens
     return rep.throughput_tok_s * scale, rep.throughput_low_tok_s * scale, rep.throughput_high_tok_s * scale
 

@@ -503,6 +503,28 @@ class ServeReport:
         """Decode speed one user sees: one token per inter-token latency."""
         return 1e3 / self.itl_ms if self.itl_ms > 0 else math.nan
 
+    def latency(self, metric: str, stat: str = "mean") -> tuple[float, float, float]:
+        """(figure, band low, band high), ms, of a latency a benchmark client reports: ``metric`` ttft,
+        itl, tpot or e2e; ``stat`` mean, p50 (or median), p90, p95 or p99 (p95 is given its p90).
+        Percentiles of the gaps (ITL) land on the steps that carry a prompt chunk; those of TPOT (each
+        request's own mean gap) average those steps in, which the mean ITL already does. A percentile's
+        band is the mean's, scaled."""
+        stat = "p50" if stat == "median" else stat
+        if metric == "ttft":
+            mid = {"p50": self.ttft_p50_ms, "p90": self.ttft_p90_ms, "p95": self.ttft_p90_ms,
+                   "p99": self.ttft_p99_ms}.get(stat, self.ttft_ms)
+            k = mid / self.ttft_ms if self.ttft_ms > 0 else 1.0
+            return mid, self.ttft_low_ms * k, self.ttft_high_ms * k
+        if metric in ("itl", "tpot"):
+            per_gap = {"p90": self.itl_p90_ms, "p95": self.itl_p90_ms, "p99": self.itl_p99_ms}
+            mid = per_gap.get(stat, self.itl_ms) if metric == "itl" else self.itl_ms
+            k = mid / self.itl_ms if self.itl_ms > 0 else 1.0
+            return mid, self.itl_low_ms * k, self.itl_high_ms * k
+        if metric == "e2e":
+            d = self.load.output_tokens - 1
+            return self.e2e_ms, self.ttft_low_ms + d * self.itl_low_ms, self.ttft_high_ms + d * self.itl_high_ms
+        raise ValueError(f"not a latency: {metric!r}")
+
     def to_dict(self) -> dict:
         from dataclasses import asdict
 

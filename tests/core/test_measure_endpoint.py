@@ -6,7 +6,6 @@ ends, malformed events. Every request goes to 127.0.0.1 and every run is bounded
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
@@ -16,6 +15,7 @@ from advisor.data.errors import AdvisorError
 from advisor.fit.bench_results import read_results
 from advisor.fit.endpoint import measure
 from tests.fake_openai import FakeServer
+from tests.llama_model import free_port
 
 
 @pytest.mark.slow   # over a second here: the slow tier (CI runs it)
@@ -94,14 +94,6 @@ def test_a_llama_server_says_what_it_runs_and_the_comparison_uses_it(cat, capsys
     assert "server: llama-server, 16 slots · Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf (Q4_K - Medium)" in capsys.readouterr().out
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.mark.parametrize("mode, words", [("garbage", "not an openai-style event stream"),
                                          ("empty", "streamed no tokens"),
                                          ("reject", "http 400: the request exceeds the available context size")])
@@ -113,7 +105,7 @@ def test_a_server_that_does_not_stream_tokens_is_one_line(mode, words):
 
 
 def test_no_server_no_models_and_bad_urls(capsys):
-    port = _free_port()
+    port = free_port()
     code = main(["measure", "--url", f"http://127.0.0.1:{port}/v1", "--requests", "2"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot reach" in err and err.count("\n") == 1

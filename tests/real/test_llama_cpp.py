@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from advisor.cli.main import main
 from advisor.fit.bench_results import read_results
-from tests.llama_model import TINY, write_llama
+from tests.llama_model import TINY, free_port, stop, wait_healthy, write_llama
 
 pytestmark = pytest.mark.real
 BIN = Path(os.environ.get("ADVISOR_LLAMA_CPP_BIN", "/nonexistent"))
@@ -35,36 +33,19 @@ def model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(model):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     proc = subprocess.Popen([str(BIN / "llama-server"), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
                              "-t", "2", "-c", "8192", "-np", "2", "--no-webui"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        import httpx
-
-        deadline = time.time() + 60
-        while time.time() < deadline:
+        if wait_healthy(url, proc, 60) is None:
             if proc.poll() is not None:
                 pytest.fail(f"llama-server exited: {proc.stderr.read()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
             pytest.fail("llama-server did not become healthy within 60 s")
         yield f"{url}/v1"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 10)
 
 
 @needs_llama
