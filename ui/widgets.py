@@ -74,13 +74,15 @@ class LogSlider(QWidget):
         return self.spin.value()
 
     def set_value(self, v: int) -> None:
-        """Show ``v`` without emitting (the session is the source of truth)."""
-        for w in (self.slider, self.spin):
-            w.blockSignals(True)
-        self.spin.setValue(int(v))
-        self.slider.setValue(self._to_pos(int(v)))
-        for w in (self.slider, self.spin):
-            w.blockSignals(False)
+        """Show ``v`` without emitting (the session is the source of truth). A widget already showing
+        its value is left alone: setting a spin box repaints it even when the value is the same, and
+        the inputs panel re-shows every input after each change."""
+        v, pos = int(v), self._to_pos(int(v))
+        for w, value in ((self.spin, v), (self.slider, pos)):
+            if w.value() != value:
+                w.blockSignals(True)
+                w.setValue(value)
+                w.blockSignals(False)
 
     def _on_slider(self, pos: int) -> None:
         v = self._to_value(pos)

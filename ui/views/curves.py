@@ -4,6 +4,7 @@ with the KV limit and the knee, TTFT vs prompt, decode speed vs context, and the
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -11,37 +12,37 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout
 
+from ui.series import Dot, Series
 from ui.tabs import TabView
-from ui.widgets import HoverReadout, LazyView, move_item, plot_colors
+from ui.widgets import HoverReadout, LazyView, plot_colors
 
 N_POINTS = 160
 MEMORY_LAYERS = (("weights_gb", "weights", "a"), ("kv_gb", "KV", "b"), ("workspace_gb", "workspace", "c"),
                  ("overhead_gb", "overhead", "e"))
 
 
+#: tokens: where the context axes start (the curves start at the prompt plus output)
+CONTEXT_AXIS_FROM = 64
 INVISIBLE = pg.mkPen((0, 0, 0, 0))
 TITLE_HEIGHT = 40   # px: a chart's title and the legend line under it
 
 
 def log_points(lo: int, hi: int, n: int = N_POINTS) -> np.ndarray:
-    lo, hi = max(1, int(lo)), max(int(hi), int(lo) + 1)
+    """``n`` integers spaced evenly on a log scale from ``lo`` to ``hi`` (fewer where they repeat)."""
+    return _log_points(max(1, int(lo)), max(int(hi), int(lo) + 1), n).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _log_points(lo: int, hi: int, n: int) -> np.ndarray:
+    # the same few ranges come back with every input change (the model's context, the batch's
+    # range), and geomspace + unique is a tenth of a redraw
     return np.unique(np.round(np.geomspace(lo, hi, n)).astype(np.int64))
 
 
-class Area:
-    """A filled region between two series: one closed polygon drawn with ``fillLevel='enclosed'``.
-    (pyqtgraph's FillBetweenItem rebuilds its path from both curves' paths on every change, ~0.4 ms each;
-    fifteen of them were a fifth of an input change.)"""
-
-    def __init__(self, plot: pg.PlotItem, brush, name: str | None = None):
-        # a translucent fill needs no antialiased edge, and it is most of the paint time
-        self.item = plot.plot([], [], pen=INVISIBLE, fillLevel="enclosed", brush=brush, name=name, antialias=False)
-
-    def set(self, x, lo, hi) -> None:
-        x, lo, hi = (np.asarray(a, dtype=float) for a in (x, lo, hi))
-        ok = np.isfinite(x) & np.isfinite(lo) & np.isfinite(hi)
-        x, lo, hi = x[ok], lo[ok], hi[ok]
-        self.item.setData(np.concatenate([x, x[::-1]]), np.concatenate([hi, lo[::-1]]))
+def area(plot: pg.PlotItem, brush, name: str | None = None) -> Series:
+    """A filled region between two series (`Series.set_area`): one closed polygon. (pyqtgraph's
+    FillBetweenItem rebuilds its path from both curves' paths on every change, ~0.4 ms each.)"""
+    return Series(plot, brush=brush, name=name, antialias=False)
 
 
 def _alpha(colour: str, a: int) -> pg.QtGui.QColor:
@@ -61,8 +62,10 @@ def blend(colour: str, background: str, a: int) -> pg.QtGui.QColor:
 
 def frame(plot: pg.PlotItem, xs, ys, logx: bool = True, logy: bool = True, y0: float | None = None,
           minor: bool = True) -> bool:
-    """Set the plot's range by hand, and only when the data left it or shrank to under half of it:
-    the axes then stay still while a slider moves (no tick regeneration, no second paint, no jumping)."""
+    """Set the plot's range by hand, each axis only when the data left it or shrank to under half of
+    it: the axes then stay still while a slider moves (no tick regeneration, no second paint, no
+    jumping). An axis whose range still fits keeps it when the other one must change: reframing both
+    made a chart whose x grew and y shrank in turn reframe on every other input change."""
     x = np.concatenate([np.asarray(a, dtype=float).ravel() for a in xs])
     y = np.concatenate([np.asarray(a, dtype=float).ravel() for a in ys])
     x = x[np.isfinite(x) & ((x > 0) if logx else True)]
@@ -72,21 +75,24 @@ def frame(plot: pg.PlotItem, xs, ys, logx: bool = True, logy: bool = True, y0: f
     x0, x1 = (np.log10(x.min()), np.log10(x.max())) if logx else (x.min(), x.max())
     ylo, yhi = (np.log10(y.min()), np.log10(y.max())) if logy else (min(y.min(), y0 if y0 is not None else y.min()), y.max())
     want = [(x0, x1 if x1 > x0 else x0 + 1), (ylo, yhi if yhi > ylo else ylo + 1)]
-    (cx0, cx1), (cy0, cy1) = plot.vb.viewRange()
-    have = getattr(plot, "_framed", None)
-    if have is not None:
-        inside = all(c0 <= w0 and w1 <= c1 for (w0, w1), (c0, c1) in zip(want, ((cx0, cx1), (cy0, cy1))))
-        big_enough = all((w1 - w0) > 0.5 * (c1 - c0) for (w0, w1), (c0, c1) in zip(want, ((cx0, cx1), (cy0, cy1))))
-        if inside and big_enough:
-            return False
     pad = [0.04 * (w1 - w0) for w0, w1 in want]
-    plot.setRange(xRange=(want[0][0] - pad[0], want[0][1] + pad[0]),
-                  yRange=(want[1][0] - pad[1] * (0 if (not logy and y0 is not None) else 1), want[1][1] + pad[1] * 3),
-                  padding=0)
-    plot._framed = want
-    for axis, (w0, w1), is_log, p in (("bottom", want[0], logx, pad[0]), ("left", want[1], logy, pad[1] * 3)):
-        if is_log:
-            ticks = log_ticks(w0 - p, w1 + p)
+    # the view range each axis gets when framed anew (y: more room on top for the labels)
+    new = [(want[0][0] - pad[0], want[0][1] + pad[0]),
+           (want[1][0] - pad[1] * (0 if (not logy and y0 is not None) else 1), want[1][1] + pad[1] * 3)]
+    current = plot.vb.viewRange()
+    framed = getattr(plot, "_framed", None)
+    change = [True, True]
+    if framed is not None:
+        for i, ((w0, w1), (c0, c1)) in enumerate(zip(want, current)):
+            change[i] = not (c0 <= w0 and w1 <= c1 and (w1 - w0) > 0.5 * (c1 - c0))
+    if not any(change):
+        return False
+    ranges = [new[i] if change[i] else tuple(current[i]) for i in range(2)]
+    plot.setRange(xRange=ranges[0], yRange=ranges[1], padding=0)
+    plot._framed = True
+    for i, (axis, is_log) in enumerate((("bottom", logx), ("left", logy))):
+        if change[i] and is_log:
+            ticks = log_ticks(*ranges[i])
             plot.getAxis(axis).setTicks(ticks if minor else ticks[:1])
     return True
 
@@ -129,11 +135,11 @@ class Band:
     """A line with a shaded band (low–high) around it; all items made once."""
 
     def __init__(self, plot: pg.PlotItem, colour: str, name: str, width: float = 2.0):
-        self.area = Area(plot, _alpha(colour, 50))
-        self.line = plot.plot([], [], pen=pg.mkPen(colour, width=width), name=name)
+        self.area = area(plot, _alpha(colour, 50))
+        self.line = Series(plot, pen=pg.mkPen(colour, width=width), name=name)
 
     def set(self, x, y, lo, hi) -> None:
-        self.area.set(x, lo, hi)
+        self.area.set_area(x, lo, hi)
         self.line.setData(x, y)
 
 
@@ -177,7 +183,7 @@ class CurvesView(LazyView, TabView):
         self.p_batch = new_plot(0, 0, "Decode speed vs batch", "batch (concurrent users)", "tok/s")
         self.batch_user = Band(self.p_batch, col["a"], "per user")
         self.batch_total = Band(self.p_batch, col["b"], "aggregate")
-        self.batch_ceiling = self.p_batch.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
+        self.batch_ceiling = Series(self.p_batch, pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
         self.kv_limit = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["d"], width=1.5), label="KV limit",
                                         labelOpts={"position": 0.12, "color": col["d"]})
         self.knee = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["muted"], style=dash), label="knee",
@@ -189,13 +195,13 @@ class CurvesView(LazyView, TabView):
         # 2 TTFT vs prompt
         self.p_prompt = new_plot(0, 1, "Time to first token vs prompt", "prompt (tokens)", "TTFT (ms)")
         self.ttft = Band(self.p_prompt, col["b"], "TTFT")
-        self.ttft_ceiling = self.p_prompt.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
+        self.ttft_ceiling = Series(self.p_prompt, pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
         self.ttft_now = _marker(self.p_prompt, col["b"])
 
         # 3 decode vs context
         self.p_ctx = new_plot(0, 2, "Decode speed vs context", "context (tokens)", "tok/s per user")
         self.ctx_speed = Band(self.p_ctx, col["a"], "per user")
-        self.ctx_ceiling = self.p_ctx.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
+        self.ctx_ceiling = Series(self.p_ctx, pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
         self.ctx_now = _marker(self.p_ctx, col["a"])
 
         # 4/5 memory plans (per GPU), stacked
@@ -206,7 +212,7 @@ class CurvesView(LazyView, TabView):
         # 6 prefill speed vs prompt
         self.p_prefill = new_plot(1, 2, "Prefill speed vs prompt", "prompt (tokens)", "prompt tok/s")
         self.prefill = Band(self.p_prefill, col["b"], "prefill")
-        self.prefill_ceiling = self.p_prefill.plot([], [], pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
+        self.prefill_ceiling = Series(self.p_prefill, pen=pg.mkPen(col["muted"], style=dash), name="at 100 %")
         self.plots = [self.p_batch, self.p_prompt, self.p_ctx, self.p_mem_ctx, self.p_mem_batch, self.p_prefill]
         for p in self.plots:
             title_legend(p)
@@ -244,10 +250,10 @@ class CurvesView(LazyView, TabView):
         col = self.colors
         tops, fills = [], []
         for _, label, ck in MEMORY_LAYERS:
-            fills.append(Area(plot, blend(col[ck], col["bg"], 110)))
-            tops.append(plot.plot([], [], pen=pg.mkPen(col[ck], width=1), name=label))
-        usable = plot.plot([], [], pen=pg.mkPen(col["d"], width=2, style=Qt.PenStyle.DashLine), name="usable")
-        free = Area(plot, blend(col["muted"], col["bg"], 35))
+            fills.append(area(plot, blend(col[ck], col["bg"], 110)))
+            tops.append(Series(plot, pen=pg.mkPen(col[ck], width=1), name=label))
+        usable = Series(plot, pen=pg.mkPen(col["d"], width=2, style=Qt.PenStyle.DashLine), name="usable")
+        free = area(plot, blend(col["muted"], col["bg"], 35))
         now = pg.InfiniteLine(angle=90, pen=pg.mkPen(col["muted"], style=Qt.PenStyle.DotLine))
         plot.addItem(now, ignoreBounds=True)
         return {"tops": tops, "usable": usable, "now": now, "fills": fills, "free": free}
@@ -260,10 +266,10 @@ class CurvesView(LazyView, TabView):
             acc = acc + layer
             top.setData(x, acc)
             top.readout_y = layer   # the hover reads each layer's own GB, not the running total
-            area.set(x, below, acc)
+            area.set_area(x, below, acc)
         usable = np.asarray(c.usable_gb, dtype=float)
         stack["usable"].setData(x, usable)
-        stack["free"].set(x, acc, np.maximum(acc, usable))
+        stack["free"].set_area(x, acc, np.maximum(acc, usable))
 
     def _changed(self, vary: str, values: np.ndarray) -> bool:
         """Whether the curve along ``vary`` must be drawn again: its x values or any input besides
@@ -298,15 +304,13 @@ class CurvesView(LazyView, TabView):
                 self.batch_user.set(cb.x, cb.decode_tok_s, cb.decode_low_tok_s, cb.decode_high_tok_s)
                 self.batch_total.set(cb.x, cb.throughput_tok_s, cb.throughput_low_tok_s, cb.throughput_high_tok_s)
                 self.batch_ceiling.setData(cb.x, cb.decode_ceiling_tok_s)
-                self.kv_limit.setPos(math.log10(max(p.max_batch, 1)))
                 self.kv_limit.setVisible(p.max_batch >= 1)
-                self.kv_limit.label.setFormat(f"KV limit {p.max_batch:,}")
+                _place(self.kv_limit, math.log10(max(p.max_batch, 1)), f"KV limit {p.max_batch:,}")
                 kb = cb.knee_batch
                 ok = kb is not None and math.isfinite(kb) and kb > 0
                 self.knee.setVisible(ok)
                 if ok:
-                    self.knee.setPos(math.log10(kb))
-                    self.knee.label.setFormat(f"knee ≈ {kb:,.0f}")
+                    _place(self.knee, math.log10(kb), f"knee ≈ {kb:,.0f}")
                 self.mem_batch_x = cb.x
                 self._fill_stack(self.mem_batch, cb, cb.x)
                 frame(self.p_batch, [cb.x], [cb.decode_low_tok_s, cb.throughput_high_tok_s, cb.decode_ceiling_tok_s])
@@ -314,7 +318,7 @@ class CurvesView(LazyView, TabView):
                       logy=False, y0=0.0)
         if cb is not None:
             _move(self.batch_now, wl.batch, p.decode_tok_s)
-            self.mem_batch["now"].setPos(math.log10(max(wl.batch, 1)))
+            _place(self.mem_batch["now"], math.log10(max(wl.batch, 1)))
         # TTFT vs prompt
         room = max(2, ctx - wl.depth_tokens - wl.output_tokens)
         prompts = log_points(16 if room > 32 else 1, room)
@@ -344,12 +348,15 @@ class CurvesView(LazyView, TabView):
                 self.ctx_speed.set(x, cd.decode_tok_s, cd.decode_low_tok_s, cd.decode_high_tok_s)
                 self.ctx_ceiling.setData(x, cd.decode_ceiling_tok_s)
                 self._fill_stack(self.mem_ctx, cd, x)
-                frame(self.p_ctx, [x], [cd.decode_low_tok_s, cd.decode_ceiling_tok_s])
-                frame(self.p_mem_ctx, [x], [_clip_memory(self.mem_ctx["tops"][-1].yData, cd.usable_gb)],
+                # the context axis spans CONTEXT_AXIS_FROM to the model's context whatever the prompt:
+                # the curve starts at the prompt, and the axis stays still while it moves
+                span = [x, [CONTEXT_AXIS_FROM, ctx]]
+                frame(self.p_ctx, span, [cd.decode_low_tok_s, cd.decode_ceiling_tok_s])
+                frame(self.p_mem_ctx, span, [_clip_memory(self.mem_ctx["tops"][-1].yData, cd.usable_gb)],
                       logy=False, y0=0.0)
         if cd is not None:
             _move(self.ctx_now, now_ctx, p.decode_tok_s)
-            self.mem_ctx["now"].setPos(math.log10(max(now_ctx, 1)))
+            _place(self.mem_ctx["now"], math.log10(max(now_ctx, 1)))
         self.data = {"batch": cb, "prompt": cp, "depth": cd}
 
 
@@ -392,16 +399,24 @@ def title_legend(plot: pg.PlotItem) -> None:
     plot.layout.setRowFixedHeight(0, TITLE_HEIGHT)
 
 
-def _marker(plot: pg.PlotItem, colour: str) -> pg.PlotDataItem:
-    """The inputs' own point on a chart: drawn once at (1, 1) of log space and moved with `_move`
-    (moving an item repaints it; setting its data rebuilds its scatter)."""
-    item = plot.plot([1.0], [1.0], pen=None, symbol="o", symbolSize=9, symbolBrush=colour)
+def _marker(plot: pg.PlotItem, colour: str) -> Dot:
+    """The inputs' own point on a chart, moved with `_move`."""
+    item = Dot(plot, colour)
     item.setVisible(False)
     return item
 
 
-def _move(item: pg.PlotDataItem, x: float, y: float) -> None:
+def _place(line: pg.InfiniteLine, x: float, text: str | None = None) -> None:
+    """Put a labelled vertical line at ``x``; one already there keeps its label (moving a line and
+    setting its label's text each re-lay the label out, even to the same place)."""
+    if line.value() != x:
+        line.setPos(x)
+    if text is not None and line.label.format != text:
+        line.label.setFormat(text)
+
+
+def _move(item: Dot, x: float, y: float) -> None:
     ok = x > 0 and y > 0 and math.isfinite(x) and math.isfinite(y)
     item.setVisible(ok)
     if ok:
-        move_item(item, math.log10(x), math.log10(y))
+        item.setPos(math.log10(x), math.log10(y))

@@ -37,14 +37,28 @@ def _split_choices(cfg: "api.Config") -> list[tuple[str, str]]:
 
 
 def _fill_splits(combo: QComboBox, cfg: "api.Config") -> None:
-    """Refill the split combo for ``cfg`` and select what is in force (signals blocked: no input change)."""
+    """Refill the split combo for ``cfg`` and select what is in force (signals blocked: no input change);
+    a combo that already offers these choices only has its selection set."""
+    choices = _split_choices(cfg)
     combo.blockSignals(True)
-    combo.clear()
-    for key, label in _split_choices(cfg):
-        combo.addItem(label, key)
+    if [(combo.itemData(i), combo.itemText(i)) for i in range(combo.count())] != choices:
+        combo.clear()
+        for key, label in choices:
+            combo.addItem(label, key)
     current = f"layout:{cfg.layout.key()}" if cfg.layout is not None else cfg.parallelism
-    combo.setCurrentIndex(max(0, combo.findData(current)))
+    index = max(0, combo.findData(current))
+    if combo.currentIndex() != index:
+        combo.setCurrentIndex(index)
     combo.blockSignals(False)
+
+
+def _show(spin, value) -> None:
+    """Show ``value`` in a spin box without emitting; one already showing it is not touched (setting
+    a spin box repaints it even when the value is the same)."""
+    if spin.value() != value:
+        spin.blockSignals(True)
+        spin.setValue(value)
+        spin.blockSignals(False)
 
 
 def _split_change(data: str) -> dict:
@@ -403,9 +417,7 @@ class InputsPanel(QScrollArea):
         if cfg.hardware.kind == "cpu":
             self.spin_threads.setMaximum(max(1, cfg.hardware.cpu_cores or 1024) * 2)
         for w, v in ((self.spin_gpus, cfg.gpus), (self.spin_threads, cfg.hardware.threads)):
-            w.blockSignals(True)
-            w.setValue(v)
-            w.blockSignals(False)
+            _show(w, v)
         _fill_splits(self.combo_par, cfg)
         wl = cfg.workload
         self.prompt.set_value(wl.prompt_tokens)
@@ -413,9 +425,7 @@ class InputsPanel(QScrollArea):
         self.depth.set_value(wl.depth_tokens)
         self.batch.set_value(wl.batch)
         for w, v in ((self.spin_ttft_target, t.ttft_ms), (self.spin_toks_target, t.tok_s)):
-            w.blockSignals(True)
-            w.setValue(v)
-            w.blockSignals(False)
+            _show(w, v)
 
     def _fill_memory(self) -> None:
         """The sizes the hardware ships in, the one in use selected; the row only when there is a choice."""
