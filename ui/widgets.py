@@ -9,7 +9,7 @@ from typing import Iterable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QPalette, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QVBoxLayout,
                                QWidget)
@@ -17,6 +17,63 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QSl
 from advisor.text.format import num
 
 SLIDER_STEPS = 1000
+
+
+class Steady(QWidget):
+    """Holds one widget whose content changes on every input change (a card's value, a summary line)
+    and passes a size change up to the layouts only when its size really changed.
+
+    Qt re-lays out every ancestor when a label's text is set (QLabel asks for a new geometry, and each
+    layout that activates asks its parent in turn), and the splitters on the way repaint all they hold:
+    the whole What-ifs tab repainted on each input change for its two labels. A child of a widget
+    without a layout only posts a layout request to that widget, which stops it here unless the child's
+    size hints changed."""
+
+    def __init__(self, child: QWidget, parent=None):
+        super().__init__(parent)
+        self.child = child
+        child.setParent(self)
+        self.setSizePolicy(child.sizePolicy())
+        self._hints = self._measure()
+
+    def _measure(self) -> tuple:
+        c = self.child
+        return (c.sizeHint(), c.minimumSizeHint(), c.heightForWidth(self.width()) if c.hasHeightForWidth() else -1)
+
+    def sizeHint(self):  # noqa: N802 (Qt's names)
+        return self.child.sizeHint()
+
+    def minimumSizeHint(self):  # noqa: N802
+        return self.child.minimumSizeHint()
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802
+        return self.child.hasHeightForWidth()
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802
+        return self.child.heightForWidth(width)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self.child.setGeometry(self.rect())
+        self._hints = self._measure()
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:
+            hints = self._measure()
+            if hints != self._hints:
+                self._hints = hints
+                self.updateGeometry()
+            return True
+        return super().event(event)
+
+
+def set_quietly(widget, value) -> None:
+    """Show ``value`` in a spin box or slider without emitting; one already showing it is not touched
+    (setting a spin box repaints it even when the value is the same, and views re-show their inputs
+    after every change)."""
+    if widget.value() != value:
+        widget.blockSignals(True)
+        widget.setValue(value)
+        widget.blockSignals(False)
 
 
 class LogSlider(QWidget):
@@ -77,12 +134,8 @@ class LogSlider(QWidget):
         """Show ``v`` without emitting (the session is the source of truth). A widget already showing
         its value is left alone: setting a spin box repaints it even when the value is the same, and
         the inputs panel re-shows every input after each change."""
-        v, pos = int(v), self._to_pos(int(v))
-        for w, value in ((self.spin, v), (self.slider, pos)):
-            if w.value() != value:
-                w.blockSignals(True)
-                w.setValue(value)
-                w.blockSignals(False)
+        set_quietly(self.spin, int(v))
+        set_quietly(self.slider, self._to_pos(int(v)))
 
     def _on_slider(self, pos: int) -> None:
         v = self._to_value(pos)

@@ -44,7 +44,8 @@ from advisor.data.errors import AdvisorError
 LOAD_KINDS = ("closed", "open", "offline")
 #: Batch sizes at which the decode step is evaluated; τ_dec between them is interpolated linearly.
 STEP_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], dtype=float)
-BISECTION_STEPS = 32
+#: Halvings of the log-scale search (`bisect_rising`): 16 leave a bracket 1/65536 of it wide.
+BISECTION_STEPS = 16
 #: The smallest running batch the solver looks for (a lone client thinking for a day is ~1e-6).
 B_MIN = 1e-12
 #: Steps that carry a prompt chunk set the 90th-percentile ITL once more than this share of steps
@@ -222,15 +223,27 @@ PROMPT_BUDGET_UTIL_MAX = 0.98
 
 
 def bisect_rising(f, hi):
-    """Where the rising function ``f`` crosses zero in (B_MIN, hi], element by element. The search
-    halves the interval on a log scale, so the answer is relatively exact (≈ 1e-8) for a running
-    batch of 1e-6 (one client thinking for days) as for one of thousands."""
+    """Where the rising function ``f`` crosses zero in (B_MIN, hi], element by element.
+
+    The search halves the interval on a log scale `BISECTION_STEPS` times, then reads the crossing off
+    the straight line between the last bracket's ends (where both were evaluated; else its middle). A
+    smooth ``f`` is near-linear over a bracket 1/65536 of the range wide, so the answer is relatively
+    exact to ~1e-7 for a running batch of 1e-6 (one client thinking for days) as for one of thousands;
+    where ``f`` jumps (a prompt's chunk count steps up) it is within the bracket, 6e-4 relative. Twice
+    the halvings with no line cost twice the time for an exactness no figure shows."""
     lo, hi = np.full(np.shape(hi), math.log(B_MIN)), np.log(np.maximum(hi, B_MIN))
+    f_lo = np.full(np.shape(lo), np.nan)
+    f_hi = np.full(np.shape(lo), np.nan)
     for _ in range(BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
-        below = f(np.exp(mid)) < 0
+        value = np.asarray(f(np.exp(mid)), float)
+        below = value < 0
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-    return np.exp(0.5 * (lo + hi))
+        f_lo, f_hi = np.where(below, value, f_lo), np.where(below, f_hi, value)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = f_lo / (f_lo - f_hi)     # f_lo < 0 ≤ f_hi: the line's zero, as a share of the bracket
+    t = np.where(np.isfinite(t) & (t >= 0.0) & (t <= 1.0), t, 0.5)
+    return np.exp(lo + t * (hi - lo))
 
 
 def solve(costs: StepCosts, load: Load) -> Serving:

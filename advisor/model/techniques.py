@@ -167,6 +167,9 @@ class Effect:
     after: Figures
     details: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: speculative decoding: its speed-up at every batch 1…CROSSOVER_SEARCH (what the crossover was
+    #: searched on; the app charts it without computing it again)
+    curve: "SpeculativeCurve | None" = field(default=None, repr=False, compare=False)
 
     @property
     def speedup(self) -> float:
@@ -330,10 +333,10 @@ def speculative(cat: "Catalog | None", cfg: Config, tech: Techniques, profiles=N
     tech.check()
     cfg.check()
     eff = _eff(cat, cfg, profiles)
-    before_p = _to_prediction(evaluate_config(cfg, eff), cfg, eff)
+    base = evaluate_config(cfg, eff)
+    before_p = _to_prediction(base, cfg, eff)
     dcfg, shared = _draft_config(cfg, tech)
     k, alpha, B = tech.k, tech.alpha, cfg.workload.batch
-    base = evaluate_config(cfg, eff)
     verify = evaluate_config(cfg, eff, query_tokens=float(k + 1))
     draft = evaluate_config(dcfg, eff)
     t_plain = 1.0 / _first(base.decode_tok_s)
@@ -378,7 +381,7 @@ def speculative(cat: "Catalog | None", cfg: Config, tech: Techniques, profiles=N
                "draft_kv_gb": B * _first(draft.kv_seq_bytes) * n / GB, "crossover_batch": curve.crossover_batch,
                "pays_from_batch": curve.pays_from_batch}
     return Effect("speculative", f"speculative decoding with {what}, k={k}, α={alpha:g}", figures(before_p), after,
-                  details, tuple(notes))
+                  details, tuple(notes), curve=curve)
 
 
 # ---- flash attention off -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QComboBox, QCompleter, QDoubleSpinBox, QFormLayou
 
 from advisor import api
 from advisor.text.format import num
-from ui.widgets import LogSlider, fill_choices, memory_gib
+from ui.widgets import LogSlider, fill_choices, memory_gib, set_quietly
 
 ALL = "All"
 #: what the first entry of each filter says, and how a value is shown
@@ -50,15 +50,6 @@ def _fill_splits(combo: QComboBox, cfg: "api.Config") -> None:
     if combo.currentIndex() != index:
         combo.setCurrentIndex(index)
     combo.blockSignals(False)
-
-
-def _show(spin, value) -> None:
-    """Show ``value`` in a spin box without emitting; one already showing it is not touched (setting
-    a spin box repaints it even when the value is the same)."""
-    if spin.value() != value:
-        spin.blockSignals(True)
-        spin.setValue(value)
-        spin.blockSignals(False)
 
 
 def _split_change(data: str) -> dict:
@@ -417,7 +408,7 @@ class InputsPanel(QScrollArea):
         if cfg.hardware.kind == "cpu":
             self.spin_threads.setMaximum(max(1, cfg.hardware.cpu_cores or 1024) * 2)
         for w, v in ((self.spin_gpus, cfg.gpus), (self.spin_threads, cfg.hardware.threads)):
-            _show(w, v)
+            set_quietly(w, v)
         _fill_splits(self.combo_par, cfg)
         wl = cfg.workload
         self.prompt.set_value(wl.prompt_tokens)
@@ -425,7 +416,7 @@ class InputsPanel(QScrollArea):
         self.depth.set_value(wl.depth_tokens)
         self.batch.set_value(wl.batch)
         for w, v in ((self.spin_ttft_target, t.ttft_ms), (self.spin_toks_target, t.tok_s)):
-            _show(w, v)
+            set_quietly(w, v)
 
     def _fill_memory(self) -> None:
         """The sizes the hardware ships in, the one in use selected; the row only when there is a choice."""

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QTextBr
                                QWidget)
 
 from advisor.text.format import duration_ms, num
-from ui.widgets import plot_colors
+from ui.widgets import Steady, plot_colors
 
 CARDS = (  # name, title, explanation key
     ("fits", "Fits in memory", "memory"),
@@ -50,11 +50,11 @@ class Card(QFrame):
         f.setBold(True)
         self.value.setFont(f)
         self.value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        lay.addWidget(self.value)
+        lay.addWidget(Steady(self.value))
         self.detail = QLabel("")
         self.detail.setWordWrap(True)
         self.detail.setStyleSheet("font-size: 11px;")
-        lay.addWidget(self.detail)
+        lay.addWidget(Steady(self.detail))
 
     def show_values(self, value: str, detail: str, colour: str = "", tooltip: str = "") -> None:
         if value != self.value.text():
@@ -78,7 +78,7 @@ class ResultsView(QWidget):
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        lay.addWidget(self.title)
+        lay.addWidget(Steady(self.title))
         grid = QGridLayout()
         grid.setSpacing(6)
         self.cards: dict[str, Card] = {}
@@ -94,7 +94,7 @@ class ResultsView(QWidget):
         self.notes.setWordWrap(True)
         self.notes.setTextFormat(Qt.TextFormat.RichText)
         self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        lay.addWidget(self.notes)
+        lay.addWidget(Steady(self.notes))
         self.why_frame = QFrame()
         wl = QHBoxLayout(self.why_frame)
         wl.setContentsMargins(0, 0, 0, 0)

@@ -13,6 +13,7 @@ against the GPU layers or the offloaded GB). Each redraw costs one `speculative_
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -24,9 +25,10 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFormLay
 
 from advisor import api
 from advisor.text.format import num
+from ui.series import Series
 from ui.views.curves import frame
 from ui.tabs import TabView
-from ui.widgets import HoverReadout, LazyView, plot_colors
+from ui.widgets import HoverReadout, LazyView, Steady, plot_colors, set_quietly
 
 KINDS = (("speculative", "Speculative decoding"), ("eager", "Flash attention off (eager attention)"),
          ("attention", "Attention layout: MHA / GQA / MQA"), ("offload", "Partial offload to host memory"))
@@ -37,6 +39,13 @@ HEADERS = ("", "Before", "After", "Change")
 CHART_BATCHES = np.unique(np.round(np.logspace(0, np.log10(4096), 256)))
 #: what an untouched draft length / acceptance shows: the core's default for each kind of draft
 DEFAULT_FOR = {"draft": api.Techniques(), "head": api.Techniques(head_params_b=1.0)}
+
+
+def sample_curve(curve: "api.SpeculativeCurve", batches: np.ndarray) -> "api.SpeculativeCurve":
+    """``curve`` at the given batches (those it was computed at: 1…N, one per batch)."""
+    index = np.searchsorted(curve.batch, batches[batches <= curve.batch[-1]])
+    return dataclasses.replace(curve, **{name: getattr(curve, name)[index] for name in (
+        "batch", "plain_tok_s", "speculative_tok_s", "speedup", "draft_step_ms", "verify_step_ms", "plain_step_ms")})
 
 
 def one_layer_params_b(m) -> float:
@@ -54,6 +63,7 @@ class TechniquesView(LazyView, TabView):
         self._runtime_key = ""
         self._k_touched = self._accept_touched = self._layers_touched = self._gb_touched = False
         self._offload_mode = ""          # "layers", "gb", or "" (the runtime has no partial offload)
+        self._offload_reset = True       # the model or runtime changed since the offload page was synced
         self.effect: api.TechniqueEffect | None = None
         self.spec_curve: api.SpeculativeCurve | None = None
         self.offload_curve: api.OffloadCurve | None = None
@@ -91,7 +101,7 @@ class TechniquesView(LazyView, TabView):
         self.summary.setObjectName("whatif_summary")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
-        lay.addWidget(self.summary)
+        lay.addWidget(Steady(self.summary))
 
         split = QSplitter(Qt.Orientation.Horizontal)
         left = QWidget()
@@ -122,7 +132,7 @@ class TechniquesView(LazyView, TabView):
         self.notes.setTextFormat(Qt.TextFormat.RichText)
         self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notes.setAlignment(Qt.AlignmentFlag.AlignTop)
-        ll.addWidget(self.notes, 1)
+        ll.addWidget(Steady(self.notes), 1)
         split.addWidget(left)
 
         # the charts: created once, updated with setData
@@ -130,7 +140,7 @@ class TechniquesView(LazyView, TabView):
         self.spec_plot_widget, self.spec_plot = self._plot("Speculative decoding: speed-up vs batch",
                                                            "batch (sequences)", "speed-up ×", (10, -10))
         self.spec_plot.setLogMode(True, False)
-        self.spec_line = self.spec_plot.plot([], [], pen=pg.mkPen(col["a"], width=2), name="speed-up")
+        self.spec_line = Series(self.spec_plot, pen=pg.mkPen(col["a"], width=2), name="speed-up")
         self.spec_now = self.spec_plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"],
                                             name="this batch")
         self.spec_one = pg.InfiniteLine(pos=1.0, angle=0,
@@ -141,7 +151,7 @@ class TechniquesView(LazyView, TabView):
         self.spec_plot.addItem(self.spec_cross, ignoreBounds=True)
         self.off_plot_widget, self.off_plot = self._plot("Partial offload: decode speed vs GPU layers",
                                                          "layers on the GPU", "tok/s per user", (10, 10))
-        self.off_line = self.off_plot.plot([], [], pen=pg.mkPen(col["a"], width=2), name="fits")
+        self.off_line = Series(self.off_plot, pen=pg.mkPen(col["a"], width=2), name="fits")
         self.off_nofit = self.off_plot.plot([], [], pen=None, symbol="x", symbolSize=7, symbolPen=col["d"],
                                             name="does not fit")
         self.off_now = self.off_plot.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"],
@@ -184,7 +194,8 @@ class TechniquesView(LazyView, TabView):
         p.setMenuEnabled(False)
         p.setMouseEnabled(x=False, y=False)
         p.disableAutoRange()
-        p.showGrid(x=True, y=True, alpha=0.2)
+        # no grid: its translucent lines across the chart were a fifth of an input change on a
+        # software renderer; the dashed break-even line and the crossover mark what matters
         p.addLegend(offset=legend_at, labelTextSize="7pt")
         return w, p
 
@@ -326,6 +337,8 @@ class TechniquesView(LazyView, TabView):
         self._push()
 
     def _on_kind(self, _index: int) -> None:
+        if self.kind.currentData() == "offload":
+            self._sync_offload()
         self.pages.setCurrentIndex(self.kind.currentIndex())
         self._fit_pages()
         self._push()
@@ -342,9 +355,7 @@ class TechniquesView(LazyView, TabView):
         for spin, touched, value in ((self.spin_k, self._k_touched, d.k), (self.spin_accept, self._accept_touched,
                                                                            d.alpha)):
             if not touched:
-                spin.blockSignals(True)
-                spin.setValue(value)
-                spin.blockSignals(False)
+                set_quietly(spin, value)
 
     def chosen(self) -> "api.Techniques":
         """The technique the widgets describe."""
@@ -391,7 +402,11 @@ class TechniquesView(LazyView, TabView):
             self.head_b.blockSignals(False)
             self._layers_touched = self._gb_touched = False
         self._runtime_key = cfg.runtime.key
-        self._sync_offload(reset=runtime_changed)
+        self._offload_reset = self._offload_reset or runtime_changed
+        if self.kind.currentData() == "offload":
+            # the offload range costs a curve: only while that page is chosen (`_on_kind` syncs it
+            # when the user turns to it)
+            self._sync_offload()
         self._show_typical()
 
     def _fill_drafts(self) -> None:
@@ -438,9 +453,10 @@ class TechniquesView(LazyView, TabView):
         self.layout_combo.blockSignals(False)
         self.layout_combo.setEnabled(m.attention != "mla")
 
-    def _sync_offload(self, reset: bool) -> None:
+    def _sync_offload(self) -> None:
         """Which offload the runtime has (from the core's curve), its range and, unless the user set
-        one, the most layers (or the least GB) with which the model fits."""
+        one (for this model and runtime), the most layers (or the least GB) with which the model fits."""
+        reset, self._offload_reset = self._offload_reset, False
         s = self.session
         try:
             curve = api.offload_curve(s.cat, s.cfg)
@@ -575,11 +591,9 @@ class TechniquesView(LazyView, TabView):
         s = self.session
         self.charts.setCurrentWidget(self.spec_plot_widget)
         self.spec_curve = None
-        if not s.whatif.error and s.whatif.techniques is not None and s.whatif.techniques.speculative:
-            try:
-                self.spec_curve = api.speculative_curve(s.cat, s.cfg, s.whatif.techniques, batches=CHART_BATCHES)
-            except api.AdvisorError:
-                self.spec_curve = None
+        if not s.whatif.error and self.effect is not None and self.effect.curve is not None:
+            # the core's own curve, searched at every batch, sampled where the chart draws
+            self.spec_curve = sample_curve(self.effect.curve, CHART_BATCHES)
         c = self.spec_curve
         if c is None:
             for item in (self.spec_line, self.spec_now):
