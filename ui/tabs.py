@@ -34,7 +34,7 @@ class Tab:
 TABS = (
     Tab("roofline", "&Roofline", "ui.views.roofline:RooflineView"),
     Tab("curves", "C&urves", "ui.views.curves:CurvesView"),
-    Tab("serving", "&Serving", "ui.views.serving:ServingView", workers=True),
+    Tab("serving", "&Serving", "ui.views.serving:ServingView"),
     Tab("whatifs", "&What-ifs", "ui.views.techniques:TechniquesView"),
     Tab("recommend", "Reco&mmendations", "ui.views.recommend:RecommendView", workers=True),
     Tab("compare", "Com&pare", "ui.views.compare:CompareView"),

@@ -548,19 +548,18 @@ class ServeReport:
         return d
 
 
-def serve(cat, cfg, load: Load) -> ServeReport:
-    """The steady state of ``load`` on the configuration ``cfg`` (a `Config`)."""
+def _kernel(cat, cfg, load: Load) -> tuple:
+    """What `serve` asks of the kernel for ``load``'s lengths: the profile's evidence, the efficiency,
+    and the decode step at every STEP_GRID batch. The clients (concurrency, rate, think time) do not
+    change it, so a sweep over them computes it once. Refuses a context the model cannot take."""
+    from advisor.model.config import context_refusal
     from advisor.model.efficiency import efficiency_for, evidence, widened
-    from advisor.model.config import context_note, context_refusal
-    from advisor.model.notes import efficiency_note
-    from advisor.model.ceilings import ceiling_note, ceiling_tok_s
-    from advisor.model.predict import ceiling_at, evaluate_config
+    from advisor.model.predict import evaluate_config
 
     load.check()
     cfg.check(check_context=False)
     # beyond the native context (RoPE scaling) up to the limit predict uses, with its note
-    context = load.prompt_tokens + load.output_tokens
-    why = context_refusal(cfg.model, context)
+    why = context_refusal(cfg.model, load.prompt_tokens + load.output_tokens)
     if why:
         raise AdvisorError(f"prompt + output: {why}")
     backing = evidence(cat.profiles, cfg.runtime, cfg.hardware, cfg.quant, cat.quants)
@@ -568,18 +567,40 @@ def serve(cat, cfg, load: Load) -> ServeReport:
     P = load.new_prompt_tokens
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P,
                         output=load.output_tokens)
+    return backing, eff, r
+
+
+def serve(cat, cfg, load: Load, kernel: tuple | None = None) -> ServeReport:
+    """The steady state of ``load`` on the configuration ``cfg`` (a `Config`). ``kernel``: `_kernel`'s
+    answer for these lengths, when the caller has it."""
+    from advisor.model.config import context_note
+    from advisor.model.notes import efficiency_note
+    from advisor.model.ceilings import ceiling_note, ceiling_tok_s
+    from advisor.model.predict import ceiling_at
+
+    load.check()
+    context = load.prompt_tokens + load.output_tokens
+    backing, eff, r = kernel or _kernel(cat, cfg, load)
+    P = load.new_prompt_tokens
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
     costs = costs_from_result(r, load, paged, seqs, chunk)
     fits = float(costs.kv_capacity) >= 1
     notes = []
     if fits:
-        s = solve(costs, load)
-        v = {k: float(np.asarray(getattr(s, k)).reshape(-1)[0]) for k in (
+        s = solve(with_edges(costs, eff), load)     # [estimate, slow edge, fast edge]
+
+        def at(name: str, i: int = 0):
+            return np.asarray(getattr(s, name)).reshape(-1)[i]
+
+        v = {k: float(at(k)) for k in (
             "ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p90_ms", "itl_p99_ms", "e2e_ms",
             "throughput_tok_s", "request_rate_rps", "running_batch", "queue", "capacity")}
-        bound, saturated = str(np.asarray(s.bound).reshape(-1)[0]), bool(np.asarray(s.saturated).reshape(-1)[0])
-        v.update(band_of(costs, load, eff))
+        bound, saturated = str(at("bound")), bool(at("saturated"))
+        # the band: the load at the profile's slow and fast edges
+        v.update(ttft_high_ms=float(at("ttft_ms", 1)), itl_high_ms=float(at("itl_ms", 1)),
+                 throughput_low_tok_s=float(at("throughput_tok_s", 1)), ttft_low_ms=float(at("ttft_ms", 2)),
+                 itl_low_ms=float(at("itl_ms", 2)), throughput_high_tok_s=float(at("throughput_tok_s", 2)))
         ceiling = ceiling_at(cfg, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
         cap = ceiling_tok_s(ceiling, cfg.gpus)
         if math.isfinite(cap):
@@ -621,37 +642,29 @@ def serve(cat, cfg, load: Load) -> ServeReport:
         efficiency_basis=eff.basis, notes=tuple(notes), **v)
 
 
-def scaled(costs: StepCosts, decode: float, prefill: float) -> StepCosts:
-    """``costs`` with decode speed × ``decode`` and prompt (and request set-up) speed × ``prefill``:
-    a band edge of the profile applied to the server's steps."""
+def with_edges(costs: StepCosts, eff) -> StepCosts:
+    """``costs`` (one configuration) three times along a last axis: as estimated, at the profile's
+    pessimistic edge (decode_low, prefill_low) and at its optimistic one (decode_high, prefill_high).
+    One vectorised solve then gives the estimate and its band (a speed × k is a time ÷ k)."""
     from dataclasses import replace as _replace
 
-    f = lambda a, k: np.asarray(a, float) / k  # noqa: E731 - speed × k is time ÷ k
+    decode = np.array([1.0, float(eff.decode_low), float(eff.decode_high)])
+    prefill = np.array([1.0, float(eff.prefill_low), float(eff.prefill_high)])
+    f = lambda a, k: np.asarray(a, float)[..., None] / k  # noqa: E731
     return _replace(costs, step_s=f(costs.step_s, decode), step_compute_s=f(costs.step_compute_s, decode),
                     step_memory_s=f(costs.step_memory_s, decode), prompt_token_s=f(costs.prompt_token_s, prefill),
                     request_s=f(costs.request_s, prefill), prompt_step_s=f(costs.prompt_step_s, prefill))
-
-
-def band_of(costs: StepCosts, load: Load, eff) -> dict[str, float]:
-    """The band of TTFT, ITL and throughput: the load solved at the profile's pessimistic and optimistic
-    edges (decode_low/prefill_low, decode_high/prefill_high)."""
-    out = {}
-    for edge, dk, pk in (("slow", eff.decode_low, eff.prefill_low), ("fast", eff.decode_high, eff.prefill_high)):
-        e = solve(scaled(costs, float(dk), float(pk)), load)
-        ttft, itl, thr = (float(np.asarray(x).reshape(-1)[0]) for x in (e.ttft_ms, e.itl_ms, e.throughput_tok_s))
-        if edge == "slow":
-            out.update(ttft_high_ms=ttft, itl_high_ms=itl, throughput_low_tok_s=thr)
-        else:
-            out.update(ttft_low_ms=ttft, itl_low_ms=itl, throughput_high_tok_s=thr)
-    return out
 
 
 def concurrency_sweep(cat, cfg, load: Load, limit: int = 4096) -> list[ServeReport]:
     """The throughput–latency curve: closed-loop concurrency 1, 2, 4 … up to two steps past saturation."""
     out: list[ServeReport] = []
     c, past = 1, 0
+    kernel = None
     while c <= limit and past < 2:
-        rep = serve(cat, cfg, Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)}))
+        at_c = Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})
+        kernel = kernel or _kernel(cat, cfg, at_c)   # the same for every concurrency
+        rep = serve(cat, cfg, at_c, kernel)
         out.append(rep)
         if not rep.fits:
             break

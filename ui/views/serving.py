@@ -21,7 +21,7 @@ from advisor import api
 from advisor.text.format import duration_ms, num
 from ui.views.curves import frame, title_legend
 from ui.views.table import Column, RowsModel, RowsTab, make_table
-from ui.widgets import LazyView, plot_colors, with_readout
+from ui.widgets import LazyView, Steady, plot_colors, with_readout
 
 COLUMNS = [
     Column("Users", lambda r: int(r.load.concurrency), "Concurrent clients (closed loop)"),
@@ -47,9 +47,8 @@ def _band(low: float, high: float, fmt) -> str:
 
 
 class ServingView(LazyView, RowsTab):
-    def __init__(self, session, workers, parent=None):
+    def __init__(self, session, parent=None):
         super().__init__(session, parent)
-        self.workers = workers
         #: the inputs the concurrency sweep on screen was computed for (it does not depend on the users)
         self._sweep_key: tuple | None = None
         col = plot_colors()
@@ -90,7 +89,7 @@ class ServingView(LazyView, RowsTab):
         self.summary.setObjectName("serving_summary")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
-        lay.addWidget(self.summary)
+        lay.addWidget(Steady(self.summary))
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.glw = pg.GraphicsLayoutWidget()
@@ -175,13 +174,19 @@ class ServingView(LazyView, RowsTab):
             return
         self.summary.setText(self._summary(self.report))
         self._mark_now()
-        # the sweep over 1, 2, 4 … users (tens of ms) runs on a worker, and only when an input other
-        # than the users changed: moving the users moves the marker alone
+        # the sweep over 1, 2, 4 … users, only when an input other than the users changed: moving the
+        # users moves the marker alone. It runs here, on the GUI thread: 5-14 ms (one kernel call and
+        # one vectorised solve per point), where a worker cost a second paint and a thread hand-off
+        # that together took longer than the sweep
         key = (id(cat), cfg.replace(workload=dataclasses.replace(cfg.workload, batch=1)), closed)
         if key != self._sweep_key:
             self._sweep_key = key
-            self.workers.run("serving-sweep", lambda: api.concurrency_sweep(cat, cfg, closed), self._on_sweep,
-                             self._on_sweep_error)
+            try:
+                sweep = api.concurrency_sweep(cat, cfg, closed)
+            except api.AdvisorError as exc:
+                self._on_sweep_error(exc, "")
+            else:
+                self._on_sweep(sweep)
 
     def _on_sweep(self, sweep) -> None:
         self.sweep = sweep
@@ -194,7 +199,7 @@ class ServingView(LazyView, RowsTab):
 
     @property
     def busy(self) -> bool:
-        return self.workers.running("serving-sweep")
+        return False   # the sweep is computed in render (see there)
 
     def _mark_now(self) -> None:
         r = self.report
