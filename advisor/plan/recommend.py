@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -1070,22 +1071,17 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
                 output_tokens=max(req.output_tokens, 2), prefix_hit=req.prefix_hit,
                 prompt_points=req.prompt_points, prompt_weights=req.prompt_weights)
 
-    class _Grid:  # the fields the serving model reads: per batch (G, n) or per configuration (n,)
-        decode_tok_s = sub(v.table("decode_tok_s"))
-        decode_compute_s = sub(v.table("decode_compute_s"))
-        decode_memory_s = sub(v.table("decode_memory_s"))
-        prefill_compute_s = sub(v.first_row("prefill_compute_s"))
-        kv_seq_bytes = sub(v.first_row("kv_seq_bytes"))
-        kv_budget_gpu_bytes = sub(v.first_row("kv_budget_gpu_bytes"))
-        request_s = sub(v.first_row("request_s"))
-        prefill_pass_extra_s = sub(v.first_row("prefill_pass_extra_s"))
+    # the fields the serving model reads: per batch (G, n) or per configuration (n,)
+    kernel = SimpleNamespace(**{name: sub(v.table(name)) for name in (
+        "decode_tok_s", "decode_compute_s", "decode_memory_s")}, **{name: sub(v.first_row(name)) for name in (
+        "prefill_compute_s", "kv_seq_bytes", "kv_budget_gpu_bytes", "request_s", "prefill_pass_extra_s")})
 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged
     sets_limit = np.array(["{parallel}" in r.launch for r in t.runtimes])[rt]
     fixed = np.array([r.fixed_slots for r in t.runtimes])[rt]
     max_seqs = np.where(sets_limit, float(users), t.max_seqs[rt])
-    costs = costs_from_result(_Grid, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt])
+    costs = costs_from_result(kernel, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt])
     s = solve(costs, load)
     band = t.catalog_eff(hw, rt, q)   # the profile band, widened where the prediction is extrapolated
     n = hw.size
@@ -1157,12 +1153,4 @@ def _pareto(points: np.ndarray, block: int = 64) -> np.ndarray:
             if not dominated(front, points[i]):
                 keep[i] = True
                 front = np.vstack([front, points[i]])
-    return keep
-    order = np.lexsort((points[:, 2], points[:, 1], points[:, 0]))
-    front = np.empty((0, points.shape[1]))
-    for i in order:  # a dominating point always sorts before the points it dominates
-        p = points[i]
-        if not (np.all(front <= p, axis=1) & np.any(front < p, axis=1)).any():
-            keep[i] = True
-            front = np.vstack([front, p])
     return keep
