@@ -3,8 +3,9 @@
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui.py [--runs N]
 
 - cold start: a fresh process (`python -m ui.app --first-paint-exit`) from spawn to its first painted frame;
-- input → redraw: set the prompt spin box, then process events until idle (predict + roofline + the
-  visible tab's curves + paint), median and 95th percentile, with the Roofline and the Curves tab shown;
+- input → redraw: set the prompt spin box, then process events until idle (predict + the cards + the
+  visible tab's redraw + paint), median and 95th percentile, with each tab of the registry shown in
+  turn (Recommendations apart: timed below);
 - recommendations: Llama-3.1-70B, 50 users, ranked in the worker; meanwhile a 10 ms timer keeps ticking
   (the GUI thread stays responsive) — the longest gap between ticks is reported.
 """
