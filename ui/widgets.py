@@ -35,6 +35,13 @@ class Steady(QWidget):
         child.setParent(self)
         self.setSizePolicy(child.sizePolicy())
         self._hints = self._measure()
+        self.setVisible(not child.isHidden())
+        child.installEventFilter(self)   # hiding or showing the child hides or shows the box
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if obj is self.child and event.type() in (QEvent.Type.HideToParent, QEvent.Type.ShowToParent):
+            self.setVisible(event.type() == QEvent.Type.ShowToParent)
+        return False
 
     def _measure(self) -> tuple:
         c = self.child

@@ -71,3 +71,31 @@ def test_frame_changes_only_the_axis_that_needs_it(qtbot):
     assert (ny0, ny1) == (y0, y1)                         # ... and y keeps its range
     assert frame(p, [[1, 1000]], [[20, 30]])             # y shrank under half: y changes
     assert p.vb.viewRange()[0] == [nx0, nx1]
+
+
+def test_a_steady_box_follows_its_child_and_passes_only_real_size_changes(qtbot):
+    from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+    from ui.widgets import Steady
+
+    top = QWidget()
+    qtbot.addWidget(top)
+    lay = QVBoxLayout(top)
+    label = QLabel("one line")
+    label.setWordWrap(True)
+    box = Steady(label)
+    lay.addWidget(box)
+    lay.addStretch(1)
+    top.resize(300, 200)
+    top.show()
+    qtbot.waitExposed(top)
+    h = box.height()
+    label.setText("another line")            # same size: the layout is not asked again
+    qtbot.wait(10)
+    assert box.height() == h
+    label.setText("a longer text that wraps onto a second and a third line in a box this narrow " * 2)
+    qtbot.waitUntil(lambda: box.height() > h)  # a real size change reaches the layout
+    label.hide()                               # the box hides with its child: no blank space
+    assert box.isHidden()
+    label.show()
+    assert not box.isHidden() and label.isVisible()

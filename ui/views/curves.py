@@ -23,7 +23,6 @@ MEMORY_LAYERS = (("weights_gb", "weights", "a"), ("kv_gb", "KV", "b"), ("workspa
 
 #: tokens: where the context axes start (the curves start at the prompt plus output)
 CONTEXT_AXIS_FROM = 64
-INVISIBLE = pg.mkPen((0, 0, 0, 0))
 TITLE_HEIGHT = 40   # px: a chart's title and the legend line under it
 
 
