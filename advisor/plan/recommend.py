@@ -1130,15 +1130,64 @@ def _cost_basis(req: Requirements, kinds: set[str], users: int) -> tuple[str, st
     return "purchase", "one user on any hardware: a buyer's basis"
 
 
+#: `_pareto` sweeps once per distinct value of the last column up to this many (quality scores: a few
+#: dozen at most); past it, it compares blocks of points against the front instead
+PARETO_LEVELS = 64
+
+
 def _pareto(points: np.ndarray, block: int = 64) -> np.ndarray:
-    """Non-dominated rows (every column: smaller is better), in lexicographic order: a dominating
-    point always sorts before the points it dominates. Each block of sorted points is first tested
-    against the front found so far in one numpy step; only the few that survive are checked one by
-    one (against the front, which by then includes the block's earlier survivors)."""
+    """Non-dominated rows of three columns (every column: smaller is better).
+
+    Sorted lexicographically, every point that dominates p comes before p, and any earlier point whose
+    last column is at most p's and whose middle column is at most p's dominates it (its first column is
+    at most p's by the order) unless it is p's twin. So for each value v of the last column, one running
+    minimum of the middle column over the points with last column ≤ v, read just before p's group of
+    identical points, says whether a point with last column v is dominated: one sort and a few array
+    passes per distinct last-column value."""
+    n = points.shape[0]
+    if n == 0:
+        return np.zeros(0, bool)
+    levels = np.unique(points[:, 2])
+    if levels.size > PARETO_LEVELS:
+        return _pareto_blocks(points, block)
+    order = np.lexsort(points.T[::-1])
+    x, y, z = (points[order, i] for i in range(3))
+    # where each run of identical points starts (a twin neither dominates nor is dominated by p)
+    new_group = np.ones(n, bool)
+    new_group[1:] = (x[1:] != x[:-1]) | (y[1:] != y[:-1]) | (z[1:] != z[:-1])
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    dominated = np.zeros(n, bool)
+    for v in levels:
+        mine = z == v
+        below = np.where(z <= v, y, np.inf)
+        before = np.concatenate([[np.inf], np.minimum.accumulate(below)[:-1]])   # min over earlier points
+        dominated[mine] = before[group_start[mine]] <= y[mine]
+    keep = np.zeros(n, bool)
+    keep[order] = ~dominated
+    return keep
+
+
+def _pareto_blocks(points: np.ndarray, block: int = 64) -> np.ndarray:
+    """`_pareto` for a last column of many values: each block of lexicographically sorted points is
+    first tested against the front found so far in one numpy step; only the few that survive are
+    checked one by one (against the front, which by then includes the block's earlier survivors)."""
     n = points.shape[0]
     keep = np.zeros(n, bool)
-    if n == 0:
-        return keep
+    order = np.lexsort(points.T[::-1])
+    front = np.empty((0, points.shape[1]))
+
+    def dominated(front, p):
+        return (np.all(front <= p, axis=-1) & np.any(front < p, axis=-1)).any(axis=0)
+
+    for start in range(0, n, block):
+        idx = order[start:start + block]
+        if front.shape[0]:
+            idx = idx[~dominated(front[:, None, :], points[idx][None, :, :])]
+        for i in idx:
+            if not dominated(front, points[i]):
+                keep[i] = True
+                front = np.vstack([front, points[i]])
+    return keep
     order = np.lexsort(points.T[::-1])
     front = np.empty((0, points.shape[1]))
 

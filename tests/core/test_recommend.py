@@ -201,11 +201,18 @@ def test_a_base_configuration_price_does_not_price_the_largest_memory(cat):
 
 def test_pareto_front_matches_brute_force():
     import numpy as np
-    from advisor.plan.recommend import _pareto
+    from advisor.plan.recommend import _pareto, _pareto_blocks
     rng = np.random.default_rng(7)
-    for trial in range(20):
+    for trial in range(40):
         pts = rng.integers(0, 6, size=(int(rng.integers(1, 300)), 3)).astype(float)
         if trial % 3 == 0:
             pts[rng.random(len(pts)) < 0.1, 0] = np.inf   # unpriced configurations
+        if trial % 4 == 1:
+            pts[:, 1] += rng.random(len(pts))             # continuous speeds, few ties
         brute = np.array([not (np.all(pts <= p, axis=1) & np.any(pts < p, axis=1)).any() for p in pts])
-        assert np.array_equal(_pareto(pts, block=16), brute)
+        assert np.array_equal(_pareto(pts), brute)
+        assert np.array_equal(_pareto_blocks(pts, block=16), brute)   # the path for many last-column values
+    # a last column of many values takes the block path and gives the same front
+    pts = rng.random((400, 3))
+    brute = np.array([not (np.all(pts <= p, axis=1) & np.any(pts < p, axis=1)).any() for p in pts])
+    assert np.array_equal(_pareto(pts), brute)
