@@ -11,6 +11,8 @@ item (`opts`, `getOriginalDataset`, `xData` / `yData`, `name`), so it can stand 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QPainter, QPainterPath
@@ -106,14 +108,67 @@ class Series(QGraphicsPathItem):
 
 class Dot(QGraphicsEllipseItem):
     """A marker of fixed size in pixels at one point of a chart (the inputs' own point), moved with
-    ``setPos`` in view coordinates (log10 on a logarithmic axis): a C++ item, where a one-point
-    scatter of pyqtgraph ran Python on every paint. Not a data item: legends and readouts skip it."""
+    `set_point` (data units) or ``setPos`` (view coordinates: log10 on a logarithmic axis): a C++ item,
+    where a one-point scatter of pyqtgraph rebuilt its spot on every move and ran Python on every
+    paint. With a ``name`` it is a data item that legends list (readouts skip a single point)."""
 
-    def __init__(self, plot: pg.PlotItem, colour, size_px: float = 9.0):
+    def __init__(self, plot: pg.PlotItem, colour, size_px: float = 9.0, name: str | None = None):
         r = size_px / 2.0
         super().__init__(-r, -r, size_px, size_px)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
         self.setBrush(pg.mkBrush(colour))
         self.setPen(pg.mkPen(None))
+        self.log_x, self.log_y = False, False
+        self.point: tuple[float, float] | None = None
+        self.opts = {"name": name, "pen": None, "symbol": "o", "symbolBrush": colour, "fillLevel": None,
+                     "logMode": (False, False)}
         plot.addItem(self, ignoreBounds=True)
         self.setZValue(self.zValue() + 10)   # above the lines and bands
+
+    def implements(self, interface=None):
+        named = self.opts["name"] is not None
+        return (interface == "plotData" and named) if interface is not None else (["plotData"] if named else [])
+
+    def name(self) -> str | None:
+        return self.opts["name"]
+
+    def setLogMode(self, x: bool, y: bool) -> None:  # noqa: N802 (pyqtgraph's name)
+        self.log_x, self.log_y = bool(x), bool(y)
+        self.opts["logMode"] = (self.log_x, self.log_y)
+
+    def getOriginalDataset(self):  # noqa: N802
+        return ([], []) if self.point is None else ([self.point[0]], [self.point[1]])
+
+    def set_point(self, x: float | None, y: float | None = None) -> None:
+        """Show the marker at (x, y) in data units; hide it for None or a point a log axis cannot show."""
+        ok = bool(x is not None and y is not None and math.isfinite(x) and math.isfinite(y)
+                  and (x > 0 or not self.log_x) and (y > 0 or not self.log_y))
+        self.point = (float(x), float(y)) if ok else None
+        self.setVisible(ok)
+        if ok:
+            self.setPos(math.log10(x) if self.log_x else x, math.log10(y) if self.log_y else y)
+
+
+class Dots:
+    """Markers at a line's few points (a sweep over 1, 2, 4 … users): one `Dot` each, made once and
+    moved. Not data items: the line beside them is what legends and readouts read."""
+
+    def __init__(self, plot: pg.PlotItem, colour, size_px: float = 5.0, most: int = 16):
+        self.plot, self.colour, self.size_px = plot, colour, size_px
+        self.dots: list[Dot] = []
+        self._grow(most)
+
+    def _grow(self, n: int) -> None:
+        while len(self.dots) < n:
+            d = Dot(self.plot, self.colour, self.size_px)
+            d.setVisible(False)
+            self.dots.append(d)
+
+    def set_points(self, xs, ys) -> None:
+        xs, ys = list(xs), list(ys)
+        self._grow(len(xs))
+        for i, d in enumerate(self.dots):
+            if i < len(xs):
+                d.set_point(xs[i], ys[i])
+            elif d.isVisible():
+                d.set_point(None)

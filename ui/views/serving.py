@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QS
 
 from advisor import api
 from advisor.text.format import duration_ms, num
+from ui.series import Dot, Dots, Series
 from ui.views.curves import frame, title_legend
 from ui.views.table import Column, RowsModel, RowsTab, make_table
 from ui.widgets import LazyView, Steady, plot_colors, with_readout
@@ -109,19 +110,17 @@ class ServingView(LazyView, RowsTab):
             return p
 
         self.p_speed = new_plot(0, "Throughput vs users", "tok/s")
-        self.total = self.p_speed.plot([], [], pen=pg.mkPen(col["b"], width=2), symbol="o", symbolSize=5,
-                                       symbolBrush=col["b"], name="all users")
-        self.per_user = self.p_speed.plot([], [], pen=pg.mkPen(col["a"], width=2), symbol="o", symbolSize=5,
-                                          symbolBrush=col["a"], name="per user")
         self.p_ttft = new_plot(1, "Time to first token vs users", "ms")
-        self.ttft = self.p_ttft.plot([], [], pen=pg.mkPen(col["b"], width=2), symbol="o", symbolSize=5,
-                                     symbolBrush=col["b"], name="TTFT p90")
-        self.itl = self.p_ttft.plot([], [], pen=pg.mkPen(col["a"], width=2), symbol="o", symbolSize=5,
-                                    symbolBrush=col["a"], name="inter-token latency")
+        # each line with a dot at every concurrency of the sweep (path items: see ui/series.py)
+        self.total, self.per_user, self.ttft, self.itl = (
+            Series(p, pen=pg.mkPen(col[c], width=2), name=name) for p, c, name in (
+                (self.p_speed, "b", "all users"), (self.p_speed, "a", "per user"),
+                (self.p_ttft, "b", "TTFT p90"), (self.p_ttft, "a", "inter-token latency")))
+        self.dots = [Dots(p, col[c]) for p, c in ((self.p_speed, "b"), (self.p_speed, "a"), (self.p_ttft, "b"),
+                                                  (self.p_ttft, "a"))]
         self.saturation = [pg.InfiniteLine(angle=90, pen=pg.mkPen(col["d"], width=1.5), label="queue starts",
                                            labelOpts={"position": 0.15, "color": col["d"]}) for _ in range(2)]
-        self.now = [p.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=col["d"], name="now")
-                    for p in (self.p_speed, self.p_ttft)]
+        self.now = [Dot(p, col["d"], size_px=10, name="now") for p in (self.p_speed, self.p_ttft)]
         for p, line in zip((self.p_speed, self.p_ttft), self.saturation):
             p.addItem(line, ignoreBounds=True)
             title_legend(p)
@@ -164,38 +163,34 @@ class ServingView(LazyView, RowsTab):
         cat, cfg = s.cat, s.cfg
         try:
             load = self.load()
-            # the cards' server is this one when the load is the users on screen: solved once
-            self.report = s.serving if s.serving is not None and s.serving.load == load else api.serve(cat, cfg, load)
             closed = s.load(think_s=load.think_s)
+            # the sweep over 1, 2, 4 … users, only when an input other than the users changed: moving
+            # the users moves the marker alone. It runs here, on the GUI thread: 5-14 ms (one kernel
+            # call and one vectorised solve per point), where a worker cost a second paint and a
+            # thread hand-off that together took longer than the sweep
+            key = (id(cat), cfg.replace(workload=dataclasses.replace(cfg.workload, batch=1)), closed)
+            new_sweep = key != self._sweep_key
+            if new_sweep:
+                self._sweep_key, self.sweep = None, []
+                self.sweep = api.concurrency_sweep(cat, cfg, closed)
+                self._sweep_key = key
+            # the cards' server, or the sweep's point, is this one when the load is the same: solved once
+            self.report = next((r for r in (s.serving, *self.sweep) if r is not None and r.load == load), None) \
+                or api.serve(cat, cfg, load)
         except api.AdvisorError as exc:
             self.summary.setText(f"<span style='color:#d23c3c'>{exc}</span>")
             self.report, self.sweep, self._sweep_key = None, [], None
             self._draw([])
             return
         self.summary.setText(self._summary(self.report))
-        self._mark_now()
-        # the sweep over 1, 2, 4 … users, only when an input other than the users changed: moving the
-        # users moves the marker alone. It runs here, on the GUI thread: 5-14 ms (one kernel call and
-        # one vectorised solve per point), where a worker cost a second paint and a thread hand-off
-        # that together took longer than the sweep
-        key = (id(cat), cfg.replace(workload=dataclasses.replace(cfg.workload, batch=1)), closed)
-        if key != self._sweep_key:
-            self._sweep_key = key
-            try:
-                sweep = api.concurrency_sweep(cat, cfg, closed)
-            except api.AdvisorError as exc:
-                self._on_sweep_error(exc, "")
-            else:
-                self._on_sweep(sweep)
+        if new_sweep:
+            self._on_sweep(self.sweep)   # draws the curves and the marker
+        else:
+            self._mark_now()
 
     def _on_sweep(self, sweep) -> None:
         self.sweep = sweep
         self._draw([r for r in sweep if r.fits])
-
-    def _on_sweep_error(self, exc, _tb) -> None:
-        self.sweep, self._sweep_key = [], None
-        self._draw([])
-        self.summary.setText(self.summary.text() + f"<br><span style='color:#d23c3c'>over users: {exc}</span>")
 
     @property
     def busy(self) -> bool:
@@ -204,11 +199,11 @@ class ServingView(LazyView, RowsTab):
     def _mark_now(self) -> None:
         r = self.report
         if r is not None and r.fits and r.load.kind == "closed":
-            self.now[0].setData([r.load.concurrency], [r.throughput_tok_s])
-            self.now[1].setData([r.load.concurrency], [r.ttft_p90_ms])
+            self.now[0].set_point(r.load.concurrency, r.throughput_tok_s)
+            self.now[1].set_point(r.load.concurrency, r.ttft_p90_ms)
         else:
             for item in self.now:
-                item.setData([], [])
+                item.set_point(None)
 
     def _summary(self, r: "api.ServeReport") -> str:
         if not r.fits:
@@ -233,8 +228,12 @@ class ServingView(LazyView, RowsTab):
     def _draw(self, rows: list) -> None:
         self.model.set_rows(rows)
         if not rows:
-            for item in (self.total, self.per_user, self.ttft, self.itl, *self.now):
+            for item in (self.total, self.per_user, self.ttft, self.itl):
                 item.setData([], [])
+            for dots in self.dots:
+                dots.set_points([], [])
+            for item in self.now:
+                item.set_point(None)
             for line in self.saturation:
                 line.hide()
             return
@@ -243,10 +242,10 @@ class ServingView(LazyView, RowsTab):
         per_user = np.array([r.tok_s_per_user for r in rows])
         ttft = np.array([r.ttft_p90_ms for r in rows])
         itl = np.array([r.itl_ms for r in rows])
-        self.total.setData(users, total)
-        self.per_user.setData(users, per_user)
-        self.ttft.setData(users, ttft)
-        self.itl.setData(users, itl)
+        for line, dots, y in zip((self.total, self.per_user, self.ttft, self.itl), self.dots,
+                                 (total, per_user, ttft, itl)):
+            line.setData(users, y)
+            dots.set_points(users, y)
         frame(self.p_speed, [users], [total, per_user])
         frame(self.p_ttft, [users], [ttft[np.isfinite(ttft)], itl])
         sat = next((r for r in rows if r.saturated), None)
