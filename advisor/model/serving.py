@@ -196,23 +196,28 @@ class Serving:
 class _StepTable:
     """A table of per-grid-batch values, (G, …) per configuration, read at any batch b by linear
     interpolation between the grid's batch sizes (the decode step is close to linear in b: it
-    reads the weights once and every sequence's KV). Converted and flattened once per solve."""
+    reads the weights once and every sequence's KV). The grid is STEP_GRID's first G batches (a
+    closed loop of U clients never runs more than U sequences, so its table may stop there); past
+    the last, the last batch's value. Converted and flattened once per solve."""
 
     def __init__(self, table, shape):
         t = np.asarray(table)
-        flat = np.broadcast_to(t.reshape(STEP_GRID.size, *([1] * len(shape))) if t.ndim == 1 else t,
-                               (STEP_GRID.size, *shape)).reshape(STEP_GRID.size, -1)
+        rows = t.shape[0]
+        grid = STEP_GRID[:rows]
+        flat = np.broadcast_to(t.reshape(rows, *([1] * len(shape))) if t.ndim == 1 else t,
+                               (rows, *shape)).reshape(rows, -1)
         # per configuration and grid segment: value at the segment's start and slope per sequence,
         # laid out configuration-major so that one gather reads neighbouring memory
         self.start = np.ascontiguousarray(flat[:-1].T).reshape(-1)
-        self.slope = np.ascontiguousarray((np.diff(flat, axis=0) / np.diff(STEP_GRID)[:, None]).T).reshape(-1)
-        self.row0 = np.arange(flat.shape[1]) * (STEP_GRID.size - 1)
+        self.slope = np.ascontiguousarray((np.diff(flat, axis=0) / np.diff(grid)[:, None]).T).reshape(-1)
+        self.row0 = np.arange(flat.shape[1]) * (rows - 1)
+        self.segments, self.last = rows - 1, grid[-1]
         self.shape = shape
 
     def at(self, b):
-        bb = np.clip(np.asarray(b, float).reshape(-1), 1.0, STEP_GRID[-1])
+        bb = np.clip(np.asarray(b, float).reshape(-1), 1.0, self.last)
         # the grid is the powers of two from 1: the segment is the integer part of log2
-        i = np.minimum(np.log2(bb).astype(np.intp), STEP_GRID.size - 2)
+        i = np.minimum(np.log2(bb).astype(np.intp), self.segments - 1)
         j = self.row0 + i
         return (self.start[j] + self.slope[j] * (bb - np.exp2(i))).reshape(self.shape)
 
@@ -310,6 +315,10 @@ def solve(costs: StepCosts, load: Load) -> Serving:
 
     b_hi = np.broadcast_to(np.maximum(cap, 1.0), shape).astype(float)
     kv_or_seqs = b_hi
+    if load.kind == "closed":
+        # a closed loop never runs more sequences than it has clients (and at as many its demand is
+        # met: the gap below is ≥ 0 there), so nothing past them is looked at
+        b_hi = np.minimum(b_hi, max(load.concurrency, B_MIN))
     if load.kind == "offline":
         b = b_hi
         saturated = np.ones(shape, bool)
@@ -438,6 +447,12 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens) -> StepCosts
     the new prompt tokens after a cached depth and output = the load's output. ``r`` has the
     `Result` fields as attributes: (G, …) arrays, or (…) for those that do not depend on the batch."""
     step_s = 1.0 / r.decode_tok_s
+    grid_ndim = np.ndim(r.decode_tok_s)
+
+    def _first(a):   # a value per grid batch has the step's dimensions; one per configuration has one fewer
+        a = np.asarray(a)
+        return a[0] if a.ndim == grid_ndim else a
+
     # prompt work is linear in its tokens: the per-token cost is the same at every grid batch
     prompt_token_s = _first(r.prefill_compute_s) / load.new_prompt_tokens
     seq_bytes, budget = _first(r.kv_seq_bytes), _first(r.kv_budget_gpu_bytes)

@@ -822,7 +822,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         cached = int(req.prompt_tokens * req.prefix_hit)
         speed = sweep(cat, req.model, Workload(batch=1, prompt_tokens=max(req.prompt_tokens - cached, 1),
                                                output_tokens=max(req.output_tokens, 2), depth_tokens=cached),
-                      batch=STEP_GRID, **keys)
+                      batch=_step_grid(req, users), **keys)
         memory = sweep(cat, req.model, Workload(batch=1, prompt_tokens=req.prompt_tokens + extra,
                                                 output_tokens=req.output_tokens), memory_only=True, **keys)
     t = speed.tables
@@ -1056,6 +1056,16 @@ def _spread(part: dict, cols: np.ndarray, n: int) -> dict:
         else:
             out[k] = v
     return out
+
+
+def _step_grid(req: Requirements, users: int) -> np.ndarray:
+    """The batches the serving model needs the decode step at: STEP_GRID up to the first batch of at
+    least ``users`` for clients in a closed loop (a replica never runs more sequences than its
+    clients; half the grid for 50 users, and the sweep is a third of a recommendation), all of it
+    for a request rate (the running batch grows to what the cache holds)."""
+    if req.rps and not req.users:
+        return STEP_GRID
+    return STEP_GRID[:max(2, int(np.searchsorted(STEP_GRID, max(users, 1))) + 1)]
 
 
 def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None = None,
