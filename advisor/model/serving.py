@@ -204,8 +204,9 @@ class _StepTable:
         t = np.asarray(table)
         rows = t.shape[0]
         grid = STEP_GRID[:rows]
-        flat = np.broadcast_to(t.reshape(rows, *([1] * len(shape))) if t.ndim == 1 else t,
-                               (rows, *shape)).reshape(rows, -1)
+        # (G, …configurations) to (G, *shape): new axes (client counts) go in front of the configurations'
+        t = t.reshape(rows, *([1] * (len(shape) - (t.ndim - 1))), *t.shape[1:])
+        flat = np.broadcast_to(t, (rows, *shape)).reshape(rows, -1)
         # per configuration and grid segment: value at the segment's start and slope per sequence,
         # laid out configuration-major so that one gather reads neighbouring memory
         self.start = np.ascontiguousarray(flat[:-1].T).reshape(-1)
@@ -251,9 +252,12 @@ def bisect_rising(f, hi):
     return np.exp(lo + t * (hi - lo))
 
 
-def solve(costs: StepCosts, load: Load) -> Serving:
-    """The steady state of ``load`` on every configuration of ``costs`` (vectorised)."""
+def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
+    """The steady state of ``load`` on every configuration of ``costs`` (vectorised). ``concurrency``:
+    a closed loop's clients as an array that broadcasts with the configurations (a sweep over them
+    in one solve), instead of ``load.concurrency``."""
     load.check()
+    C = np.asarray(load.concurrency if concurrency is None else concurrency, float)
     P = load.new_prompt_tokens
     D = float(load.output_tokens - 1)
     tau_p = np.asarray(costs.prompt_token_s, float)
@@ -261,7 +265,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     S = np.asarray(load.max_seqs or costs.max_seqs, float)
     kv_cap = np.floor(np.asarray(costs.kv_capacity, float))
     cap = np.minimum(kv_cap, S)
-    shape = np.broadcast(tau_p, K, S, kv_cap).shape
+    shape = np.broadcast(tau_p, K, S, kv_cap, C if load.kind == "closed" else 0.0).shape
     step_table = _StepTable(costs.step_s, shape)
     request_s = np.asarray(costs.request_s, float)
     extra = np.asarray(costs.prompt_step_s, float)
@@ -272,7 +276,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     # client decodes at the bare step and its prompt is in its TTFT alone. (The server's time is
     # still all spent: a prompt no one decodes beside is in its own client's cycle.) Poisson
     # arrivals come from a population without end.
-    others = load.concurrency - 1.0 if load.kind == "closed" else math.inf
+    others = C - 1.0 if load.kind == "closed" else math.inf
 
     def step(b, t_dec=None):
         # each finishing request's prompt was computed in the steps of those still decoding: its
@@ -286,8 +290,8 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     # differ in length and so finish at random moments) find the server busy with other prompts and
     # land in the middle of a step; clients of one fixed length with no think time return at the end
     # of their own last step, so their prompts rarely meet and nobody waits for a step to end.
-    random_arrivals = load.kind == "open" or load.think_s > 0 or (
-        load.kind == "closed" and load.concurrency > 1 and (load.varied_lengths or bool(load.prompt_points)))
+    random_arrivals = np.asarray(load.kind == "open" or load.think_s > 0 or (
+        (load.kind == "closed") & (C > 1) & (load.varied_lengths or bool(load.prompt_points))))
 
     pts, wts = load.new_prompt_points()
     pts = pts.reshape((-1,) + (1,) * len(shape))
@@ -303,7 +307,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         budget = np.maximum(K - b, 1.0)
         s_i = services(b, t_dec)
         service = (wts * s_i).sum(axis=0)
-        if not random_arrivals:
+        if not random_arrivals.any():
             return service, np.zeros_like(service)
         # the share of time the server spends on prompts (their chunks' steps), as the utilisation
         # of a queue for the prompt budget (M/G/1: the wait grows with the service time's second
@@ -311,14 +315,14 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         util = np.clip(X * P * (tau_p + (t_dec + extra) / budget), 0.0, PROMPT_BUDGET_UTIL_MAX)
         second = (wts * s_i * s_i).sum(axis=0) / np.maximum(service, 1e-30)
         wait = second * util / (2.0 * (1.0 - util)) + 0.5 * tau
-        return service, wait
+        return service, np.where(random_arrivals, wait, 0.0)
 
     b_hi = np.broadcast_to(np.maximum(cap, 1.0), shape).astype(float)
     kv_or_seqs = b_hi
     if load.kind == "closed":
         # a closed loop never runs more sequences than it has clients (and at as many its demand is
         # met: the gap below is ≥ 0 there), so nothing past them is looked at
-        b_hi = np.minimum(b_hi, max(load.concurrency, B_MIN))
+        b_hi = np.minimum(b_hi, np.maximum(C, B_MIN))
     if load.kind == "offline":
         b = b_hi
         saturated = np.ones(shape, bool)
@@ -332,7 +336,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
             X = b / (D * step(b, t_dec))
             return X * P * (tau_p + (t_dec + extra) / np.maximum(K - b, 1.0))
 
-        u_max = PROMPT_BUDGET_UTIL_MAX if random_arrivals else 1.0
+        u_max = np.where(random_arrivals, PROMPT_BUDGET_UTIL_MAX, 1.0)
         over = prompt_util(b_hi) > u_max
         if np.any(over):
             b_hi = np.where(over, bisect_rising(lambda b: prompt_util(b) - u_max, b_hi), b_hi)
@@ -345,11 +349,11 @@ def solve(costs: StepCosts, load: Load) -> Serving:
             if load.kind == "open":
                 return X - load.rate_rps
             service, wait = ttft_parts(b, tau, X, t_dec)
-            return b + X * (service + wait + load.think_s) - load.concurrency
+            return b + X * (service + wait + load.think_s) - C
 
         saturated = demand_gap(b_hi) < 0      # even a full running batch does not meet the demand
         # a closed loop never runs more sequences than it has clients: a narrower search
-        search_hi = np.minimum(b_hi, load.concurrency) if load.kind == "closed" else b_hi
+        search_hi = np.minimum(b_hi, C) if load.kind == "closed" else b_hi
         b = np.where(saturated, b_hi, bisect_rising(demand_gap, search_hi))
     t_dec = step_table.at(b)
     tau = step(b, t_dec)
@@ -358,7 +362,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     # the queue: closed loop, the clients a full server cannot take; open loop, unbounded past capacity
     if load.kind == "closed":
         in_system = b + X * (service + wait) + X * load.think_s
-        queue = np.where(saturated, np.maximum(load.concurrency - in_system, 0.0), 0.0)
+        queue = np.where(saturated, np.maximum(C - in_system, 0.0), 0.0)
         queue_wait = np.where(X > 0, queue / np.maximum(X, 1e-30), 0.0)
     elif load.kind == "open":
         queue = np.where(saturated, np.inf, 0.0)
@@ -376,7 +380,7 @@ def solve(costs: StepCosts, load: Load) -> Serving:
     else:
         ttft_p50, ttft_p90, ttft_p99 = (service + (wait + queue_wait) * math.log(k) for k in (2, 10, 100))
     if load.requests and load.kind == "closed":
-        ttft, ttft_p50, ttft_p90, ttft_p99 = _with_first_wave(load, costs, step_table, K, cap, tau_p, extra,
+        ttft, ttft_p50, ttft_p90, ttft_p99 = _with_first_wave(load, C, costs, step_table, K, cap, tau_p, extra,
                                                               request_s, ttft, ttft_p50, ttft_p90, ttft_p99)
     t_comp, t_mem = _StepTable(costs.step_compute_s, shape).at(b), _StepTable(costs.step_memory_s, shape).at(b)
     mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
@@ -396,15 +400,15 @@ def solve(costs: StepCosts, load: Load) -> Serving:
         running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated)
 
 
-def _with_first_wave(load: Load, costs: StepCosts, step_table, K, cap, tau_p, extra, request_s,
+def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, tau_p, extra, request_s,
                      ttft, ttft_p50, ttft_p90, ttft_p99):
-    """TTFT over a finite run of ``load.requests`` requests from ``load.concurrency`` clients that
+    """TTFT over a finite run of ``load.requests`` requests from ``clients`` clients that
     all send their first request at once: that first wave (C of N requests) computes its prompts
     first come first served, a budget of K tokens per step, so the i-th of them waits ceil(i·P/K)
     such steps (their decode grows as the wave's prompts finish: the step at half the wave). The
     rest of the run is the steady state. Mean: the two blended by count; p50, p90 and p99: the wave
     fills the top C/N of the distribution, its TTFTs spread evenly from the first step to the last."""
-    C = float(min(load.concurrency, load.requests))
+    C = np.minimum(clients, float(load.requests))
     share = C / float(load.requests)
     P = load.new_prompt_tokens
     admitted = np.minimum(C, cap)          # past the cache's capacity the rest wait a whole cycle: the queue
@@ -417,7 +421,7 @@ def _with_first_wave(load: Load, costs: StepCosts, step_table, K, cap, tau_p, ex
     def quantile(q, steady):
         # the q-quantile lies in the wave when the wave is more than the top (1 − q) of requests
         inside = share > 1.0 - q
-        at = np.clip((q - (1.0 - share)) / max(share, 1e-12), 0.0, 1.0)
+        at = np.clip((q - (1.0 - share)) / np.maximum(share, 1e-12), 0.0, 1.0)
         return np.where(inside, np.maximum(steady, first + at * (last - first)), steady)
 
     return mean, quantile(0.5, ttft_p50), quantile(0.9, ttft_p90), quantile(0.99, ttft_p99)
@@ -588,6 +592,19 @@ def _kernel(cat, cfg, load: Load) -> tuple:
 def serve(cat, cfg, load: Load, kernel: tuple | None = None) -> ServeReport:
     """The steady state of ``load`` on the configuration ``cfg`` (a `Config`). ``kernel``: `_kernel`'s
     answer for these lengths, when the caller has it."""
+    return _serve_at(cat, cfg, load, None, kernel)[0]
+
+
+#: the fields of a report that come from the solve (estimate), and the band's (edge, field) pairs
+_SOLVED = ("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p90_ms", "itl_p99_ms", "e2e_ms",
+           "throughput_tok_s", "request_rate_rps", "running_batch", "queue", "capacity")
+_BAND = {"ttft_high_ms": (1, "ttft_ms"), "itl_high_ms": (1, "itl_ms"), "throughput_low_tok_s": (1, "throughput_tok_s"),
+         "ttft_low_ms": (2, "ttft_ms"), "itl_low_ms": (2, "itl_ms"), "throughput_high_tok_s": (2, "throughput_tok_s")}
+
+
+def _serve_at(cat, cfg, load: Load, clients, kernel: tuple | None = None) -> list[ServeReport]:
+    """`serve`'s report of ``load``, or (``clients``: closed-loop client counts) one report per count,
+    all from one vectorised solve of the estimate and both band edges."""
     from advisor.model.config import context_note
     from advisor.model.notes import efficiency_note
     from advisor.model.ceilings import ceiling_note, ceiling_tok_s
@@ -601,60 +618,64 @@ def serve(cat, cfg, load: Load, kernel: tuple | None = None) -> ServeReport:
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
     costs = costs_from_result(r, load, paged, seqs, chunk)
     fits = float(costs.kv_capacity) >= 1
-    notes = []
-    if fits:
-        s = solve(with_edges(costs, eff), load)     # [estimate, slow edge, fast edge]
-
-        def at(name: str, i: int = 0):
-            return np.asarray(getattr(s, name)).reshape(-1)[i]
-
-        v = {k: float(at(k)) for k in (
-            "ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p90_ms", "itl_p99_ms", "e2e_ms",
-            "throughput_tok_s", "request_rate_rps", "running_batch", "queue", "capacity")}
-        bound, saturated = str(at("bound")), bool(at("saturated"))
-        # the band: the load at the profile's slow and fast edges
-        v.update(ttft_high_ms=float(at("ttft_ms", 1)), itl_high_ms=float(at("itl_ms", 1)),
-                 throughput_low_tok_s=float(at("throughput_tok_s", 1)), ttft_low_ms=float(at("ttft_ms", 2)),
-                 itl_low_ms=float(at("itl_ms", 2)), throughput_high_tok_s=float(at("throughput_tok_s", 2)))
-        ceiling = ceiling_at(cfg, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
-        cap = ceiling_tok_s(ceiling, cfg.gpus)
-        if math.isfinite(cap):
-            # the band's optimistic edge stops at the vendor's published maximum as the estimate does
-            v["throughput_high_tok_s"] = min(v["throughput_high_tok_s"], cap)
-            if v["throughput_tok_s"] >= 0.98 * cap:
-                notes.append(ceiling_note(ceiling, cfg.hardware))
-    else:
-        v = dict.fromkeys(("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p90_ms",
-                           "itl_p99_ms", "e2e_ms", "throughput_tok_s", "request_rate_rps", "running_batch", "queue"), math.nan)
-        v["capacity"] = 0.0
-        bound, saturated = "kv-capacity", True
-        notes.append("does not fit: after the weights there is no room for one sequence's KV cache of "
-                     f"{load.prompt_tokens + load.output_tokens:,} tokens")
-    if saturated and fits and load.kind == "closed" and bound == "prefill-budget":
-        notes.append(f"saturated: the prompts use up what each step leaves of its token budget at "
-                     f"{v['running_batch']:.0f} running sequences (the KV cache and max-seqs allow "
-                     f"{v['capacity']:.0f}); {v['queue']:.0f} of {load.concurrency:g} clients wait in the queue")
-    elif saturated and fits and load.kind == "closed":
-        notes.append(f"saturated: {v['capacity']:.0f} sequences run at once ({bound}); "
-                     f"{v['queue']:.0f} of {load.concurrency:g} clients wait in the queue")
-    if saturated and fits and load.kind == "open":
-        notes.append(f"unstable: {load.rate_rps:g} requests/s exceeds the {v['request_rate_rps']:.3g}/s the server "
-                     f"completes at capacity ({v['capacity']:.0f} sequences, {bound}); the queue grows without bound")
+    loads = [load] if clients is None else [Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})
+                                            for c in clients]
+    # what every report shares: the notes on the scheduler, the profile, the hardware, the context
+    shared = []
     if not cfg.runtime.scheduler_source and not (load.max_seqs and load.chunk_tokens):
-        notes.append(f"the catalog does not state {cfg.runtime.name}'s scheduler defaults: assumed {seqs:,} running "
-                     f"sequences and {chunk:,} tokens per step (set --max-seqs and --chunk-tokens)")
+        shared.append(f"the catalog does not state {cfg.runtime.name}'s scheduler defaults: assumed {seqs:,} running "
+                      f"sequences and {chunk:,} tokens per step (set --max-seqs and --chunk-tokens)")
     why = efficiency_note(eff, cfg.runtime, cfg.hardware, backing, cfg.quant)
     if why:
-        notes.append(why)
-    notes.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)
+        shared.append(why)
+    shared.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)
     beyond = context_note(cfg.model, context)
     if beyond:
-        notes.append(beyond)
-    return ServeReport(
-        hardware=cfg.hardware.name, model=cfg.model.name, quant=cfg.quant.name, kv_dtype=cfg.kv_dtype.name,
-        runtime=cfg.runtime.name, gpus=cfg.gpus, load=load, max_seqs=int(seqs), chunk_tokens=int(chunk),
-        kv_capacity=float(costs.kv_capacity), fits=fits, bound=bound, saturated=saturated,
-        efficiency_basis=eff.basis, notes=tuple(notes), **v)
+        shared.append(beyond)
+    if fits:
+        # [estimate, slow edge, fast edge] for each client count, in one solve
+        conc = None if clients is None else np.asarray(clients, float)[:, None]
+        s = solve(with_edges(costs, eff), load, conc)
+        shape = (len(loads), 3)
+        solved = {k: np.broadcast_to(np.asarray(getattr(s, k)), shape if clients is not None else (3,)).reshape(shape)
+                  for k in (*_SOLVED, "bound", "saturated")}
+        ceiling = ceiling_at(cfg, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
+        cap = ceiling_tok_s(ceiling, cfg.gpus)
+    reports = []
+    for i, ld in enumerate(loads):
+        notes = []
+        if fits:
+            v = {k: float(solved[k][i, 0]) for k in _SOLVED}
+            # the band: the load at the profile's slow and fast edges
+            v.update({k: float(solved[f][i, edge]) for k, (edge, f) in _BAND.items()})
+            bound, saturated = str(solved["bound"][i, 0]), bool(solved["saturated"][i, 0])
+            if math.isfinite(cap):
+                # the band's optimistic edge stops at the vendor's published maximum as the estimate does
+                v["throughput_high_tok_s"] = min(v["throughput_high_tok_s"], cap)
+                if v["throughput_tok_s"] >= 0.98 * cap:
+                    notes.append(ceiling_note(ceiling, cfg.hardware))
+        else:
+            v = dict.fromkeys(_SOLVED[:-1], math.nan)
+            v["capacity"] = 0.0
+            bound, saturated = "kv-capacity", True
+            notes.append("does not fit: after the weights there is no room for one sequence's KV cache of "
+                         f"{ld.prompt_tokens + ld.output_tokens:,} tokens")
+        if saturated and fits and ld.kind == "closed" and bound == "prefill-budget":
+            notes.append(f"saturated: the prompts use up what each step leaves of its token budget at "
+                         f"{v['running_batch']:.0f} running sequences (the KV cache and max-seqs allow "
+                         f"{v['capacity']:.0f}); {v['queue']:.0f} of {ld.concurrency:g} clients wait in the queue")
+        elif saturated and fits and ld.kind == "closed":
+            notes.append(f"saturated: {v['capacity']:.0f} sequences run at once ({bound}); "
+                         f"{v['queue']:.0f} of {ld.concurrency:g} clients wait in the queue")
+        if saturated and fits and ld.kind == "open":
+            notes.append(f"unstable: {ld.rate_rps:g} requests/s exceeds the {v['request_rate_rps']:.3g}/s the server "
+                         f"completes at capacity ({v['capacity']:.0f} sequences, {bound}); the queue grows without bound")
+        reports.append(ServeReport(
+            hardware=cfg.hardware.name, model=cfg.model.name, quant=cfg.quant.name, kv_dtype=cfg.kv_dtype.name,
+            runtime=cfg.runtime.name, gpus=cfg.gpus, load=ld, max_seqs=int(seqs), chunk_tokens=int(chunk),
+            kv_capacity=float(costs.kv_capacity), fits=fits, bound=bound, saturated=saturated,
+            efficiency_basis=eff.basis, notes=tuple(notes + shared), **v))
+    return reports
 
 
 def with_edges(costs: StepCosts, eff) -> StepCosts:
@@ -672,17 +693,17 @@ def with_edges(costs: StepCosts, eff) -> StepCosts:
 
 
 def concurrency_sweep(cat, cfg, load: Load, limit: int = 4096) -> list[ServeReport]:
-    """The throughput–latency curve: closed-loop concurrency 1, 2, 4 … up to two steps past saturation."""
+    """The throughput–latency curve: closed-loop concurrency 1, 2, 4 … up to two steps past saturation
+    (every power of two up to ``limit`` solved at once, the kernel called once: the clients do not
+    change it)."""
+    clients = [2 ** k for k in range(int(math.log2(max(limit, 1))) + 1)]
     out: list[ServeReport] = []
-    c, past = 1, 0
-    kernel = None
-    while c <= limit and past < 2:
-        at_c = Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})
-        kernel = kernel or _kernel(cat, cfg, at_c)   # the same for every concurrency
-        rep = serve(cat, cfg, at_c, kernel)
+    past = 0
+    for rep in _serve_at(cat, cfg, Load(**{**load.__dict__, "kind": "closed", "concurrency": 1.0}), clients):
         out.append(rep)
         if not rep.fits:
             break
         past += rep.saturated
-        c *= 2
+        if past >= 2:
+            break
     return out
