@@ -165,8 +165,8 @@ class ServingView(LazyView, RowsTab):
             load = self.load()
             closed = s.load(think_s=load.think_s)
             # the sweep over 1, 2, 4 … users, only when an input other than the users changed: moving
-            # the users moves the marker alone. It runs here, on the GUI thread: 5-14 ms (one kernel
-            # call and one vectorised solve per point), where a worker cost a second paint and a
+            # the users moves the marker alone. It runs here, on the GUI thread: 3-4 ms (one kernel
+            # call and one solve for every client count), where a worker cost a second paint and a
             # thread hand-off that together took longer than the sweep
             key = (id(cat), cfg.replace(workload=dataclasses.replace(cfg.workload, batch=1)), closed)
             new_sweep = key != self._sweep_key
