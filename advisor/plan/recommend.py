@@ -888,7 +888,8 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         # fewest replicas that serve, or one if none does. One that misses the targets with a single
         # user on it cannot be saved by more copies, and is not tried.
         cols = np.flatnonzero(~a["serves"] & a["predicted"] & mv["fits"].astype(bool))
-        if cols.size:
+        if cols.size and (req.ttft_ms or req.tok_s):
+            # (with no latency target a lone user always passes: these hold one user, so it fits)
             alone = judge(users, cols, share=1)
             cols = cols[alone["ttft_ok"] & alone["tok_ok"] & alone["fits"]]
         for r in REPLICAS[1:]:
