@@ -15,6 +15,7 @@ upcast: a wider format costs memory and buys no quality.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -959,10 +960,20 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed, why, cat)
 
 
+#: per catalog: its rents by hardware and its purchases by (hardware, GPUs, buyer's terms)
+_quotes: "weakref.WeakKeyDictionary[Catalog, dict]" = weakref.WeakKeyDictionary()
+
+
 def _price_arrays(cat: Catalog, req: Requirements, t, cfg_hw, cfg_gpus, replicas):
     """Per configuration: purchase (every replica's machine), rent per hour (every GPU), purchase plus
     electricity over the life, and whether the rent or the purchase rests on fewer than three quotes."""
-    rents = [pricing.rent(cat, h) for h in t.hardware]
+    # the quotes depend on the catalog and the buyer's terms alone: kept per catalog between requests
+    # (a ranking after an input change asked for the same ~900 purchases and ~300 rents again)
+    memo = _quotes.setdefault(cat, {})
+    for h in t.hardware:
+        if ("rent", h.key) not in memo:
+            memo[("rent", h.key)] = pricing.rent(cat, h)
+    rents = [memo[("rent", h.key)] for h in t.hardware]
     hour_unit = np.array([f.usd if f else np.nan for f in rents])
     thin_rent = np.array([bool(f and f.thin) for f in rents])[cfg_hw]
     hour = hour_unit[cfg_hw] * cfg_gpus * replicas
@@ -971,11 +982,16 @@ def _price_arrays(cat: Catalog, req: Requirements, t, cfg_hw, cfg_gpus, replicas
     key = cfg_hw.astype(np.int64) * 4096 + cfg_gpus.astype(np.int64)
     pairs, inverse = np.unique(key, return_inverse=True)
     each = np.full((3, pairs.size), np.nan)
+    terms = (req.duty_hours, req.usd_per_kwh, req.own_host, req.life_years)
     for j, k in enumerate(pairs):
-        b = pricing.buy(cat, t.hardware[int(k // 4096)], int(k % 4096), hours_per_day=req.duty_hours,
-                        usd_per_kwh=req.usd_per_kwh, own_host=req.own_host)
-        if b is not None:
-            each[:, j] = (b.capex_usd, b.total_usd(req.life_years), float(b.thin))
+        hw, gpus = t.hardware[int(k // 4096)], int(k % 4096)
+        memo_key = ("buy", hw.key, gpus, terms)
+        if memo_key not in memo:
+            b = pricing.buy(cat, hw, gpus, hours_per_day=req.duty_hours, usd_per_kwh=req.usd_per_kwh,
+                            own_host=req.own_host)
+            memo[memo_key] = None if b is None else (b.capex_usd, b.total_usd(req.life_years), float(b.thin))
+        if memo[memo_key] is not None:
+            each[:, j] = memo[memo_key]
     inverse = inverse.reshape(-1)
     capex, total = each[0][inverse] * replicas, each[1][inverse] * replicas
     thin_buy = each[2][inverse] == 1.0
