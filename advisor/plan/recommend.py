@@ -893,6 +893,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
             # (with no latency target a lone user always passes: these hold one user, so it fits)
             alone = judge(users, cols, share=1)
             cols = cols[alone["ttft_ok"] & alone["tok_ok"] & alone["fits"]]
+        owned: set[str] = set()   # the arrays of ``a`` copied already (some are the sweeps' own)
         for r in REPLICAS[1:]:
             cols = cols[~a["serves"][cols]]
             if req.max_gpus:
@@ -905,7 +906,10 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
                 idx = cols[take]
                 for k, v in more.items():
                     if isinstance(v, np.ndarray) and v.shape == (cols.size,):
-                        a[k] = a[k].astype(np.result_type(a[k].dtype, v.dtype))
+                        dtype = np.result_type(a[k].dtype, v.dtype)
+                        if k not in owned or a[k].dtype != dtype:
+                            a[k] = a[k].astype(dtype)   # a copy, once per array and not every pass
+                            owned.add(k)
                         a[k][idx] = v[take]
     cfg_hw, cfg_q, cfg_gpus = memory.hw, memory.q, memory.gpus   # one entry per configuration
     total_gpus = cfg_gpus * a["replicas"]
