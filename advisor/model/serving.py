@@ -570,7 +570,7 @@ class ServeReport:
 def _kernel(cat, cfg, load: Load) -> tuple:
     """What `serve` asks of the kernel for ``load``'s lengths: the profile's evidence, the efficiency,
     and the decode step at every STEP_GRID batch. The clients (concurrency, rate, think time) do not
-    change it, so a sweep over them computes it once. Refuses a context the model cannot take."""
+    change it. Refuses a context the model cannot take."""
     from advisor.model.config import context_refusal
     from advisor.model.efficiency import efficiency_for, evidence, widened
     from advisor.model.predict import evaluate_config
@@ -589,10 +589,9 @@ def _kernel(cat, cfg, load: Load) -> tuple:
     return backing, eff, r
 
 
-def serve(cat, cfg, load: Load, kernel: tuple | None = None) -> ServeReport:
-    """The steady state of ``load`` on the configuration ``cfg`` (a `Config`). ``kernel``: `_kernel`'s
-    answer for these lengths, when the caller has it."""
-    return _serve_at(cat, cfg, load, None, kernel)[0]
+def serve(cat, cfg, load: Load) -> ServeReport:
+    """The steady state of ``load`` on the configuration ``cfg`` (a `Config`)."""
+    return _serve_at(cat, cfg, load, None)[0]
 
 
 #: the fields of a report that come from the solve (estimate), and the band's (edge, field) pairs
@@ -602,7 +601,7 @@ _BAND = {"ttft_high_ms": (1, "ttft_ms"), "itl_high_ms": (1, "itl_ms"), "throughp
          "ttft_low_ms": (2, "ttft_ms"), "itl_low_ms": (2, "itl_ms"), "throughput_high_tok_s": (2, "throughput_tok_s")}
 
 
-def _serve_at(cat, cfg, load: Load, clients, kernel: tuple | None = None) -> list[ServeReport]:
+def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     """`serve`'s report of ``load``, or (``clients``: closed-loop client counts) one report per count,
     all from one vectorised solve of the estimate and both band edges."""
     from advisor.model.config import context_note
@@ -612,7 +611,7 @@ def _serve_at(cat, cfg, load: Load, clients, kernel: tuple | None = None) -> lis
 
     load.check()
     context = load.prompt_tokens + load.output_tokens
-    backing, eff, r = kernel or _kernel(cat, cfg, load)
+    backing, eff, r = _kernel(cat, cfg, load)   # the clients do not change it: once for all of them
     P = load.new_prompt_tokens
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
