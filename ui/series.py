@@ -29,7 +29,29 @@ def _path(x: np.ndarray, y: np.ndarray) -> QPainterPath:
     return pg.arrayToQPath(x, y, connect="finite")
 
 
-class Series(QGraphicsPathItem):
+class _DataItemFace:
+    """The parts of pyqtgraph's data-item interface the plot, the legends and the readouts use: a
+    plot adds a data item to its list and gives it the axes' log mode; legends and readouts read its
+    ``opts`` and ``name``."""
+
+    opts: dict
+
+    def is_data_item(self) -> bool:
+        return True
+
+    def implements(self, interface=None):
+        mine = ["plotData"] if self.is_data_item() else []
+        return interface in mine if interface is not None else mine
+
+    def name(self) -> str | None:
+        return self.opts["name"]
+
+    def setLogMode(self, x: bool, y: bool) -> None:  # noqa: N802 (pyqtgraph's name)
+        self.log_x, self.log_y = bool(x), bool(y)
+        self.opts["logMode"] = (self.log_x, self.log_y)
+
+
+class Series(_DataItemFace, QGraphicsPathItem):
     """A named line (``pen``) or filled area (``brush``; give it the closed outline to `set_area`).
 
     ``antialias=False`` paints without antialiasing: a translucent fill needs no smooth edge, and
@@ -50,17 +72,6 @@ class Series(QGraphicsPathItem):
                      "fillLevel": "enclosed" if brush is not None else None,
                      "fillBrush": brush, "symbol": None, "logMode": (False, False)}
         plot.addItem(self)   # a data item of the plot (legend, readout); sets the log mode below
-
-    # -- the parts of pyqtgraph's data-item interface the plot and the app use
-    def implements(self, interface=None):
-        return interface == "plotData" if interface is not None else ["plotData"]
-
-    def name(self) -> str | None:
-        return self.opts["name"]
-
-    def setLogMode(self, x: bool, y: bool) -> None:  # noqa: N802 (pyqtgraph's name)
-        self.log_x, self.log_y = bool(x), bool(y)
-        self.opts["logMode"] = (self.log_x, self.log_y)
 
     def getOriginalDataset(self):  # noqa: N802
         return self.xData, self.yData
@@ -106,7 +117,7 @@ class Series(QGraphicsPathItem):
         self.setPath(path)
 
 
-class Dot(QGraphicsEllipseItem):
+class Dot(_DataItemFace, QGraphicsEllipseItem):
     """A marker of fixed size in pixels at one point of a chart (the inputs' own point), moved with
     `set_point` (data units) or ``setPos`` (view coordinates: log10 on a logarithmic axis): a C++ item,
     where a one-point scatter of pyqtgraph rebuilt its spot on every move and ran Python on every
@@ -125,16 +136,8 @@ class Dot(QGraphicsEllipseItem):
         plot.addItem(self, ignoreBounds=True)
         self.setZValue(self.zValue() + 10)   # above the lines and bands
 
-    def implements(self, interface=None):
-        named = self.opts["name"] is not None
-        return (interface == "plotData" and named) if interface is not None else (["plotData"] if named else [])
-
-    def name(self) -> str | None:
-        return self.opts["name"]
-
-    def setLogMode(self, x: bool, y: bool) -> None:  # noqa: N802 (pyqtgraph's name)
-        self.log_x, self.log_y = bool(x), bool(y)
-        self.opts["logMode"] = (self.log_x, self.log_y)
+    def is_data_item(self) -> bool:
+        return self.opts["name"] is not None   # a named marker is listed in legends
 
     def getOriginalDataset(self):  # noqa: N802
         return ([], []) if self.point is None else ([self.point[0]], [self.point[1]])

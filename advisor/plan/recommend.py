@@ -1219,18 +1219,3 @@ def _pareto_blocks(points: np.ndarray, block: int = 64) -> np.ndarray:
                 keep[i] = True
                 front = np.vstack([front, points[i]])
     return keep
-    order = np.lexsort(points.T[::-1])
-    front = np.empty((0, points.shape[1]))
-
-    def dominated(front, p):
-        return (np.all(front <= p, axis=-1) & np.any(front < p, axis=-1)).any(axis=0)
-
-    for start in range(0, n, block):
-        idx = order[start:start + block]
-        if front.shape[0]:
-            idx = idx[~dominated(front[:, None, :], points[idx][None, :, :])]
-        for i in idx:
-            if not dominated(front, points[i]):
-                keep[i] = True
-                front = np.vstack([front, points[i]])
-    return keep
