@@ -18,14 +18,10 @@ import pyqtgraph as pg
 from PySide6.QtGui import QPainter, QPainterPath
 from PySide6.QtWidgets import QGraphicsEllipseItem, QGraphicsItem, QGraphicsPathItem
 
-#: an empty series draws nothing
-_EMPTY = QPainterPath()
-
-
 def _path(x: np.ndarray, y: np.ndarray) -> QPainterPath:
     """A polyline through the finite points; a gap where a point is not finite."""
     if len(x) < 2:
-        return QPainterPath(_EMPTY)
+        return QPainterPath()
     return pg.arrayToQPath(x, y, connect="finite")
 
 
@@ -110,7 +106,7 @@ class Series(_DataItemFace, QGraphicsPathItem):
         self.xData, self.yData = x[ok], high[ok]
         vx, vlo, vhi = vx[ok], vlo[ok], vhi[ok]
         if len(vx) < 2:
-            self.setPath(QPainterPath(_EMPTY))
+            self.setPath(QPainterPath())
             return
         path = pg.arrayToQPath(np.concatenate([vx, vx[::-1]]), np.concatenate([vhi, vlo[::-1]]), connect="all")
         path.closeSubpath()

@@ -176,7 +176,8 @@ def _stated_quant(r: BenchRecord, o: Overrides) -> str | None:
 def _load(r: BenchRecord, max_seqs: int | None = None) -> Load:
     # the sequences the server ran at once, as the user or the file says (llama-server's slots): else
     # the runtime's default
-    seqs = dict(max_seqs=max_seqs or r.max_seqs) if (max_seqs or r.max_seqs) else {}
+    given = max_seqs or r.max_seqs
+    seqs = {"max_seqs": given} if given else {}
     prompt = max(int(r.prompt_tokens or 0), 1)
     output = max(int(r.output_tokens or 0), 2)
     if not r.prompt_tokens or not r.output_tokens:

@@ -451,32 +451,30 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens) -> StepCosts
     the new prompt tokens after a cached depth and output = the load's output. ``r`` has the
     `Result` fields as attributes: (G, …) arrays, or (…) for those that do not depend on the batch."""
     step_s = 1.0 / r.decode_tok_s
-    grid_ndim = np.ndim(r.decode_tok_s)
-
-    def _first(a):   # a value per grid batch has the step's dimensions; one per configuration has one fewer
-        a = np.asarray(a)
-        return a[0] if a.ndim == grid_ndim else a
-
+    nd = np.ndim(r.decode_tok_s)   # a value per grid batch has the step's dimensions
     # prompt work is linear in its tokens: the per-token cost is the same at every grid batch
-    prompt_token_s = _first(r.prefill_compute_s) / load.new_prompt_tokens
-    seq_bytes, budget = _first(r.kv_seq_bytes), _first(r.kv_budget_gpu_bytes)
+    prompt_token_s = _first(r.prefill_compute_s, nd) / load.new_prompt_tokens
+    seq_bytes, budget = _first(r.kv_seq_bytes, nd), _first(r.kv_budget_gpu_bytes, nd)
     full = load.prompt_tokens + load.output_tokens
     # a paged cache holds each sequence at its current length, on average prompt + output / 2
     # (KV grows linearly with context; sliding windows make this conservative)
     mean_len = np.where(np.asarray(paged, bool), (load.prompt_tokens + load.output_tokens / 2.0) / full, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         kv_capacity = np.where(budget > 0, budget / np.maximum(seq_bytes * mean_len, 1e-30), 0.0)
-    request_s = _first(r.request_s)
-    extra = 0.0 if r.prefill_pass_extra_s is None else _first(r.prefill_pass_extra_s)
+    request_s = _first(r.request_s, nd)
+    extra = 0.0 if r.prefill_pass_extra_s is None else _first(r.prefill_pass_extra_s, nd)
     return StepCosts(step_s=step_s, step_compute_s=r.decode_compute_s, step_memory_s=r.decode_memory_s,
                      prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
                      chunk_tokens=chunk_tokens, request_s=request_s, prompt_step_s=extra)
 
 
-def _first(a):
-    """The first grid row of a (G, …) array; a batch-independent value as it is."""
+def _first(a, grid_ndim: int = 1):
+    """The first grid row of a value per grid batch; a batch-independent value as it is. A value per
+    grid batch has the decode step's dimensions (``grid_ndim``: 1 for one configuration), one per
+    configuration one fewer: told apart by dimensions, not by length (a grid cut short, or exactly
+    as many configurations as grid batches, would fool a length test)."""
     a = np.asarray(a)
-    return a[0] if a.ndim and a.shape[0] == STEP_GRID.size else a
+    return a[0] if a.ndim == grid_ndim else a
 
 
 def runtime_scheduler(rt) -> tuple[int, int, bool]:

@@ -495,9 +495,7 @@ def _candidate_prices(rec: Recommendation, hw: Hardware, gpus: int, replicas: in
 
 def _prices_of(rec: Recommendation, hw: Hardware, gpus: int, replicas: int):
     req, cat = rec.requirements, rec.catalog
-    rent = pricing.rent(cat, hw)
-    purchase = pricing.buy(cat, hw, gpus, hours_per_day=req.duty_hours, usd_per_kwh=req.usd_per_kwh,
-                             own_host=req.own_host)
+    rent, purchase = _rent(cat, hw), _buy(cat, req, hw, gpus)
     hour = rent.usd * gpus * replicas if rent else None
     notes, extra = [], {"price_thin_rent": bool(rent and rent.thin), "price_thin_buy": bool(purchase and purchase.thin)}
     each = f" per machine, × {replicas} machines" if replicas > 1 else ""
@@ -964,20 +962,32 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
     return Recommendation(req, users, memory, a, np.concatenate([ranked, failing]), basis, elapsed, why, cat)
 
 
-#: per catalog: its rents by hardware and its purchases by (hardware, GPUs, buyer's terms)
+#: per catalog: its rents by hardware and its purchases by hardware, GPUs and the buyer's terms
 _quotes: "weakref.WeakKeyDictionary[Catalog, dict]" = weakref.WeakKeyDictionary()
+
+
+def _rent(cat: Catalog, hw: Hardware):
+    """`pricing.rent`, kept per catalog: a ranking after an input change asks for the same ~300 again."""
+    memo, key = _quotes.setdefault(cat, {}), ("rent", hw.key, hw.memory_gib, hw.price)
+    if key not in memo:
+        memo[key] = pricing.rent(cat, hw)
+    return memo[key]
+
+
+def _buy(cat: Catalog, req: Requirements, hw: Hardware, gpus: int):
+    """`pricing.buy` on the buyer's terms, kept per catalog (~900 per ranking, the same each time)."""
+    memo = _quotes.setdefault(cat, {})
+    key = ("buy", hw.key, hw.memory_gib, hw.price, gpus, req.duty_hours, req.usd_per_kwh, req.own_host)
+    if key not in memo:
+        memo[key] = pricing.buy(cat, hw, gpus, hours_per_day=req.duty_hours, usd_per_kwh=req.usd_per_kwh,
+                                own_host=req.own_host)
+    return memo[key]
 
 
 def _price_arrays(cat: Catalog, req: Requirements, t, cfg_hw, cfg_gpus, replicas):
     """Per configuration: purchase (every replica's machine), rent per hour (every GPU), purchase plus
     electricity over the life, and whether the rent or the purchase rests on fewer than three quotes."""
-    # the quotes depend on the catalog and the buyer's terms alone: kept per catalog between requests
-    # (a ranking after an input change asked for the same ~900 purchases and ~300 rents again)
-    memo = _quotes.setdefault(cat, {})
-    for h in t.hardware:
-        if ("rent", h.key) not in memo:
-            memo[("rent", h.key)] = pricing.rent(cat, h)
-    rents = [memo[("rent", h.key)] for h in t.hardware]
+    rents = [_rent(cat, h) for h in t.hardware]
     hour_unit = np.array([f.usd if f else np.nan for f in rents])
     thin_rent = np.array([bool(f and f.thin) for f in rents])[cfg_hw]
     hour = hour_unit[cfg_hw] * cfg_gpus * replicas
@@ -986,16 +996,10 @@ def _price_arrays(cat: Catalog, req: Requirements, t, cfg_hw, cfg_gpus, replicas
     key = cfg_hw.astype(np.int64) * 4096 + cfg_gpus.astype(np.int64)
     pairs, inverse = np.unique(key, return_inverse=True)
     each = np.full((3, pairs.size), np.nan)
-    terms = (req.duty_hours, req.usd_per_kwh, req.own_host, req.life_years)
     for j, k in enumerate(pairs):
-        hw, gpus = t.hardware[int(k // 4096)], int(k % 4096)
-        memo_key = ("buy", hw.key, gpus, terms)
-        if memo_key not in memo:
-            b = pricing.buy(cat, hw, gpus, hours_per_day=req.duty_hours, usd_per_kwh=req.usd_per_kwh,
-                            own_host=req.own_host)
-            memo[memo_key] = None if b is None else (b.capex_usd, b.total_usd(req.life_years), float(b.thin))
-        if memo[memo_key] is not None:
-            each[:, j] = memo[memo_key]
+        b = _buy(cat, req, t.hardware[int(k // 4096)], int(k % 4096))
+        if b is not None:
+            each[:, j] = (b.capex_usd, b.total_usd(req.life_years), float(b.thin))
     inverse = inverse.reshape(-1)
     capex, total = each[0][inverse] * replicas, each[1][inverse] * replicas
     thin_buy = each[2][inverse] == 1.0

@@ -22,7 +22,7 @@ from advisor.text.format import duration_ms, num
 from ui.series import Dot, Dots, Series
 from ui.views.curves import frame, title_legend
 from ui.views.table import Column, RowsModel, RowsTab, make_table
-from ui.widgets import LazyView, Steady, plot_colors, with_readout
+from ui.widgets import LazyView, Steady, plot_colors, set_quietly, with_readout
 
 COLUMNS = [
     Column("Users", lambda r: int(r.load.concurrency), "Concurrent clients (closed loop)"),
@@ -155,10 +155,7 @@ class ServingView(LazyView, RowsTab):
 
     def render(self) -> None:
         self._sync_enabled()
-        if self.spread.value() != self.session.state.prompt_spread:   # undo, open, reload
-            self.spread.blockSignals(True)
-            self.spread.setValue(self.session.state.prompt_spread)
-            self.spread.blockSignals(False)
+        set_quietly(self.spread, self.session.state.prompt_spread)   # undo, open, reload
         s = self.session
         cat, cfg = s.cat, s.cfg
         try:
