@@ -113,6 +113,7 @@ def main() -> int:
     ap.add_argument("--hardware", default="", help="catalog hardware, where the probe's match is not wanted")
     ap.add_argument("--cpu-only", action="store_true", help="a rehearsal on a machine without a GPU (tiny model)")
     ap.add_argument("--bin", type=Path, help="already built llama.cpp binaries (skips the build)")
+    ap.add_argument("--measure-budget-s", type=float, default=150, help="time for advisor measure on the server")
     args = ap.parse_args()
     out, work = args.out, args.work
     if work is None:
@@ -205,8 +206,8 @@ def main() -> int:
         conc = "1,2" if args.cpu_only else "1,4,16"
         m = advisor("measure", "--url", f"http://127.0.0.1:{port}/v1", "--concurrency", conc,
                     "--requests", "4" if args.cpu_only else "32", "--prompt", "128" if args.cpu_only else "512",
-                    "--output", "32" if args.cpu_only else "128", "--budget-s", "150",
-                    "--out", str(out / "measure.json"), "--json", timeout=200)
+                    "--output", "32" if args.cpu_only else "128", "--budget-s", f"{args.measure_budget_s:g}",
+                    "--out", str(out / "measure.json"), "--json", timeout=args.measure_budget_s + 50)
         log(out, f"measure: rc {m.returncode} {m.stderr[-300:]}")
     finally:
         stop(server, 15)
