@@ -20,6 +20,8 @@ capture works (launch gaps would otherwise count for the smallest products), els
 Results go to --out as JSON lines as each case finishes, so a run cut short keeps what it measured.
 
     python benchmarks/gpu_kernels.py --out OUT [--quick]
+    python benchmarks/gpu_kernels.py --summary OUT/kernels.jsonl [--peak-tflops 989.4 --peak-fp8-tflops 1978.9
+                                     --bandwidth-gb-s 4800]    (tables of a run, as fractions of the given roofs)
 """
 
 from __future__ import annotations
@@ -257,12 +259,70 @@ def bandwidth(torch, out: Path) -> None:
     log(out, "bandwidth done")
 
 
+def summary(path: Path, peak_bf16: float, peak_fp8: float, bw_gb_s: float) -> None:
+    """Markdown tables of one run: each kernel's attained rate as a share of the datasheet roofs."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if "error" not in r]
+    peak = {"bf16": peak_bf16, "fp8": peak_fp8}
+    machine = next((r for r in rows if r["kind"] == "machine"), {})
+    print(f"{machine.get('device', '?')}: torch {machine.get('torch')}, CUDA {machine.get('cuda')}, "
+          f"cuDNN {machine.get('cudnn')}; roofs {peak_bf16:g} / {peak_fp8:g} TFLOP/s (BF16 / FP8 dense), "
+          f"{bw_gb_s:g} GB/s\n")
+    for r in rows:
+        if r["kind"] == "bandwidth":
+            print(f"- {r['op']}: {r['gb_s']:,.0f} GB/s ({r['gb_s'] / bw_gb_s:.2f} of the datasheet)")
+
+    def grid(kind, key, label, cols, col_key, cell):
+        groups = {}
+        for r in rows:
+            if r["kind"] == kind:
+                groups.setdefault(key(r), {})[r[col_key]] = r
+        if not groups:
+            return
+        print(f"\n| {label} | " + " | ".join(str(c) for c in cols) + " |")
+        print("|---|" + "---|" * len(cols))
+        for k, by in groups.items():
+            print(f"| {k} | " + " | ".join(cell(by[c]) if c in by else "" for c in cols) + " |")
+
+    def share(r):
+        return f"{r['tflops'] / peak[r.get('dtype', 'bf16')]:.2f}"
+
+    ms = sorted({r["M"] for r in rows if r["kind"] == "dense"})
+    print("\nDense GEMM, share of the dense peak by tokens M (weights streamed from memory at small M):")
+    grid("dense", lambda r: f"{r['shape']} {r['dtype']}", "shape, dtype", ms, "M", share)
+    print("\nDense GEMM, weight bytes per second as a share of the datasheet bandwidth:")
+    grid("dense", lambda r: f"{r['shape']} {r['dtype']}", "shape, dtype", ms, "M",
+         lambda r: f"{r['weight_gb_s'] / bw_gb_s:.2f}")
+    ts = sorted({r["tokens_per_expert"] for r in rows if r["kind"] == "grouped"})
+    print("\nGrouped-expert GEMM, share of the dense peak by tokens per expert:")
+    grid("grouped", lambda r: f"{r['model']} {r['part']} {r['dtype']}", "experts, part, dtype", ts,
+         "tokens_per_expert", share)
+    print("\nGrouped-expert GEMM, expert-weight bytes per second as a share of the datasheet bandwidth:")
+    grid("grouped", lambda r: f"{r['model']} {r['part']} {r['dtype']}", "experts, part, dtype", ts,
+         "tokens_per_expert", lambda r: f"{r['weight_gb_s'] / bw_gb_s:.2f}")
+    ls = sorted({r["tokens"] for r in rows if r["kind"] == "attention_causal"})
+    print("\nCausal prefill attention (BF16, head dim 128), share of the BF16 dense peak by prompt tokens:")
+    grid("attention_causal", lambda r: f"{r['heads']} heads, {r['backend']}", "heads, kernel", ls, "tokens", share)
+    cs = sorted({r["cache"] for r in rows if r["kind"] == "attention_chunk"})
+    print("\nA 2,048-token chunk attending to a cache (8 heads), share of the BF16 dense peak by cache tokens:")
+    grid("attention_chunk", lambda r: r["backend"], "kernel", cs, "cache", share)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--summary", type=Path, help="print the tables of a run's kernels.jsonl and stop")
+    ap.add_argument("--peak-tflops", type=float, default=989.4, help="BF16 dense roof (H100/H200 SXM: 989.4)")
+    ap.add_argument("--peak-fp8-tflops", type=float, default=1978.9, help="FP8 dense roof (H100/H200 SXM: 1978.9)")
+    ap.add_argument("--bandwidth-gb-s", type=float, default=4800, help="memory roof (H200: 4,800; H100 SXM: 3,350)")
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--quick", action="store_true", help="fewer points (a rehearsal)")
     ap.add_argument("--only", default="dense,grouped,attention,bandwidth")
     args = ap.parse_args()
+    if args.summary:
+        summary(args.summary, args.peak_tflops, args.peak_fp8_tflops, args.bandwidth_gb_s)
+        return 0
+    if args.out is None:
+        ap.error("--out is required (or --summary FILE)")
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
     if not torch.cuda.is_available():

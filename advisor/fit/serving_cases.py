@@ -5,7 +5,8 @@ fits anything.
 
 A row maps to a case when its hardware, model, format and runtime resolve in the catalog and its
 mean prompt and output lengths are stated. Rows that cannot be expressed yet say why (`Skipped`):
-per-GPU figures of multi-node deployments, speculative decoding, lengths not stated.
+per-GPU figures of multi-node deployments, speculative decoding, lengths not stated, and figures a
+row's note marks "Not compared:" (kept as the source printed them, but known to be wrong there).
 """
 
 from __future__ import annotations
@@ -134,8 +135,15 @@ def layout_text(parallel: str, gpus: int) -> str | None:
     return "+".join(parts)
 
 
+#: the words a row's note begins its reason with where the row is kept but never compared (a figure
+#: the source itself got wrong, e.g. a page that repeats another page's results)
+NOT_COMPARED = "Not compared:"
+
+
 def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
     src = row["source_id"]
+    if NOT_COMPARED in row.get("notes", ""):
+        return Skipped(src, "a figure the source copied from another of its pages (the row's note says which)")
     if row["unit"] in ("tok/s/gpu", "tok/s/node"):
         return Skipped(src, "a per-GPU or per-node figure of a multi-node deployment")
     metric = METRICS.get(row["metric"])
