@@ -2,7 +2,8 @@
 # One lent-GPU session's measurements in one bounded command (device machines are lent for minutes):
 # llama.cpp built and measured (benchmarks/gpu_llama_cpp.py) in the background, while its CUDA build
 # keeps the CPUs busy the GPU's kernels are timed (benchmarks/gpu_kernels.py). The probe runs first,
-# alone, and the kernels only after it, so no two timings share the GPU.
+# alone, and the kernels after it; they took 24 s on an H200, long before the build ends (~280 s) and
+# llama.cpp's own timings begin, so no two timings share the GPU.
 #   OUT=dir bash benchmarks/gpu_session.sh [seconds for llama.cpp, default 520]
 set -u
 OUT=${OUT:?set OUT to the folder for results}

@@ -143,7 +143,7 @@ NOT_COMPARED = "Not compared:"
 def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
     src = row["source_id"]
     if NOT_COMPARED in row.get("notes", ""):
-        return Skipped(src, "a figure the source copied from another of its pages (the row's note says which)")
+        return Skipped(src, "a figure its note marks 'Not compared:' (printed wrong by the source; the note says how)")
     if row["unit"] in ("tok/s/gpu", "tok/s/node"):
         return Skipped(src, "a per-GPU or per-node figure of a multi-node deployment")
     metric = METRICS.get(row["metric"])
