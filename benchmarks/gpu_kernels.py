@@ -20,13 +20,14 @@ capture works (launch gaps would otherwise count for the smallest products), els
 Results go to --out as JSON lines as each case finishes, so a run cut short keeps what it measured.
 
     python benchmarks/gpu_kernels.py --out OUT [--quick]
-    python benchmarks/gpu_kernels.py --summary OUT/kernels.jsonl [--peak-tflops 989.4 --peak-fp8-tflops 1978.9
-                                     --bandwidth-gb-s 4800]    (tables of a run, as fractions of the given roofs)
+    python benchmarks/gpu_kernels.py --summary OUT/kernels.jsonl [--hardware NAME]
+        (tables of a run, as shares of the catalog's roofs for the GPU it ran on, or for NAME)
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import subprocess
@@ -124,11 +125,10 @@ def dense(torch, out: Path, quick: bool) -> None:
                     x = torch.randn(pad, K, device="cuda", dtype=torch.bfloat16)
                     if dtype == "fp8":
                         x = x.to(fp8)
-                    i = [0]
+                    weights = itertools.cycle(ws).__next__
 
                     def fn():
-                        w = ws[i[0] % n_w]
-                        i[0] += 1
+                        w = weights()
                         if dtype == "bf16":
                             return x @ w.t()
                         return torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
@@ -174,11 +174,10 @@ def grouped(torch, out: Path, quick: bool) -> None:
                         if dtype == "fp8":
                             x = x.to(fp8)
                             scale_a = torch.ones(M, device="cuda", dtype=torch.float32)
-                        i = [0]
+                        weights = itertools.cycle(ws).__next__
 
                         def fn():
-                            w = ws[i[0] % n_w]
-                            i[0] += 1
+                            w = weights()
                             if dtype == "bf16":
                                 return torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)
                             return torch._scaled_grouped_mm(x, w.transpose(-2, -1), scale_a, scale_b, offs=offs,
@@ -311,15 +310,19 @@ def summary(path: Path, peak_bf16: float, peak_fp8: float, bw_gb_s: float) -> No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--summary", type=Path, help="print the tables of a run's kernels.jsonl and stop")
-    ap.add_argument("--peak-tflops", type=float, default=989.4, help="BF16 dense roof (H100/H200 SXM: 989.4)")
-    ap.add_argument("--peak-fp8-tflops", type=float, default=1978.9, help="FP8 dense roof (H100/H200 SXM: 1978.9)")
-    ap.add_argument("--bandwidth-gb-s", type=float, default=4800, help="memory roof (H200: 4,800; H100 SXM: 3,350)")
+    ap.add_argument("--hardware", help="with --summary: the catalog hardware whose roofs the shares are of "
+                    "(default: the GPU the run recorded)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quick", action="store_true", help="fewer points (a rehearsal)")
     ap.add_argument("--only", default="dense,grouped,attention,bandwidth")
     args = ap.parse_args()
     if args.summary:
-        summary(args.summary, args.peak_tflops, args.peak_fp8_tflops, args.bandwidth_gb_s)
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from advisor.api import load_catalog
+
+        first = json.loads(args.summary.read_text().splitlines()[0])
+        hw = load_catalog().hardware_named(args.hardware or first.get("device", ""))
+        summary(args.summary, hw.bf16_dense_tflops, hw.fp8_dense_tflops, hw.bandwidth_gb_s)
         return 0
     if args.out is None:
         ap.error("--out is required (or --summary FILE)")

@@ -607,9 +607,8 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     from advisor.model.ceilings import ceiling_note, ceiling_tok_s
     from advisor.model.predict import ceiling_at
 
-    load.check()
     context = load.prompt_tokens + load.output_tokens
-    backing, eff, r = _kernel(cat, cfg, load)   # the clients do not change it: once for all of them
+    backing, eff, r = _kernel(cat, cfg, load)   # checks the load; the clients do not change it: once for all
     P = load.new_prompt_tokens
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
