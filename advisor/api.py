@@ -19,6 +19,8 @@ reaches into the physics modules and those can change without breaking it:
 - `suggest(cat, prefix, section)`, `runtimes_for`, `formats_for`, `kv_dtypes_for`,
   `with_defaults`, `will_it_run`, `recommend`; `by_hardware(passing, n)` (best configuration per
   hardware with its alternatives, as the CLI lists them) and `why_first(first, second, basis)`;
+  `Recommendation.shortlist(rows, groups)` → `Shortlist`: what a table shows of it, small enough to
+  send between processes;
 - `serve(cat, config, Load(...))` → `ServeReport` and `concurrency_sweep` (a server under load);
 - `techniques(cat, config, Techniques(...))` → a `TechniqueEffect` (before/after `TechniqueFigures`)
   per serving technique asked for: speculative decoding, eager attention, an MHA/GQA/MQA layout,
@@ -43,7 +45,7 @@ __all__ = [
     "memory_options", "with_memory", "with_threads", "hardware_named", "hardware_sized", "MEMORY_SIZE_HINT",
     "Choice", "runtimes_for", "formats_for", "kv_dtypes_for",
     "Prediction", "predict", "Curve", "CURVE_AXES", "curve", "Roofline", "RooflinePoint", "roofline",
-    "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "DEFAULT_CHAT_CONTEXT", "HardwareGroup", "by_hardware",
+    "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "DEFAULT_CHAT_CONTEXT", "HardwareGroup", "by_hardware", "Shortlist",
     "Costs", "costs", "why_first", "candidate_record", "candidate_verdict", "reason_text", "VERDICTS", "EVIDENCE_WORDS", "EVIDENCE_TEXT",
     "WillItRun", "FitRow", "will_it_run", "WILL_IT_RUN_MODES", "Explanation", "explain",
     "Load", "ServeReport", "serve", "concurrency_sweep", "prompt_mix",
@@ -102,7 +104,7 @@ from advisor.data.importers import ImportedModel, import_model, is_import_source
 from advisor.model.geometry import geometry as _geometry, weight_bits as _weight_bits, weight_bytes as _weight_bytes
 from advisor.model.roofline import Workload
 from advisor.plan.recommend import (DEFAULT_CHAT_CONTEXT, DEFAULT_MIN_BITS, Candidate, HardwareGroup, Recommendation, Requirements,
-                                   by_hardware, recommend)
+                                   Shortlist, by_hardware, recommend)
 from advisor.plan.pricing import Costs, costs
 from advisor.plan.will_it_run import MODES as WILL_IT_RUN_MODES, FitRow, WillItRun, will_it_run
 from advisor.text.explain import Explanation, explain

@@ -6,7 +6,8 @@ table; asserts nothing.
 For ``--seconds`` it makes random input changes (hardware, model, workload, undo) while moving
 through every tab, waiting for each tab's background job (recommendations, will it run) to finish and
 now and then pausing two seconds as a reader would, and reports the resident set size (VmRSS) after
-start-up, after the first minute, at the end and after three idle seconds, with its peak (VmHWM).
+start-up, after the first minute, at the end and after three idle seconds, with its peak (VmHWM),
+of the window's process and of the ranking process it starts (ui/process.py), and their sum.
 """
 
 from __future__ import annotations
@@ -24,15 +25,28 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
-def rss_mb() -> tuple[float, float]:
-    """(resident now, peak resident) in MB, from /proc/self/status."""
+def rss_mb(pid: int | str = "self") -> tuple[float, float]:
+    """(resident now, peak resident) in MB of a process, from /proc/PID/status (nan if it is gone)."""
     now = peak = float("nan")
-    for line in Path("/proc/self/status").read_text().splitlines():
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return now, peak
+    for line in text.splitlines():
         if line.startswith("VmRSS:"):
             now = int(line.split()[1]) / 1024
         elif line.startswith("VmHWM:"):
             peak = int(line.split()[1]) / 1024
     return now, peak
+
+
+def sample() -> tuple[float, float, float, float]:
+    """The window's process and the ranking processes (ui/process.py), each (now, peak) in MB."""
+    from ui import process
+
+    app_now, app_peak = rss_mb()
+    kids = [rss_mb(c.process.pid) for c in process._all if c.alive]
+    return (app_now, app_peak, sum(k[0] for k in kids) if kids else 0.0, sum(k[1] for k in kids) if kids else 0.0)
 
 
 def main() -> None:
@@ -54,7 +68,7 @@ def main() -> None:
     win.show()
     app.processEvents()
     s = win.session
-    rows = [("after start-up", *rss_mb())]
+    rows = [("after start-up", *sample())]
     hardware = ["rtx 4090", "rtx 3090", "h100 sxm", "m3 max", "mi300x", "rtx 5090", "l40s", "a100 80gb"]
     models = ["llama 3.1 8b", "llama 3.1 70b", "qwen3 30b a3b", "qwen3 8b", "gpt-oss 120b", "mistral small 3.2"]
     tabs = [t.name for t in TABS if t.name != "probe"]   # the probe measures this machine: not an input
@@ -85,20 +99,20 @@ def main() -> None:
                 app.processEvents()
                 time.sleep(0.01)
         if minute is None and time.perf_counter() - t0 >= 60:
-            minute = rss_mb()
+            minute = sample()
             rows.append((f"after 1 minute ({changes:,} changes)", *minute))
     app.processEvents()
-    rows.append((f"after {args.seconds:.0f} s ({changes:,} input changes, every tab)", *rss_mb()))
+    rows.append((f"after {args.seconds:.0f} s ({changes:,} input changes, every tab)", *sample()))
     idle_until = time.perf_counter() + 3.0
     while time.perf_counter() < idle_until:
         app.processEvents()
         time.sleep(0.01)
-    rows.append(("then 3 s idle", *rss_mb()))
-    print(f"advisor-gui resident memory (QT_QPA_PLATFORM={os.environ['QT_QPA_PLATFORM']})")
-    print(f"{'when':<56} {'RSS MB':>8} {'peak MB':>8}")
-    print("-" * 74)
-    for when, now, peak in rows:
-        print(f"{when:<56} {now:>8.0f} {peak:>8.0f}")
+    rows.append(("then 3 s idle", *sample()))
+    print(f"advisor-gui resident memory (QT_QPA_PLATFORM={os.environ['QT_QPA_PLATFORM']}); MB")
+    print(f"{'when':<56} {'window':>8} {'peak':>6} {'ranking':>8} {'peak':>6} {'total':>7}")
+    print("-" * 96)
+    for when, now, peak, kid, kid_peak in rows:
+        print(f"{when:<56} {now:>8.0f} {peak:>6.0f} {kid:>8.0f} {kid_peak:>6.0f} {now + kid:>7.0f}")
     win.close()
 
 

@@ -17,6 +17,9 @@ import time
 from ui.tabs import TABS
 
 VIEW_NAMES = tuple(t.option for t in TABS)
+#: how long after the window shows the ranking processes start (ui/process.py): after the first paint
+#: and the first tab's drawing, which they would otherwise compete with for the two cores
+WARM_RANKING_AFTER_MS = 1500
 NO_DISPLAY = ("advisor-gui: no display found (DISPLAY and WAYLAND_DISPLAY are unset); "
               "use the command line instead: advisor --help")
 
@@ -197,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"advisor-gui: saved {args.screenshot} ({window.current_view_name()} tab)")
         return 0
     _quit_on_signals(window)
+    from PySide6.QtCore import QTimer
+
+    # the ranking processes start and warm up while the user reads the first tab
+    QTimer.singleShot(WARM_RANKING_AFTER_MS, window.warm_ranking)
     return app.exec()
 
 
@@ -252,11 +259,16 @@ def _smoke(app, window, t0: float) -> int:
     cat = window.session.cat
     p = window.session.prediction
     bad = len(errors.shown)
+    # the recommendations come from the ranking process (ui/process.py): a bundle that cannot start it
+    # shows no rows and says why in the tab's status line
+    rec = window.recommend.rec
+    ranked = (f"{rec.n_passing:,} of {len(rec):,} configurations pass" if rec is not None
+              else f"not ranked ({window.recommend.status.text()})")
     print(f"advisor-gui smoke: rendered {len(rendered)} views ({', '.join(rendered)}); catalog {len(cat.hardware)} "
           f"devices, {len(cat.models)} models, {len(cat.issues)} issues; {p.model} on {p.hardware}: "
-          f"{p.decode_tok_s:.1f} tok/s; first paint {first * 1000:.0f} ms; {bad} errors")
+          f"{p.decode_tok_s:.1f} tok/s; recommendations: {ranked}; first paint {first * 1000:.0f} ms; {bad} errors")
     window.close()
-    return 1 if bad else 0
+    return 1 if bad or rec is None else 0
 
 
 if __name__ == "__main__":

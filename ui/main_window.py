@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QFileDialog, QLabel, QLineEdit, QMainWindow, QMes
 import advisor
 from advisor import api
 from advisor.text.format import num
-from ui import sizing_file
+from ui import ranking, sizing_file
 from ui.import_dialog import ImportDialog, dropped_paths, import_path
 from ui.imports import missing_local, read_import
 from ui.memory import release_free_memory
@@ -690,12 +690,27 @@ class MainWindow(QMainWindow):
                                   "technique": self.session.whatif.keys()})
         st.sync()
 
+    def warm_ranking(self) -> None:
+        """Start the ranking processes and build their sweep tables while the user reads the first tab
+        (the app calls this a moment after the window shows); nothing once a ranking has begun."""
+        if self.workers.running(ranking.FIRST, ranking.ALL):
+            return
+        s = self.session
+        req = api.Requirements(model=s.cfg.model, hardware=(s.cfg.hardware.key,))
+        try:
+            for channel in (ranking.FIRST, ranking.ALL):
+                self.workers.run_in_process(channel, ranking.warm, (req,), {"catalog": s.cat},
+                                            on_error=lambda exc, _tb: log.info("warming a ranking process failed: %s", exc))
+        except Exception as exc:  # noqa: BLE001 - the tab says so when it ranks
+            log.warning("the ranking processes cannot start: %s", exc)
+
     def closeEvent(self, event) -> None:  # noqa: N802
         try:
             self.save_settings()
         except Exception as exc:  # noqa: BLE001 - closing must always work
             log.warning("could not save settings: %s", exc)
         self.workers.wait(3000)
+        self.workers.close()   # the ranking process stays for the next window, or stops at exit
         super().closeEvent(event)
 
 

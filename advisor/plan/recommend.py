@@ -439,6 +439,40 @@ class Recommendation:
                 g.append(int(i))
         return [HardwareGroup(self.candidate(g[0]), [self.candidate(j) for j in g[1:]]) for g in groups.values()]
 
+    def shortlist(self, rows: int, groups: int, alternatives: int = 2) -> "Shortlist":
+        """What a table shows of this ranking (see `Shortlist`)."""
+        return Shortlist(self.requirements, self.cost_basis, self.cost_basis_why, self.elapsed_ms, self.n_passing,
+                         self.n_margin, len(self), self.top(rows), self.closest_misses(rows),
+                         self.by_hardware(groups, alternatives))
+
+
+@dataclass
+class Shortlist:
+    """What a table shows of a `Recommendation`: its first passing configurations, its closest misses
+    and its best ones per hardware, with its counts and cost basis, and none of the sweep's arrays.
+    The app ranks in a process of its own and sends this back: a few hundred candidates pickle to
+    under a megabyte, a whole Recommendation to ~50 MB. The reading methods are the Recommendation's."""
+
+    requirements: Requirements
+    cost_basis: str
+    cost_basis_why: str
+    elapsed_ms: float
+    n_passing: int
+    n_margin: int
+    n_total: int
+    passing_rows: list[Candidate]
+    miss_rows: list[Candidate]
+    groups: list["HardwareGroup"]
+
+    def __len__(self) -> int:
+        return self.n_total
+
+    def top(self, n: int) -> list[Candidate]:
+        return self.passing_rows[:n]
+
+    def closest_misses(self, n: int = 5) -> list[Candidate]:
+        return self.miss_rows[:n]
+
 
 def distinct(cands, n: int) -> list[Candidate]:
     """The first ``n`` candidates that differ in hardware, GPU count, replicas, runtime or weight format

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ def test_smoke_renders_every_view(tmp_path):
     out = _run(["--smoke"], _env(QT_QPA_PLATFORM="offscreen", ADVISOR_DATA_DIR=str(tmp_path)))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "rendered 11 views" in out.stdout and "whatifs" in out.stdout and "0 errors" in out.stdout
+    assert re.search(r"recommendations: [\d,]+ of [\d,]+ configurations pass", out.stdout), out.stdout   # ranked in its process
 
 
 @pytest.mark.slow   # over a second here: the slow tier (CI runs it)

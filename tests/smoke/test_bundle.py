@@ -45,6 +45,8 @@ def test_bundle_gui_smoke(bundle: Path, tmp_path: Path) -> None:
                          timeout=120, env=_env(tmp_path, QT_QPA_PLATFORM="offscreen"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "0 errors" in out.stdout, out.stdout + out.stderr
+    # the ranking process is the frozen executable started again (multiprocessing.freeze_support)
+    assert "configurations pass" in out.stdout, out.stdout + out.stderr
 
 
 def test_bundle_cli_predict_finds_catalog(bundle: Path, tmp_path: Path) -> None:

@@ -232,7 +232,9 @@ def test_recommendations_show_a_first_look_then_everything(window, qtbot):
     assert first[0] and first[1] > 0                   # rows at once, from the first look …
     assert not last[0] and not view.first_look         # … replaced by the whole ranking
     # the first look ranked the devices that were ranked best last time; the whole ranking every device
-    assert first[2] == tuple(best_before[:16]) and len(best_before) > 16 and last[2] == ()
+    from ui.views.recommend import FIRST_LOOK
+
+    assert first[2] == tuple(best_before[:FIRST_LOOK]) and len(best_before) > FIRST_LOOK and last[2] == ()
 
 
 def test_the_what_if_chart_reads_out_its_values(window):

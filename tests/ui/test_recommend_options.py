@@ -128,3 +128,24 @@ def test_verdict_and_data_columns_agree_with_the_core(window, rec_view, qtbot):
         assert (c.tier == "margin") == (c.ok and c.tok_s_safe >= 30)
         assert d == api.EVIDENCE_WORDS[c.evidence]
     assert "with margin" in view.status.text() and "only if the estimate holds" in view.status.text()
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_the_table_is_ranked_in_another_process_as_the_core_ranks_here(window, rec_view):
+    """The rows the tab shows came from the ranking process (ui/process.py) as a Shortlist, and are the
+    rows the core ranks in this process for the same request."""
+    import os
+
+    from ui import ranking
+
+    view = rec_view
+    child = window.workers._children[ranking.ALL]
+    assert child.alive and child.process.pid != os.getpid()
+    assert isinstance(view.rec, api.Shortlist) and view.rec.n_passing > 0
+    here = api.recommend(window.session.cat, view.requirements())
+    assert (view.rec.n_passing, view.rec.n_margin, len(view.rec)) == (here.n_passing, here.n_margin, len(here))
+    shown = [(c.hardware.key, c.gpus, c.runtime.key, c.quant.key, c.kv_dtype.key, round(c.tok_s, 6))
+             for c in view.rec.top(50)]
+    assert shown == [(c.hardware.key, c.gpus, c.runtime.key, c.quant.key, c.kv_dtype.key, round(c.tok_s, 6))
+                     for c in here.top(50)]
+    assert [g.best.hardware.key for g in view.groups] == [g.best.hardware.key for g in api.by_hardware(here, 60)]

@@ -7,6 +7,7 @@ context menu); choosing a row (double-click, Enter or "Load into inputs") makes 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 
 from PySide6.QtCore import Qt, QTimer
@@ -16,7 +17,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 
 from advisor import api
 from advisor.text.format import duration_ms, num
+from ui import ranking
 from ui.views.table import Column, RowsModel, RowsTab, fit_columns, make_table, selected_row
+
+log = logging.getLogger(__name__)
 
 #: --cost-basis: "" lets the core choose by the hardware's kind
 COST_BASES = (("", "Cost: auto"), ("buy", "Cost: buy"), ("rent", "Cost: rent"))
@@ -30,14 +34,9 @@ MAX_ROWS = 300
 
 #: hardware groups listed when grouped (each its best configuration and alternatives)
 MAX_GROUPS = 60
-#: devices ranked in the first look, before the whole catalog (about a tenth of the time)
-FIRST_LOOK = 16
-
-
-def _ranked(cat, req):
-    """The recommendation and its best configuration per hardware (run in the worker)."""
-    rec = api.recommend(cat, req)
-    return rec, api.by_hardware(rec, MAX_GROUPS)
+#: devices ranked in the first look, beside the whole catalog (its rows in ~50 ms where 16 took ~90:
+#: the two rankings share the memory system)
+FIRST_LOOK = 8
 
 
 def reason_text(r) -> str:
@@ -182,7 +181,7 @@ class RecommendView(QWidget, RowsTab):
         self.table, self.proxy = make_table(self.model)
         self.table.setObjectName("recommend_table")
         lay.addWidget(self.table, 1)
-        self.rec: api.Recommendation | None = None
+        self.rec: api.Shortlist | None = None   # what the table shows of the last ranking
         self.computing = False
         self.first_look = False   # the rows on screen are the first look, the whole ranking still coming
         self._dirty = True
@@ -363,26 +362,27 @@ class RecommendView(QWidget, RowsTab):
         self._timer.start()
 
     def compute(self) -> None:
-        """Start the recommender in the worker; a newer request makes this one stale. A first look at a
-        few devices (those ranked best last time) comes first, in about a tenth of the time, and the
-        whole catalog follows: the table fills at once and is replaced when everything is ranked."""
+        """Rank in the ranking processes (`ui.process`); a newer request makes this one stale. A first
+        look at a few devices (those ranked best last time) comes in about a tenth of the time, and the
+        whole catalog, ranked side by side in a process of its own, replaces it."""
         self._last_req = self._req_key()
         cat, req = self.session.cat, self.requirements()
         self.computing = True
         self.first_look = False
         self.status.setText(f"Ranking every configuration for {req.model.name}, {req.users} users…")
         first = self._first_look(req)
-
-        def everything(_result=None) -> None:
-            if _result is not None:
-                self._on_first(_result, first)
-            self.workers.run("recommend", lambda: _ranked(cat, req), self._on_done, self._on_error)
-
-        if first is None:
-            everything()
-        else:
-            # a first look that fails (no device of the filters among the few) leaves it to everything
-            self.workers.run("recommend", lambda: _ranked(cat, first), everything, lambda _exc, _tb: everything())
+        kept = {"catalog": cat}
+        try:
+            if first is not None:
+                # grouped (the default), the table shows only the groups: the first look builds no other rows
+                rows = 0 if self.combo_show.currentData() == "passing" and self.check_group.isChecked() else MAX_ROWS
+                self.workers.run_in_process(ranking.FIRST, ranking.first_look, (first, rows, MAX_GROUPS), kept,
+                                            lambda result: self._on_first(result, first),
+                                            on_error=lambda exc, _tb: log.info("first look failed: %s", exc))
+            self.workers.run_in_process(ranking.ALL, ranking.shortlist, (req, MAX_ROWS, MAX_GROUPS), kept,
+                                        self._on_done, on_error=self._on_error)
+        except Exception as exc:  # noqa: BLE001 - a process that cannot start: said in the status line
+            self._on_error(RuntimeError(f"the ranking process cannot start ({exc})"), "")
 
     def _first_look(self, req: "api.Requirements") -> "api.Requirements | None":
         """The request on a few devices: those ranked best last time, else the hardware on screen and
@@ -398,17 +398,19 @@ class RecommendView(QWidget, RowsTab):
         keys = [k for k in dict.fromkeys(keys) if k in cat.hardware]
         return dataclasses.replace(req, hardware=tuple(keys)) if keys else None
 
-    def _on_first(self, result, first: "api.Requirements") -> None:
-        self.rec, self.groups = result
+    def _on_first(self, result: "api.Shortlist | None", first: "api.Requirements") -> None:
+        if result is None or not self.computing:   # none of the few passes, or everything came first
+            return
+        self.rec, self.groups = result, result.groups
         self.first_look = True
         self._fill()
         self.status.setText(f"A first look at {len(first.hardware)} of {len(self.session.cat.hardware)} devices "
                             f"(those ranked best last time); ranking every configuration…")
 
-    def _on_done(self, result) -> None:
+    def _on_done(self, result: "api.Shortlist") -> None:
         self.computing = False
         self.first_look = False
-        self.rec, self.groups = result
+        self.rec, self.groups = result, result.groups
         self._fill()
 
     def _on_error(self, exc, tb) -> None:
