@@ -61,62 +61,70 @@ def _child_main(conn) -> None:
     kept: dict[str, Any] = {}
     queue: list[tuple] = []   # ("job", number, channel, fn, args, kept objects new to the child, kept names)
 
-    def read() -> bool:
-        """Queue what has arrived; False when the parent says stop or is gone."""
+    class ParentGone(Exception):
+        """The pipe closed, or the parent said stop: the child ends."""
+
+    def send(msg: tuple) -> None:
         try:
-            while conn.poll():
+            conn.send(msg)
+        except (EOFError, OSError) as exc:
+            raise ParentGone from exc
+
+    def read(timeout_s: float | None = 0.0) -> None:
+        """Queue what has arrived (waiting up to ``timeout_s`` for something; None: for ever)."""
+        try:
+            if not conn.poll(timeout_s):
+                return
+            while True:
                 msg = conn.recv()
                 if msg is None:
-                    return False
+                    raise ParentGone
                 kept.update(msg[5])
                 queue.append(msg)
-        except (EOFError, OSError):
-            return False
-        return True
+                if not conn.poll():
+                    return
+        except (EOFError, OSError) as exc:
+            raise ParentGone from exc
 
     def newer(channel: str) -> bool:
         return any(m[2] == channel for m in queue)
 
     trimmed = True
-    while True:
-        try:
-            if not queue and not conn.poll(None if trimmed else TRIM_AFTER_S):
-                release_free_memory()
-                trimmed = True
-                continue
-        except (EOFError, OSError):
-            return
-        if not read():
-            return
-        if not queue:
-            continue
-        _, job_id, channel, fn, args, _, names = queue.pop(0)
-        try:
+    try:
+        while True:
+            if not queue:
+                read(None if trimmed else TRIM_AFTER_S)
+                if not queue:   # idle for a while: hand the freed heap back, then wait for ever
+                    release_free_memory()
+                    trimmed = True
+                    continue
+            _, job_id, channel, fn, args, _, names = queue.pop(0)
             if newer(channel):
-                conn.send(("dropped", job_id))
+                send(("dropped", job_id))
                 continue
             trimmed = False
+            items = None
             try:
                 out = fn(*args, **{n: kept[n] for n in names})
                 items = out if hasattr(out, "__next__") else iter((out,))
+                finished = True
                 for item in items:
-                    conn.send(("item", job_id, item))
-                    if not read():
-                        return
-                    if newer(channel):
+                    send(("item", job_id, item))
+                    read()
+                    if newer(channel):   # abandoned at this item: the newer job runs next
+                        finished = False
                         break
-                else:
-                    conn.send(("done", job_id))
-                    continue
-                if hasattr(items, "close"):
-                    items.close()
-                conn.send(("dropped", job_id))
-            except (EOFError, OSError):
+            except ParentGone:
                 raise
-            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
-                conn.send(("error", job_id, _portable(exc), traceback.format_exc()))
-        except (EOFError, OSError):   # the parent is gone
-            return
+            except BaseException as exc:  # noqa: BLE001 - the job's failure, of any kind, goes back to the parent
+                send(("error", job_id, _portable(exc), traceback.format_exc()))
+                continue
+            finally:
+                if items is not None and hasattr(items, "close"):
+                    items.close()
+            send(("done" if finished else "dropped", job_id))
+    except ParentGone:
+        return
 
 
 # ---- the parent's handle on a child ------------------------------------------------------------

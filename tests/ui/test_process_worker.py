@@ -162,3 +162,21 @@ def test_recommendations_survive_a_killed_ranking_process_and_one_that_cannot_st
     view.compute()
     assert not view.computing and view.rec is None
     assert "Could not rank" in view.status.text() and "cannot start (no more processes)" in view.status.text()
+
+
+def reads_a_missing_file(path):
+    with open(path) as f:   # FileNotFoundError: an OSError of the job's, not of the pipe
+        return f.read()
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_an_oserror_of_the_job_is_its_error_and_the_child_lives_on(qtbot, tmp_path):
+    from ui.workers import Workers
+
+    w = Workers()
+    before, _, _ = _collect(qtbot, w, "c", pid_and_items, (0,))
+    _, errors, _ = _collect(qtbot, w, "c", reads_a_missing_file, (str(tmp_path / "missing.txt"),))
+    assert isinstance(errors[0][0], FileNotFoundError)
+    after, _, _ = _collect(qtbot, w, "c", pid_and_items, (0,))
+    assert before == after   # the same process ran on
+    w.close()
