@@ -932,12 +932,19 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
                 cols = cols[memory.gpus[cols] * r <= req.max_gpus]
             if r > users or cols.size == 0:
                 break
-            more = judge(r, cols)
+            # a slot per user with its whole context (llama-server) must fit r copies' share of the
+            # users, as `judge` requires: where it cannot, the serving model is not run (half the
+            # configurations, and most of the passes' time); a later pass may fit them
+            share = math.ceil(users / r)
+            tried = cols[~a["fixed_slots"][cols] | (a["max_batch"][cols] >= share)]
+            if tried.size == 0:
+                continue
+            more = judge(r, tried)
             take = more["serves"]
             if take.any():
-                idx = cols[take]
+                idx = tried[take]
                 for k, v in more.items():
-                    if isinstance(v, np.ndarray) and v.shape == (cols.size,):
+                    if isinstance(v, np.ndarray) and v.shape == (tried.size,):
                         dtype = np.result_type(a[k].dtype, v.dtype)
                         if k not in owned or a[k].dtype != dtype:
                             a[k] = a[k].astype(dtype)   # a copy, once per array and not every pass

@@ -216,3 +216,29 @@ def test_pareto_front_matches_brute_force():
     pts = rng.random((400, 3))
     brute = np.array([not (np.all(pts <= p, axis=1) & np.any(pts < p, axis=1)).any() for p in pts])
     assert np.array_equal(_pareto(pts), brute)
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_a_server_with_a_slot_per_user_gets_the_fewest_copies_whose_slots_fit(cat):
+    """llama-server reserves each user's whole context: with 40 users on consumer cards, each passing
+    configuration's copies hold their share of the users, and one copy fewer (the previous count
+    tried) would not, either for lack of slots or because it would not serve the load."""
+    import dataclasses
+
+    from advisor.plan.recommend import REPLICAS
+
+    req = Requirements(model=cat.model_named("Llama-3.1-8B"), prompt_tokens=512, output_tokens=256, users=40,
+                       runtimes=("llama.cpp",), hardware_kinds=("consumer",), tok_s=5)
+    rec = recommend(cat, req)
+    rows = rec.passing
+    assert rows and any(c.replicas > 1 for c in rows)
+    for c in rows[:200]:
+        share = -(-req.users // c.replicas)
+        assert c.max_batch >= share, (c.label, c.replicas, c.max_batch)
+        if c.replicas > 1:
+            fewer = REPLICAS[REPLICAS.index(c.replicas) - 1]
+            one_less = recommend(cat, dataclasses.replace(req, hardware=(c.hardware.key,), max_gpus=c.gpus * fewer))
+            same = [d for d in one_less.passing if (d.gpus, d.runtime.key, d.quant.key, d.kv_dtype.key, d.layout)
+                    == (c.gpus, c.runtime.key, c.quant.key, c.kv_dtype.key, c.layout)]
+            assert not same, (c.label, c.replicas)
+            break   # one such check is enough: each is a full ranking
