@@ -71,7 +71,8 @@ def _print(result, matches) -> None:
           + (f" ({c.cores_physical} physical)" if c.cores_physical else "") + f" · {c.architecture}")
     print(f"RAM: {num(c.ram_gb)} GB")
     if c.copy_gb_s:
-        read = (f"read {num(c.read_gb_s)} GB/s ({num(c.read_1t_gb_s)} with one thread), " if c.read_gb_s else "")
+        best = f", best {num(c.read_best_gb_s)}" if c.read_best_gb_s else ""
+        read = (f"read {num(c.read_gb_s)} GB/s ({num(c.read_1t_gb_s)} with one thread{best}), " if c.read_gb_s else "")
         print(f"  measured memory bandwidth: {read}copy {num(c.copy_gb_s)} GB/s, add {num(c.add_gb_s)} GB/s "
               f"({c.threads_used} threads; medians of repeats)")
         print(f"  measured matrix product: {num(c.fp32_gflops)} GFLOP/s float32, {num(c.fp64_gflops)} GFLOP/s float64")

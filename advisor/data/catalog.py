@@ -439,6 +439,8 @@ def with_threads(hw: specs.Hardware, threads: int) -> specs.Hardware:
               if getattr(hw, f)}
     if share == 1 and bandwidth == hw.bandwidth_gb_s:
         return dataclasses.replace(hw, assumed=tuple(assumed), threads=threads)
+    if hw.bandwidth_best_gb_s:   # the best reading moves with the typical one
+        scaled["bandwidth_best_gb_s"] = hw.bandwidth_best_gb_s * bandwidth / hw.bandwidth_gb_s
     return dataclasses.replace(hw, name=f"{hw.name}, {threads} threads", bandwidth_gb_s=bandwidth,
                                assumed=tuple(assumed), threads=threads, **scaled)
 

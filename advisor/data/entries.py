@@ -161,3 +161,6 @@ def check_entry(entry: Any) -> None:
             raise EntryError("quant_kinds", f"unknown quantization kind {bad[0]!r}")
     if isinstance(entry, specs.Hardware) and entry.kind == "apple" and not entry.gpu_cores:
         raise EntryError("gpu_cores", "is required for Apple silicon")
+    if isinstance(entry, specs.Hardware) and entry.bandwidth_best_gb_s and entry.bandwidth_best_gb_s < entry.bandwidth_gb_s:
+        raise EntryError("bandwidth_best_gb_s", f"{entry.bandwidth_best_gb_s:g} is below bandwidth_gb_s "
+                                                f"({entry.bandwidth_gb_s:g}): the best reading cannot be slower than the typical one")

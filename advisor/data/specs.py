@@ -116,6 +116,10 @@ class Hardware:
     #: CPUs: the read bandwidth one core reaches, GB/s (`advisor --probe` measures it). With fewer
     #: threads than cores (--threads), a CPU reads at most threads × this (`with_threads`).
     core_bandwidth_gb_s: float | None = _f("num", min=0.1, max=10_000)
+    #: CPUs: the best read pass `advisor --probe` saw over a few seconds, GB/s, where ``bandwidth_gb_s``
+    #: is the median one: a shared or virtual machine's memory speed moves, and predictions use the
+    #: typical figure while their band's top and ceiling reach this one
+    bandwidth_best_gb_s: float | None = _f("num", min=0.1, max=100_000_000)
     #: CPUs: the bandwidth and compute figures are what this machine reached in `advisor --probe`
     #: (a streaming read, a float GEMM), not datasheet peaks (`efficiency_for` then reads the
     #: profile's fractions relative to those)

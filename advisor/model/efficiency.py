@@ -35,7 +35,7 @@ RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "p
 #: The rates that set decode speed: blended between build eras (prefill follows the era's kernels).
 DECODE_RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us",
                       "seq_overhead_us")
-BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high")
+BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high", "bandwidth_spread")
 #: the fields that set each phase's speed and band (a profile may lend one phase, see `efficiency_for`)
 PREFILL_FIELDS = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction",
                   "request_overhead_us", "int8_compute_fraction", "prefill_low", "prefill_high")
@@ -74,6 +74,10 @@ class Efficiency:
     decode_high: Any = 1.0
     prefill_low: Any = 1.0
     prefill_high: Any = 1.0
+    #: a probed CPU's best read ÷ its median one (`Hardware.bandwidth_best_gb_s`), 1 elsewhere: the
+    #: roofline's ceiling reads memory at the best figure, and the decode band's top (in
+    #: ``decode_high``) stretches by it, while the estimate keeps the typical one
+    bandwidth_spread: Any = 1.0
     #: what the figures come from: a profile key, or "defaults of <runtime>"
     basis: str = ""
     #: how specific the match is: hardware, family, vendor, sibling-*, runtime, or none (defaults)
@@ -223,7 +227,7 @@ def efficiency_for(profiles: dict[str, Profile] | None, runtime: Runtime, hw: Ha
     if front is not None:
         eff = eff.replace(request_overhead_us=front, basis=f"{eff.basis} (request cost of {runtime.formats_of}'s front end)")
     if hw.kind == "cpu" and hw.rates_measured and not eff.basis.startswith(PERSONAL_PREFIX):
-        eff = _on_measured_rates(eff)
+        eff = _on_measured_rates(eff, hw)
     return eff
 
 
@@ -240,16 +244,21 @@ def _front_end_request_us(profiles: dict[str, Profile] | None, runtime: Runtime,
     return float(family.request_overhead_us) if family is not None else None
 
 
-def _on_measured_rates(eff: Efficiency) -> Efficiency:
-    """``eff`` (fitted against datasheet peaks) for a CPU whose figures the probe measured.
+def _on_measured_rates(eff: Efficiency, hw: Hardware) -> Efficiency:
+    """``eff`` (fitted against datasheet peaks) for a CPU ``hw`` whose figures the probe measured.
 
     Its roofs are what a streaming read and a float GEMM reached on this machine: llama.cpp's
     decode is such a read (it streams the weights), and its float prompt kernels are such a GEMM,
     so they run at the measured figures themselves (fraction 1). What the profile knows beyond
     the peaks carries over as ratios to its float GEMM fraction: the attention, expert and int8
     kernels' (llama.cpp's quantized kernels unpack blocks on the same vector units: a third of
-    their int8 peak on the public CPU data), and every fixed cost and band as fitted."""
+    their int8 peak on the public CPU data), and every fixed cost and band as fitted. Where the probe
+    saw the memory system read faster at best than typically (`Hardware.bandwidth_best_gb_s`: a
+    shared or virtual machine), the estimate keeps the typical figure, and the decode band's top and
+    the ceiling reach the best one (`bandwidth_spread`): a run in a fast moment is no surprise."""
     c = float(eff.prefill_compute_fraction)
+    best, typical = hw.bandwidth_best_gb_s, hw.bandwidth_gb_s
+    spread = best / typical if best and best > typical else 1.0
 
     def rel(v) -> float:
         v = float(v)
@@ -259,7 +268,9 @@ def _on_measured_rates(eff: Efficiency) -> Efficiency:
                        attention_compute_fraction=rel(eff.attention_compute_fraction),
                        expert_compute_fraction=rel(eff.expert_compute_fraction),
                        int8_compute_fraction=rel(eff.int8_compute_fraction),
-                       basis=f"{eff.basis}, on this machine's measured read and GEMM rates")
+                       decode_high=eff.decode_high * spread, bandwidth_spread=spread,
+                       basis=f"{eff.basis}, on this machine's measured read and GEMM rates"
+                             + (f" (its best read {spread:.2f}× the typical one)" if spread > 1 else ""))
 
 
 def _efficiency_of(ranked: list, runtime: Runtime) -> Efficiency:

@@ -282,6 +282,7 @@ class _Arrays:
         self.eta_exp = self.eta_c if not np.any(np.isfinite(exp)) else _arr(
             np.where(np.isfinite(exp), exp, e.prefill_compute_fraction), ft)
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
+        self.bw_spread = _arr(e.bandwidth_spread, ft)   # the ceiling's memory roof: the best reading
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
         # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
         self.fixed = g.fixed_layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
@@ -569,7 +570,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
 
     # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
     attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * eta_c)) for c in (c0, cm, c1)]
-    ideal = [np.fmax(*node_times(c, 1.0 / bw, 1.0 / peak, 1.0, 1.0 / apeak)) for c in (c0, cm, c1)]
+    ideal = [np.fmax(*node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak)) for c in (c0, cm, c1)]
     fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
     t_step = simpson([np.fmax(m, f) for m, f in attained])
     if a.wide:

@@ -182,3 +182,11 @@ def test_unknown_name_lists_nearest(cat):
     with pytest.raises(UnknownName) as err:
         cat.hardware_named("rtx 4099")
     assert "4090" in str(err.value)
+
+
+def test_a_best_reading_below_the_typical_bandwidth_is_refused_with_its_field(tmp_path):
+    slower = GOOD.replace("bandwidth_gb_s: 1000", "bandwidth_gb_s: 1000\n    bandwidth_best_gb_s: 900")
+    assert slower != GOOD
+    _write(tmp_path, slower, "a.yaml")
+    cat = load_catalog(tmp_path, user=None)
+    assert not cat.hardware and cat.issues[0].field == "bandwidth_best_gb_s" and "below" in cat.issues[0].message

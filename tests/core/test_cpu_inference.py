@@ -105,6 +105,25 @@ def test_on_measured_rates_decode_reads_at_the_probed_bandwidth(cat):
     assert own.decode_bw_fraction == 0.9
 
 
+def test_a_best_read_above_the_typical_one_lifts_the_band_top_and_ceiling_not_the_estimate(cat):
+    """A probed machine whose memory read 40 GB/s typically and 52 at best (a shared or virtual
+    machine): its decode estimate stays on the typical figure, while the band's top and the
+    roofline's ceiling reach the best one (a run in a fast moment is inside the band)."""
+    typical = _measured_cpu(cat)
+    varied = _measured_cpu(cat, bandwidth_best_gb_s=52.0)
+    eff = efficiency_for(cat.profiles, cat.runtimes["llama.cpp"], varied)
+    assert eff.bandwidth_spread == pytest.approx(1.3) and "best read 1.30×" in eff.basis
+    cfg = configure(cat, hardware="ryzen 9 7950x", model="llama 3.1 8b", quant="F16", runtime="llama.cpp")
+    p0, p1 = (predict(cat, dataclasses.replace(cfg, hardware=h)) for h in (typical, varied))
+    assert p1.decode_tok_s == pytest.approx(p0.decode_tok_s) and p1.decode_low_tok_s == pytest.approx(p0.decode_low_tok_s)
+    assert p1.decode_ceiling_tok_s == pytest.approx(p0.decode_ceiling_tok_s * 1.3, rel=0.02)   # a memory-bound step
+    assert p1.decode_high_tok_s > p0.decode_high_tok_s * 1.2
+    assert p1.decode_high_tok_s <= p1.decode_ceiling_tok_s
+    # fewer threads: the best reading moves with the typical one
+    two = with_threads(varied, 2)
+    assert two.bandwidth_best_gb_s == pytest.approx(24.0 * 1.3)
+
+
 def test_public_cpu_rows_map_with_their_threads_and_forks_are_left_out(cat):
     head = {"params_b": "", "batch": "1", "unit": "tokens/s", "source_url": "u", "note": "", "bw_gbps_stated": "",
             "n_gpus": "1", "retrieval": "PRIMARY", "file": "t.csv"}
