@@ -1,7 +1,7 @@
 """The PDF sizing report: `ReportContent` (advisor.api, built in the core) rendered with QPdfWriter.
 
     write_report(content, path, paper=None) -> Path      CLI, tests, scripts (makes a QApplication if none)
-    export_report(parent_widget, session)                the app: save dialog, background thread, progress
+    export_report(parent_widget, session)                the app: save dialog, its own process, progress
 
 Layout: A4 or Letter portrait (default from the locale), a running header and "page N of M" footer
 drawn per page, one font family throughout; text and table cells are QTextDocuments laid out at the
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QLocale, QMarginsF, QObject, QRectF, Signal
+from PySide6.QtCore import QLocale, QMarginsF, QObject, QRectF, Qt, Signal
 from PySide6.QtGui import (QColor, QFont, QFontDatabase, QPageLayout, QPageSize, QPainter, QPdfWriter, QPen,
                            QTextDocument, QTextOption)
 
@@ -445,12 +445,22 @@ def _decorate(p: QPainter, docs: _Doc, content, page: int, pages: int, width: fl
 def write_pdf(content, charts, path, paper: str | None = None,
               progress: Callable[[str], None] | None = None) -> Path:
     """Render ``content`` with pre-built ``charts`` (see `ui.report_charts.build_charts`) into ``path``.
-    Touches no widget: safe on a worker thread. Atomic: a temporary file renamed over ``path``."""
+    Touches no widget. Atomic: a temporary file renamed over ``path``."""
+    say = progress or (lambda msg: None)
+    steps = _pdf_steps(content, charts, path, paper)
+    while True:
+        try:
+            say(next(steps))
+        except StopIteration as finished:
+            return finished.value
+
+
+def _pdf_steps(content, charts, path, paper: str | None):
+    """`write_pdf` as a generator: yields what it is doing, returns the path written."""
     paper = (paper or default_paper()).lower()
     if paper not in PAPERS:
         raise ReportError(f"paper must be one of {', '.join(PAPERS)}, got {paper!r}")
     target = _check_target(path)
-    say = progress or (lambda msg: None)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".pdf.part", dir=str(target.parent))
         os.close(fd)
@@ -470,11 +480,11 @@ def write_pdf(content, charts, path, paper: str | None = None,
         margins = tuple(m * mm for m in MARGIN_MM)
         left, top, right, bottom = margins
         docs = _Doc(writer, width - left - right)
-        say("laying out the text and tables")
+        yield "laying out the text and tables"
         b = _Builder(docs)
         _build(b, content, charts)
         pages = _paginate(b.items, top, height - bottom)
-        say(f"drawing {len(pages)} pages")
+        yield f"drawing {len(pages)} pages"
         painter = QPainter()
         if not painter.begin(writer):
             raise ReportError(f"cannot write the report to {target}: the PDF writer did not start")
@@ -484,7 +494,7 @@ def write_pdf(content, charts, path, paper: str | None = None,
             for n, page in enumerate(pages, 1):
                 if n > 1:
                     writer.newPage()
-                say(f"page {n} of {len(pages)}")
+                yield f"page {n} of {len(pages)}"
                 _decorate(painter, docs, content, n, len(pages), width, height, margins)
                 for y, it in page:
                     it.draw(painter, left, y)
@@ -498,9 +508,9 @@ def write_pdf(content, charts, path, paper: str | None = None,
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        say("writing the file")    # the last moment a stop request leaves nothing behind
+        yield "writing the file"    # the last moment a stop request leaves nothing behind
         os.replace(tmp, target)
-        say(f"saved {target}")
+        yield f"saved {target}"
         return target
     except BaseException:
         try:
@@ -527,6 +537,25 @@ def write_report(content, path, paper: str | None = None, progress: Callable[[st
     return write_pdf(content, charts, path, paper, progress)
 
 
+def write_in_process(content, path: str, paper: str | None):
+    """The app's export, run in a process of its own (`Workers.run_in_process`): the charts and the
+    PDF drawn there, on its own QApplication (offscreen). Yields what it is doing, and at last the
+    `Path` written. On a worker thread of the window, Qt objects made for the PDF while the window's
+    thread deleted others deadlocked (the worker held Python's lock and waited for Qt's, the window
+    the other way round); a process shares neither lock."""
+    from PySide6.QtWidgets import QApplication
+
+    from ui.report_charts import build_charts
+
+    if QApplication.instance() is None:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"   # nothing here is shown
+    _check_target(path)
+    ensure_app()
+    yield "drawing the charts"
+    charts = build_charts(content)
+    yield Path((yield from _pdf_steps(content, charts, path, paper)))
+
+
 # ---- the app ----------------------------------------------------------------------------------------
 
 class ReportExport(QObject):
@@ -549,13 +578,13 @@ def content_for_session(session) -> "api.ReportContent":
 
 def export_report(parent, session, path: str | None = None, paper: str | None = None,
                   workers=None) -> ReportExport | None:
-    """File → Export report…: ask where to save (unless ``path``), then build the content and write the PDF
-    on a worker thread with a progress dialog; charts are recorded on the GUI thread in between. The app's
+    """File → Export report…: ask where to save (unless ``path``), then build the content on a worker
+    thread and draw the charts and the PDF in a process of its own (`write_in_process`), with a progress
+    dialog. The app's
     status bar / error signal get the outcome (``session.sig_message`` / ``session.sig_error`` if present).
     Returns the `ReportExport` (its ``done``/``failed`` signals), or None when the dialog was cancelled."""
     from PySide6.QtWidgets import QFileDialog, QProgressDialog
 
-    from ui.report_charts import build_charts
     from ui.workers import Workers
 
     if path is None:
@@ -576,6 +605,7 @@ def export_report(parent, session, path: str | None = None, paper: str | None = 
     dlg.setCancelButton(None)
     dlg.setMinimumDuration(300)
     dlg.setAutoClose(True)
+    dlg.setWindowModality(Qt.WindowModality.WindowModal)   # one export at a time: a second would supersede it
     dlg.setValue(0)
 
     def fail(exc, tb="") -> None:
@@ -595,16 +625,20 @@ def export_report(parent, session, path: str | None = None, paper: str | None = 
             session.sig_message.emit(f"Report saved: {out}")
         job.done.emit(str(out))
 
+    def drawn(item) -> None:
+        if isinstance(item, Path):
+            written(str(item))
+            return
+        if item.startswith("drawing") and "pages" in item:
+            dlg.setValue(2)
+        step(item)
+
     def have_content(content) -> None:
         dlg.setValue(1)
-        step("drawing the charts")
         try:
-            charts = build_charts(content)
-        except Exception as exc:  # noqa: BLE001 - reported to the user
+            pool.run_in_process("report-pdf", write_in_process, (content, str(path), paper), on_item=drawn, on_error=fail)
+        except Exception as exc:  # noqa: BLE001 - a process that cannot start: reported to the user
             fail(exc)
-            return
-        dlg.setValue(2)
-        pool.run("report", lambda progress: write_pdf(content, charts, path, paper, progress), written, fail, step)
 
     try:
         _check_target(path)
@@ -628,4 +662,4 @@ def export_report(parent, session, path: str | None = None, paper: str | None = 
 
 
 __all__ = ["PAPERS", "ReportError", "ReportExport", "content_for_session", "default_paper", "ensure_app",
-           "export_report", "write_pdf", "write_report"]
+           "export_report", "write_in_process", "write_pdf", "write_report"]

@@ -174,6 +174,8 @@ def test_export_report_in_the_background(tmp_path, qtbot):
     assert blocker.args == [str(out.absolute())]
     _valid_pdf(out)
     assert "RTX 4090" in _text(out)
+    # drawn in a process of its own (a worker thread deadlocked with the window's thread once)
+    assert job._pool._children["report-pdf"].process.pid != os.getpid()
 
 
 @pytest.mark.slow   # six runs of the report; the storm in tests/hostile sends twenty
