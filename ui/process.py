@@ -1,13 +1,16 @@
-"""A process of its own for work that would hold the GUI thread's interpreter lock (the recommender).
+"""Processes of their own for work that would hold the GUI thread's interpreter lock (the recommender)
+or take Qt's locks beside it (the PDF report).
 
 A ranking is ~0.4 s of numpy and Python. On a worker thread it still shares the GIL with the GUI
 thread, so the event loop stalls for tens of milliseconds at a time and the ranking itself takes a
 third longer. In a child process neither happens; what crosses is small (the request, and back a
 `Shortlist` of the rows a table shows).
 
-- One child per `Workers`, started on first use with the ``spawn`` method (never ``fork``: the
-  parent runs Qt and threads). Children are reused by the next `Workers` once the old one is closed
-  or gone, and stopped at exit.
+- One child per `Workers` channel, started on first use with the ``spawn`` method (never ``fork``:
+  the parent runs Qt and threads). Children are reused by the next `Workers` once the old one is
+  closed or gone, and stopped at exit.
+- What goes to a child is pickled and written by a thread of its own: the GUI thread never waits for
+  a child that is busy or still starting to read a megabyte of catalog.
 - A job is a picklable top-level function; a generator's every item is sent back as it comes (a
   first look, then everything). Big inputs that rarely change (the catalog) are *kept*: sent once per
   child under a name, then passed by that name.
@@ -24,6 +27,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import queue
 import threading
 import traceback
 from typing import Any, Callable
@@ -135,15 +139,36 @@ class Child:
     def __init__(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.conn, theirs = ctx.Pipe()
-        self.process = ctx.Process(target=_child_main, args=(theirs,), name="advisor-ranking", daemon=True)
+        self.process = ctx.Process(target=_child_main, args=(theirs,), name="advisor-child", daemon=True)
         self.process.start()
         theirs.close()
         self.sink: Callable[[tuple], None] | None = None
         self.kept: dict[str, Any] = {}   # what the child holds, by name (the very objects sent)
         self._next_id = 0
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read, name="advisor-ranking-reader", daemon=True)
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._reader = threading.Thread(target=self._read, name="advisor-child-reader", daemon=True)
+        self._writer = threading.Thread(target=self._write, name="advisor-child-writer", daemon=True)
         self._reader.start()
+        self._writer.start()
+
+    def _write(self) -> None:
+        while True:
+            msg = self._outbox.get()
+            try:
+                self.conn.send(msg)   # pickled whole before a byte is written
+            except (OSError, ValueError):   # the child is gone: the reader says so
+                return
+            except Exception as exc:  # noqa: BLE001 - a job that cannot be pickled fails alone
+                sink = self.sink
+                if sink is not None:
+                    try:
+                        sink(("error", msg[1], RuntimeError(f"the job cannot be sent to its process ({exc})"),
+                              traceback.format_exc()))
+                    except RuntimeError:
+                        pass
+                continue
+            if msg is None:
+                return
 
     def _read(self) -> None:
         while True:
@@ -168,21 +193,20 @@ class Child:
         return self.process.is_alive()
 
     def submit(self, channel: str, fn: Callable[..., Any], args: tuple, kept: dict[str, Any]) -> int:
-        """Send a job; returns its number (unique in this child)."""
-        with self._lock:
-            self._next_id += 1
-            job_id = self._next_id
+        """Queue a job for the child (called on the GUI thread only); returns its number, unique in
+        this child. A child that is gone answers it with "died"."""
+        if not self.alive:
+            raise OSError("the child process is not running")
+        self._next_id += 1
         new = {n: obj for n, obj in kept.items() if self.kept.get(n) is not obj}
-        self.conn.send(("job", job_id, channel, fn, tuple(args), new, tuple(kept)))
+        self._outbox.put(("job", self._next_id, channel, fn, tuple(args), new, tuple(kept)))
         self.kept.update(new)
-        return job_id
+        return self._next_id
 
     def stop(self, timeout_s: float = 1.0) -> None:
         self.sink = None
-        try:
-            self.conn.send(None)
-        except (OSError, ValueError):
-            pass
+        self._outbox.put(None)
+        self._writer.join(timeout_s)
         self.process.join(timeout_s)
         if self.process.is_alive():
             self.process.terminate()

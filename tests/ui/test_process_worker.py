@@ -180,3 +180,15 @@ def test_an_oserror_of_the_job_is_its_error_and_the_child_lives_on(qtbot, tmp_pa
     after, _, _ = _collect(qtbot, w, "c", pid_and_items, (0,))
     assert before == after   # the same process ran on
     w.close()
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_a_job_that_cannot_be_sent_fails_alone(qtbot):
+    from ui.workers import Workers
+
+    w = Workers()
+    _, errors, _ = _collect(qtbot, w, "c", slow_then, (lambda: None, 0.0))   # a lambda does not pickle
+    assert isinstance(errors[0][0], RuntimeError) and "cannot be sent" in str(errors[0][0])
+    got, errors, _ = _collect(qtbot, w, "c", pid_and_items, (1,))
+    assert not errors and got[1:] == [0] and w.busy == 0
+    w.close()
