@@ -32,8 +32,8 @@ REPEATS = 7
 #: Seconds over which the read pass is repeated for its best run. STREAM reports each kernel's best
 #: time of its runs ("the *best* time for each kernel (excluding the first iteration) will be used",
 #: stream.c 5.10): what the memory system gives at best. On a shared or virtual machine that moves
-#: between moments (reads of 31 and of 43-51 GB/s seconds apart on the 2-core VM this was written on),
-#: so the best run is sought over a few seconds; the median stays the typical figure.
+#: between moments (a C read loop read 31 GB/s and 43-51 GB/s seconds apart on the 2-core VM this was
+#: written on), so the best run is sought over a few seconds; the median stays the typical figure.
 BEST_READ_SPAN_S = 2.0
 
 

@@ -710,7 +710,7 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001 - closing must always work
             log.warning("could not save settings: %s", exc)
         self.workers.wait(3000)
-        self.workers.close()   # the ranking process stays for the next window, or stops at exit
+        self.workers.close()   # its child processes stay for the next window, or stop at exit
         super().closeEvent(event)
 
 

@@ -7,7 +7,8 @@ Rules (Anki's, Picard's):
   result is dropped, so a slow answer never overwrites a newer one.
 
 `run_in_process` is the same recipe in a child process (`ui.process`), for work that would hold the
-GIL the GUI thread needs (the recommender): a generator's items arrive one by one, and a newer job
+GIL the GUI thread needs (the recommender) or Qt's locks beside it (the PDF report): a generator's
+items arrive one by one, and a newer job
 on a channel supersedes the older one there too (it stops at its next item). Each channel has a
 process of its own, so two channels run side by side.
 """
