@@ -205,7 +205,8 @@ class Child:
 
     def stop(self, timeout_s: float = 1.0) -> None:
         self.sink = None
-        self._outbox.put(None)
+        if self._writer.is_alive():
+            self._outbox.put(None)
         self._writer.join(timeout_s)
         self.process.join(timeout_s)
         if self.process.is_alive():
@@ -254,7 +255,11 @@ def discard(child: Child) -> None:
 
 @atexit.register
 def _stop_all() -> None:
-    for child in list(_all):
+    children = list(_all)
+    for child in children:   # every child told first, so that they finish their jobs side by side
+        child.sink = None
+        child._outbox.put(None)
+    for child in children:
         child.stop()
     _all.clear()
     _idle.clear()
