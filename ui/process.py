@@ -245,7 +245,7 @@ def release(child: Child, sink: Callable[[tuple], None]) -> None:
 
 
 def discard(child: Child) -> None:
-    """Stop a child for good (it died, or answered what cannot be read)."""
+    """Stop a child for good (it died, answered what cannot be read, or its channel is done with it)."""
     if child in _idle:
         _idle.remove(child)
     if child in _all:

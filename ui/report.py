@@ -636,7 +636,9 @@ def export_report(parent, session, path: str | None = None, paper: str | None = 
     def have_content(content) -> None:
         dlg.setValue(1)
         try:
-            pool.run_in_process("report-pdf", write_in_process, (content, str(path), paper), on_item=drawn, on_error=fail)
+            # the process ends with the export: its Qt widgets and charts would hold ~135 MB all session
+            pool.run_in_process("report-pdf", write_in_process, (content, str(path), paper), on_item=drawn,
+                                on_error=fail, stay=False)
         except Exception as exc:  # noqa: BLE001 - a process that cannot start: reported to the user
             fail(exc)
 

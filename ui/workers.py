@@ -71,6 +71,7 @@ class Workers(QObject):
         self._in_flight: dict[str, int] = {}   # jobs started and not yet delivered, per channel
         self._children: dict[str, process.Child] = {}   # per channel
         self._child_jobs: dict[tuple[str, int], tuple] = {}   # (channel, job) → (generation, on_item, on_done, on_error)
+        self._transient: set[str] = set()   # channels whose child stops when idle (`run_in_process(stay=False)`)
         self._sig_from_child.connect(self._from_child)
 
     def run(self, channel: str, fn: Callable[..., Any], on_done: Callable[[Any], None],
@@ -115,11 +116,17 @@ class Workers(QObject):
 
     def run_in_process(self, channel: str, fn: Callable[..., Any], args: tuple = (), kept: dict | None = None,
                        on_item: Callable[[Any], None] | None = None, on_done: Callable[[], None] | None = None,
-                       on_error: Callable[[BaseException, str], None] | None = None) -> int:
+                       on_error: Callable[[BaseException, str], None] | None = None, stay: bool = True) -> int:
         """Start ``fn(*args, **kept)`` in the channel's child process (one per channel, so two channels
         run side by side): a picklable top-level function, whose items (a generator's, one by one;
         else its one result) reach ``on_item``, then ``on_done``. ``kept`` objects cross once per
-        child and are reused while they stay the same object. Returns the job's generation."""
+        child and are reused while they stay the same object. ``stay=False``: the child is stopped
+        once the channel has nothing left to do (an occasional job whose imports weigh more than its
+        start-up costs: the report's Qt widgets and charts). Returns the job's generation."""
+        if not stay:
+            self._transient.add(channel)
+        else:
+            self._transient.discard(channel)
         gen = self._generation.get(channel, 0) + 1
         self._generation[channel] = gen
         for attempt in (1, 2):
@@ -169,6 +176,8 @@ class Workers(QObject):
         channel = key[0]
         gen, _, on_done, on_error = self._child_jobs.pop(key)
         self._in_flight[channel] -= 1
+        if channel in self._transient and self._in_flight[channel] == 0 and channel in self._children:
+            process.discard(self._children.pop(channel))
         self.sig_busy_changed.emit(self.busy)
         if self._generation.get(channel) != gen:
             return

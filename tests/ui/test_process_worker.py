@@ -192,3 +192,17 @@ def test_a_job_that_cannot_be_sent_fails_alone(qtbot):
     got, errors, _ = _collect(qtbot, w, "c", pid_and_items, (1,))
     assert not errors and got[1:] == [0] and w.busy == 0
     w.close()
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_a_channel_that_does_not_stay_stops_its_child_when_done(qtbot):
+    from ui.workers import Workers
+
+    w = Workers()
+    got, done = [], []
+    w.run_in_process("once", pid_and_items, (1,), on_item=got.append, on_done=lambda: done.append(True), stay=False)
+    child = w._children["once"]
+    qtbot.waitUntil(lambda: bool(done), timeout=30000)
+    assert got[1:] == [0] and "once" not in w._children
+    qtbot.waitUntil(lambda: not child.alive, timeout=5000)
+    w.close()

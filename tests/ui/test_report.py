@@ -169,13 +169,19 @@ def test_export_report_in_the_background(tmp_path, qtbot):
     qtbot.addWidget(parent)
     out = tmp_path / "app.pdf"
     job = export_report(parent, session, path=str(out), paper="a4")
+    drawing = []   # the process drawing it, seen while it draws
+    job.progress.connect(lambda _msg: drawing.append(job._pool._children.get("report-pdf")))
     with qtbot.waitSignal(job.done, timeout=20000) as blocker:
         pass
     assert blocker.args == [str(out.absolute())]
     _valid_pdf(out)
     assert "RTX 4090" in _text(out)
-    # drawn in a process of its own (a worker thread deadlocked with the window's thread once)
-    assert job._pool._children["report-pdf"].process.pid != os.getpid()
+    # drawn in a process of its own (a worker thread deadlocked with the window's thread once), which
+    # ends with the export
+    child = next(c for c in drawing if c is not None)
+    assert child.process.pid != os.getpid()
+    qtbot.waitUntil(lambda: not child.alive, timeout=5000)
+    assert "report-pdf" not in job._pool._children
 
 
 @pytest.mark.slow   # six runs of the report; the storm in tests/hostile sends twenty
