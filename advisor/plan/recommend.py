@@ -879,8 +879,7 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
         a.update({k: sub(v) for k, v in base.items()})
         a.setdefault("fixed_slots", np.zeros(n, bool))
         a["fits"] = sub(mv["fits"].astype(bool))
-        # llama-server: a slot per user, each with the whole context: all of them must fit from the start
-        a["fits"] &= ~a["fixed_slots"] | (a["max_batch"] >= share)
+        a["fits"] &= _slots_fit(a["fixed_slots"], a["max_batch"], share)
         a["judge_ttft"] = np.array(a["ttft_safe"] if req.safe else a["ttft"], dtype=float)   # copies: a
         a["judge_tok"] = np.array(a["tok_safe"] if req.safe else a["tok"], dtype=float)      # technique edits both
         ratios = [a["usable"] / np.maximum(a["needed"], 1e-9)]
@@ -932,14 +931,14 @@ def recommend(cat: Catalog, req: Requirements) -> Recommendation:
                 cols = cols[memory.gpus[cols] * r <= req.max_gpus]
             if r > users or cols.size == 0:
                 break
-            # a slot per user with its whole context (llama-server) must fit r copies' share of the
-            # users, as `judge` requires: where it cannot, the serving model is not run (half the
-            # configurations, and most of the passes' time); a later pass may fit them
+            # where the slots cannot hold r copies' share of the users, `judge` would refuse them:
+            # the serving model is not run there (half the configurations, and most of the passes'
+            # time); a later pass may fit them
             share = math.ceil(users / r)
-            tried = cols[~a["fixed_slots"][cols] | (a["max_batch"][cols] >= share)]
+            tried = cols[_slots_fit(a["fixed_slots"][cols], a["max_batch"][cols], share)]
             if tried.size == 0:
                 continue
-            more = judge(r, tried)
+            more = judge(r, tried, share)
             take = more["serves"]
             if take.any():
                 idx = tried[take]
@@ -1074,6 +1073,13 @@ def _rank_keys(a: dict, req: Requirements, t, memory, cost: np.ndarray, total_gp
     usual = t.usual_runtime[memory.hw[idx], memory.rt[idx]]
     speed = np.where(usual, np.nan_to_num(a["tok"][idx]), np.nan_to_num(a["tok_safe"][idx]))
     return (~m, ~priced, c, ~native, -bits, -speed, total_gpus[idx])
+
+
+def _slots_fit(fixed_slots: np.ndarray, max_batch: np.ndarray, share: int) -> np.ndarray:
+    """Whether a server holds its ``share`` of the users: llama-server gives each user a slot with the
+    whole context, and all of them must fit from the start; a paged cache admits what fits and
+    queues the rest."""
+    return ~fixed_slots | (max_batch >= share)
 
 
 def _judge_burst(speed) -> dict[str, np.ndarray]:
