@@ -285,7 +285,8 @@ def register(sub) -> None:
     p.add_argument("--think-s", dest="think_s", help="closed loop: seconds between a response and the next request")
     p.add_argument("--requests", help="closed loop: a benchmark run of this many requests (vllm bench serve "
                                       "--num-prompts), whose clients all start at once: that first wave's TTFT "
-                                      "is in the figures (default: the steady state alone)")
+                                      "is in the figures, and with one fixed length and no think time the clients "
+                                      "stay in its groups (default: the steady state alone)")
     p.add_argument("--prefix-hit", dest="prefix_hit", help="fraction of each prompt served from the prefix cache")
     p.add_argument("--prompt-spread", dest="prompt_spread",
                    help="prompts vary in length: their coefficient of variation around --prompt (log-normal; e.g. 1.0)")
