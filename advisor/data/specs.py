@@ -418,6 +418,14 @@ class Runtime:
     #: where its int8 matrix kernels reach no more than this many times the GPU's FP32 rate,
     #: whatever the datasheet's int8 peak (`advisor.model.inputs.compute_peak`; empty: the peak)
     int8_peak_per_fp32: float | None = _f("num", min=1, max=64)
+    #: where its quantized matrix products over at most ``vector_batch_max`` sequences run vector
+    #: kernels that unpack every weight again for each sequence (llama.cpp's CUDA/HIP MMVQ), on the
+    #: vendors listed: those products reach no more than ``vector_peak_per_fp32`` times the GPU's
+    #: FP32 rate (`advisor.model.inputs.vector_peak`); empty: the matrix kernels' peak at any batch
+    vector_batch_max: int | None = _f("int", min=1, max=64)
+    vector_peak_per_fp32: float | None = _f("num", min=0.1, max=16)
+    vector_vendors: tuple[str, ...] = _f("strlist", choices=VENDORS)
+    vector_source: str = _f("str")
     #: the layouts past one tensor-parallel group it runs (advisor.plan.deployment.Layout): the routed
     #: experts spread whole over the GPUs with data-parallel attention (EP + attention DP); one
     #: instance across nodes (TP within a node, pipeline stages or EP across them); with their source

@@ -113,8 +113,11 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12
     lin = (r.prefill_linear_flops - r.prefill_expert_flops) / peak
     int8 = np.asarray(x.int8_linear, bool)
+    # a decode step of a handful of sequences on vector kernels (`roofline.linear_peak`)
+    vector = np.asarray(x.batch, float) <= np.asarray(x.vector_batch_max, float)
+    dec_peak = np.where(vector, np.fmin(peak, np.asarray(x.vector_peak_tflops, float) * 1e12), peak)
     return {
-        "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / peak,
+        "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / dec_peak,
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
         "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
         "pf_lin_ideal_s": np.where(int8, 0.0, lin), "pf_i8_ideal_s": np.where(int8, lin, 0.0),
@@ -260,9 +263,14 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
 
     t = np.array([step_time(i) for i in rows])
     layers = np.array([geometry(cases[i].model).fixed_layers for i in rows], dtype=float)
-    A = np.column_stack([parts["dec_mem_ideal_s"][rows], layers * 1e-6, np.full(rows.size, 1e-6),
+    # a step whose products take longer than its reads (a handful of sequences on llama.cpp's vector
+    # kernels, or a large batch) says nothing of the bandwidth fraction: its fixed costs are what its
+    # compute, at the prior's fraction, leaves
+    compute_s = np.nan_to_num(parts["decode_compute_s"][rows])
+    bound = compute_s > np.nan_to_num(parts["decode_memory_s"][rows])
+    A = np.column_stack([np.where(bound, 0.0, parts["dec_mem_ideal_s"][rows]), layers * 1e-6, np.full(rows.size, 1e-6),
                          parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6]) / t[:, None]
-    rhs = 1.0 - parts["dec_comm_bw_s"][rows] / t
+    rhs = 1.0 - (parts["dec_comm_bw_s"][rows] + np.where(bound, compute_s, 0.0)) / t
     R, r0 = _prior_rows(centre, width)
     post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0, 0.0]))
     x = post.x

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
                     "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
-                   "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us")
+                   "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max")
 
 
 def hardware_columns(h: Hardware) -> dict:
@@ -55,7 +55,7 @@ def runtime_columns(r: Runtime) -> dict:
     return {"memory_fraction": r.memory_fraction, "memory_of_free": r.memory_fraction_of == "free",
             "reserve_gb": r.reserve_gb, "overhead_gb": r.overhead_gb, "workspace_tokens": float(r.workspace_tokens),
             "allreduce_per_device": r.allreduce_per_device, "prefill_moe_layer_us": r.prefill_moe_layer_us,
-            "prefill_complex_layer_us": r.prefill_complex_layer_us}
+            "prefill_complex_layer_us": r.prefill_complex_layer_us, "vector_batch_max": float(r.vector_batch_max or 0)}
 
 
 def int8_cap(h: Hardware, r: Runtime) -> float:
@@ -73,6 +73,17 @@ def int8_cap(h: Hardware, r: Runtime) -> float:
     if not ratio or h.kind == "cpu" or not h.fp32_tflops:
         return math.inf
     return ratio * float(h.fp32_tflops)
+
+
+def vector_peak(h: Hardware, r: Runtime, int8_linear: bool) -> float:
+    """The most TFLOP/s runtime ``r``'s quantized products reach on ``h`` over a handful of sequences
+    (at most `Runtime.vector_batch_max`), where they run vector kernels that unpack the weights again
+    for each sequence (llama.cpp's MMVQ on CUDA and HIP); inf where no such path applies (another
+    runtime or vendor, a 16-bit format, a CPU)."""
+    if (not int8_linear or not r.vector_batch_max or not r.vector_peak_per_fp32 or h.kind == "cpu"
+            or h.vendor not in r.vector_vendors or not h.fp32_tflops):
+        return math.inf
+    return r.vector_peak_per_fp32 * float(h.fp32_tflops)
 
 
 def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
@@ -109,6 +120,7 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
     peak, used, _ = compute_peak(hw, runtime, quant)
     x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
                attn_peak_tflops=attention_peak(hw, runtime, kv),
+               vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
                bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
                batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
                depth=workload.depth_tokens)
@@ -167,6 +179,9 @@ class Tables:
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
+        self.vector_peak = np.array([[[vector_peak(h, r, bool(self.int8_linear[i, j, k])) for k in range(len(q))]
+                                      for j, r in enumerate(rt)] for i, h in enumerate(hw)],
+                                    dtype=float).reshape(len(hw), len(rt), len(q))
         # the attention products' peak per (hardware, runtime, KV dtype)
         self.attn_peak = np.array([[[attention_peak(h, r, k) for k in kv] for r in rt] for h in hw],
                                   dtype=float).reshape(len(hw), len(rt), len(kv))
@@ -211,7 +226,8 @@ class Tables:
         (the calibration's trial values); ``tensor_parallel``: instead of each runtime's default."""
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
-            peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
+            peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
+            vector_peak_tflops=self.vector_peak[h, r, q], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
             gpus=g, eff=self.catalog_eff(h, r, q) if eff is None else eff,

@@ -129,6 +129,11 @@ class Inputs:
     #: over the network, ``network_gb_s`` per GPU and direction (nan: none)
     domain_gpus: Any = np.inf
     network_gb_s: Any = np.nan
+    #: the linear layers' peak over at most ``vector_batch_max`` sequences, where the runtime's
+    #: quantized products run vector kernels that unpack the weights again per sequence
+    #: (`advisor.model.inputs.vector_peak`: llama.cpp's MMVQ); inf / 0 = no such path
+    vector_peak_tflops: Any = np.inf
+    vector_batch_max: Any = 0.0
     #: the most output tokens per second the instance can give: a vendor's published maximum for this
     #: model on this hardware (`advisor.model.ceilings`); inf = none. A decode step of B sequences
     #: takes at least B / this.
@@ -265,6 +270,8 @@ class _Arrays:
         self.peak = _arr(x.peak_tflops, ft) * 1e12
         # attention runs at its own dtype's peak, never at the weights' FP4/INT4 rate
         self.attn_peak = self.peak if x.attn_peak_tflops is None else _arr(x.attn_peak_tflops, ft) * 1e12
+        self.vec_peak = _arr(x.vector_peak_tflops, ft) * 1e12
+        self.vec_max = _arr(x.vector_batch_max, ft)
         self.link = _arr(x.link_gb_s, ft) * 1e9
         self.bits = WeightBits(*(_arr(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding,
                                                               x.bits.head)))
@@ -501,6 +508,14 @@ def _wide_comm(g: Geometry, a: _Arrays, tokens):
     return _arr(msgs, a.ft), _arr(secs, a.ft), _arr(a2a, a.ft)
 
 
+def linear_peak(a: "_Arrays", tokens):
+    """The linear layers' peak for a decode step of ``tokens`` query tokens: the vector kernels' at
+    most where the runtime has them and the step is small enough (`Inputs.vector_peak_tflops`)."""
+    if not np.any(np.isfinite(a.vec_peak)):
+        return a.peak
+    return np.where(tokens <= a.vec_max, np.fmin(a.peak, a.vec_peak), a.peak)
+
+
 def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     """Time per output token (averaged over the output by Simpson's rule), its roofline
     coordinates at the middle step, its 100 % ceiling and the knee batch."""
@@ -532,6 +547,9 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     c0 = a.d + a.s
     c1 = c0 + a.o
     cm = 0.5 * (c0 + c1)
+    # a handful of sequences: the quantized products run vector kernels that unpack the weights
+    # again for each sequence (`vector_peak`), at the vector units' rate instead of the matrix peak
+    peak = linear_peak(a, Bq)
     eff_bw, eff_c = bw * eta_bw, peak * eta_c
     w_tp = w_read / tp
     lin_share = 1.0 / tp
@@ -594,7 +612,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # alone (ideal roofs, all experts read): B* = weight bytes · peak / (BW · FLOPs per token).
     # KV reads grow with B too and push the real knee higher, or remove it at long context.
     f1 = 2.0 * (g.flops_params_per_token + out_params) / tp
-    knee = bytes_read(g, bits, 1.0) / tp * peak / (bw * f1)
+    knee = bytes_read(g, bits, 1.0) / tp * a.peak / (bw * f1)
     low = decode_tok_s * a.decode_band[0]
     high = np.fmin(decode_tok_s * a.decode_band[1], ceiling)  # never above the roofline
     if np.any(np.isfinite(cap)):

@@ -50,3 +50,44 @@ def test_quantized_prompts_on_an_h100_are_no_faster_than_f16(cat):
 
     assert pp("q4_k_m") < pp("f16") and pp("q8_0") < pp("f16")
     assert 8_000 < pp("q4_k_m") < 13_000
+
+
+# ---- a handful of sequences: llama.cpp's vector kernels (MMVQ) ---------------------------------------
+
+def _decode(cat, hardware: str, quant: str, batch: int, runtime: str = "llama.cpp") -> float:
+    cfg = configure(cat, hardware=hardware, model="llama 3.1 8b", quant=quant, runtime=runtime)
+    return predict(cat, cfg.replace(workload=Workload(batch, 512, 128, 0)), check_context=False).decode_tok_s
+
+
+def test_a_handful_of_quantized_sequences_pay_the_vector_kernels(cat):
+    """Up to 8 sequences, llama.cpp's CUDA/HIP build multiplies quantized weights with MMVQ, which
+    unpacks them again for every sequence: the step grows with the batch at about the FP32 rate.
+    Measured on an H100 (llama-batched-bench, Llama 3.1 8B Q4_K_M): one sequence 3.85 ms a step,
+    eight 8.36 ms, 32 sequences 10.8 ms. From 9 sequences on the tensor-core kernels (MMQ) take over."""
+    from advisor.model.inputs import vector_peak
+
+    h100, llama = cat.hardware["h100-sxm5-80gb"], cat.runtimes["llama.cpp"]
+    assert vector_peak(h100, llama, True) == pytest.approx(llama.vector_peak_per_fp32 * h100.fp32_tflops)
+    # 16-bit weights (cuBLAS from two sequences on), other engines, CPUs and Apple GPUs: no vector path
+    assert math.isinf(vector_peak(h100, llama, False))
+    assert math.isinf(vector_peak(h100, cat.runtimes["vllm"], True))
+    assert math.isinf(vector_peak(next(h for h in cat.hardware.values() if h.kind == "cpu"), llama, True))
+    assert math.isinf(vector_peak(next(h for h in cat.hardware.values() if h.vendor == "Apple"), llama, True))
+    step_ms = {b: 1e3 / _decode(cat, "h100 sxm", "q4_k_m", b) for b in (1, 8, 9, 32)}   # per sequence
+    assert step_ms[8] > 1.8 * step_ms[1]                  # measured 2.2x
+    assert 7.0 < step_ms[8] < 10.0                        # measured 8.36 ms
+    assert step_ms[9] < step_ms[8]                        # the tensor-core kernels from 9 on
+    assert step_ms[32] < 1.5 * step_ms[8]                 # measured 1.3x
+    # F16 weights run cuBLAS from two sequences on: eight cost little more than one
+    assert 1 / _decode(cat, "h100 sxm", "f16", 8) < 1.5 / _decode(cat, "h100 sxm", "f16", 1)
+
+
+def test_the_vector_path_is_in_the_sweep_tables_too(cat):
+    from advisor.model.inputs import vector_peak
+
+    t = Tables(cat)
+    for hk in ("h100-sxm5-80gb", "rtx-4090", "m2-ultra-76c" if "m2-ultra-76c" in cat.hardware else "h100-sxm5-80gb"):
+        for qk in ("q4_k_m", "f16"):
+            h, r, q = cat.hardware[hk], cat.runtimes["llama.cpp"], cat.quants[qk]
+            i8 = compute_peak(h, r, q)[1] == "int8"
+            assert t.vector_peak[t.hw_index[hk], t.rt_index["llama.cpp"], t.q_index[qk]] == vector_peak(h, r, i8)
