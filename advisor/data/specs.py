@@ -426,6 +426,11 @@ class Runtime:
     vector_peak_per_fp32: float | None = _f("num", min=0.1, max=16)
     vector_vendors: tuple[str, ...] = _f("strlist", choices=VENDORS)
     vector_source: str = _f("str")
+    #: its server's own work per running sequence and step, ns per vocabulary entry: the sampler
+    #: scans every token's logit for each sequence (llama-server), added to a served step
+    #: (`advisor.model.serving.costs_from_result`), not to a benchmark tool's figures
+    server_sample_ns_per_vocab: float | None = _f("num", min=0, max=1000)
+    server_sample_source: str = _f("str")
     #: the layouts past one tensor-parallel group it runs (advisor.plan.deployment.Layout): the routed
     #: experts spread whole over the GPUs with data-parallel attention (EP + attention DP); one
     #: instance across nodes (TP within a node, pipeline stages or EP across them); with their source

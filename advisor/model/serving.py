@@ -358,6 +358,14 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     t_dec = step_table.at(b)
     tau = step(b, t_dec)
     X = b / (D * tau)
+    if load.kind == "closed":
+        # no closed loop gets more from a server than the server gives full. Up to the cap the prompt
+        # charge of C − 1 others lands up to ~1 % above the full server, which a step-by-step
+        # simulation of the same costs puts level with it (the same slots are always busy)
+        full = kv_or_seqs
+        chunks = np.maximum(np.ceil(P / np.maximum(K - full, 1.0)), 1.0)
+        tau_full = step_table.at(full) + full * P * tau_p / D + extra * np.minimum(full * chunks / D, 1.0)
+        X = np.minimum(X, full / (D * tau_full))
     service, wait = ttft_parts(b, tau, X, t_dec)
     # the queue: closed loop, the clients a full server cannot take; open loop, unbounded past capacity
     if load.kind == "closed":
@@ -463,12 +471,17 @@ def _mixture_quantile(s_i, w_i, mean_wait, p: float, iterations: int = 48):
 
 # ---- from the kernel to step costs ----------------------------------------------------------------
 
-def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens) -> StepCosts:
-    """Step costs from kernel results at batch = STEP_GRID along the first axis, with prompt =
-    the new prompt tokens after a cached depth and output = the load's output. ``r`` has the
-    `Result` fields as attributes: (G, …) arrays, or (…) for those that do not depend on the batch."""
+def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per_seq=0.0) -> StepCosts:
+    """Step costs from kernel results at batch = STEP_GRID along the first axis (its first G
+    batches), with prompt = the new prompt tokens after a cached depth and output = the load's
+    output. ``r`` has the `Result` fields as attributes: (G, …) arrays, or (…) for those that do not
+    depend on the batch. ``sample_s_per_seq``: the server's own work per running sequence and step
+    (`server_sample_s`), on top of the kernel's step."""
     step_s = 1.0 / r.decode_tok_s
     nd = np.ndim(r.decode_tok_s)   # a value per grid batch has the step's dimensions
+    if np.any(np.asarray(sample_s_per_seq) > 0):
+        b = STEP_GRID[:np.shape(step_s)[0]].reshape((-1,) + (1,) * (nd - 1))
+        step_s = step_s + b * np.asarray(sample_s_per_seq, float)
     # prompt work is linear in its tokens: the per-token cost is the same at every grid batch
     prompt_token_s = _first(r.prefill_compute_s, nd) / load.new_prompt_tokens
     seq_bytes, budget = _first(r.kv_seq_bytes, nd), _first(r.kv_budget_gpu_bytes, nd)
@@ -492,6 +505,12 @@ def _first(a, grid_ndim: int = 1):
     as many configurations as grid batches, would fool a length test)."""
     a = np.asarray(a)
     return a[0] if a.ndim == grid_ndim else a
+
+
+def server_sample_s(rt, model) -> float:
+    """Seconds the runtime's server spends per running sequence and step on its own (llama-server's
+    sampler scans the whole vocabulary for each sequence; `Runtime.server_sample_ns_per_vocab`)."""
+    return (rt.server_sample_ns_per_vocab or 0.0) * model.vocab * 1e-9
 
 
 def runtime_scheduler(rt) -> tuple[int, int, bool]:
@@ -629,7 +648,7 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     P = load.new_prompt_tokens
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
-    costs = costs_from_result(r, load, paged, seqs, chunk)
+    costs = costs_from_result(r, load, paged, seqs, chunk, server_sample_s(cfg.runtime, cfg.model))
     fits = float(costs.kv_capacity) >= 1
     loads = [load] if clients is None else [Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})
                                             for c in clients]

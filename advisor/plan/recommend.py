@@ -27,7 +27,7 @@ from advisor.model.efficiency import EVIDENCE_LEVELS
 from advisor.model.roofline import MAX_BATCH, Workload
 from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.model.serving import STEP_GRID, Load, costs_from_result, solve
+from advisor.model.serving import STEP_GRID, Load, costs_from_result, server_sample_s, solve
 from advisor.model.devices import NETWORKS_GBIT_S, domain_gpus, max_gpus
 from advisor.model.sweep import Layouts, sweep
 from advisor.plan import pricing
@@ -1163,7 +1163,8 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     sets_limit = np.array(["{parallel}" in r.launch for r in t.runtimes])[rt]
     fixed = np.array([r.fixed_slots for r in t.runtimes])[rt]
     max_seqs = np.where(sets_limit, float(users), t.max_seqs[rt])
-    costs = costs_from_result(kernel, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt])
+    sample_s = np.array([server_sample_s(r, grid.model) for r in t.runtimes])[rt]
+    costs = costs_from_result(kernel, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt], sample_s)
     s = solve(costs, load)
     band = t.catalog_eff(hw, rt, q)   # the profile band, widened where the prediction is extrapolated
     n = hw.size

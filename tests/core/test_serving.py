@@ -534,3 +534,22 @@ def test_serve_requests_on_the_command_line(capsys, tmp_path):
     assert main(["serve", "--cases", str(cases), "--out", str(tmp_path / "out.csv")]) == 0
     rows = list(csv.DictReader((tmp_path / "out.csv").open()))
     assert float(rows[0]["ttft_ms"]) > float(rows[1]["ttft_ms"])
+
+
+def test_llama_server_pays_its_sampler_per_sequence():
+    """llama-server samples every slot's token on the host over the whole vocabulary (128,256
+    entries for Llama 3.1): measured +0.48 ms a token over llama-bench on an H100 and an H200. A
+    served step carries it per running sequence; the benchmark tools' figures (`predict`) do not,
+    nor do engines that sample on the GPU."""
+    from advisor.model.predict import predict
+    from advisor.model.roofline import Workload
+    from advisor.model.serving import server_sample_s
+
+    cfg = api.configure(CAT, hardware="h200", model="llama 3.1 8b", quant="q4_k_m", runtime="llama.cpp")
+    per_seq = server_sample_s(cfg.runtime, cfg.model)
+    assert per_seq == pytest.approx(0.48e-3, rel=0.02)
+    bench_ms = 1e3 / predict(CAT, cfg.replace(workload=Workload(1, 512, 128, 0)), check_context=False).decode_tok_s
+    one = serving.serve(CAT, cfg, Load(kind="closed", concurrency=1, prompt_tokens=512, output_tokens=128))
+    assert one.itl_ms == pytest.approx(bench_ms + 0.48, rel=0.03)
+    vllm = api.configure(CAT, hardware="h200", model="llama 3.1 8b", runtime="vllm")
+    assert server_sample_s(vllm.runtime, vllm.model) == 0.0
