@@ -424,7 +424,7 @@ class Runtime:
     #: FP32 rate (`advisor.model.inputs.vector_peak`); empty: the matrix kernels' peak at any batch
     vector_batch_max: int | None = _f("int", min=1, max=64)
     vector_peak_per_fp32: float | None = _f("num", min=0.1, max=16)
-    vector_vendors: tuple[str, ...] = _f("strlist", choices=VENDORS)
+    vector_vendors: tuple[str, ...] = _f("strlist")
     vector_source: str = _f("str")
     #: its server's own work per running sequence and step, ns per vocabulary entry: the sampler
     #: scans every token's logit for each sequence (llama-server), added to a served step

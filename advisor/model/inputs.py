@@ -179,9 +179,9 @@ class Tables:
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
-        self.vector_peak = np.array([[[vector_peak(h, r, bool(self.int8_linear[i, j, k])) for k in range(len(q))]
-                                      for j, r in enumerate(rt)] for i, h in enumerate(hw)],
-                                    dtype=float).reshape(len(hw), len(rt), len(q))
+        # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
+        vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)
+        self.vector_peak = np.where(self.int8_linear, vec, np.inf)
         # the attention products' peak per (hardware, runtime, KV dtype)
         self.attn_peak = np.array([[[attention_peak(h, r, k) for k in kv] for r in rt] for h in hw],
                                   dtype=float).reshape(len(hw), len(rt), len(kv))

@@ -648,7 +648,8 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     P = load.new_prompt_tokens
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
-    costs = costs_from_result(r, load, paged, seqs, chunk, server_sample_s(cfg.runtime, cfg.model))
+    sample_s = server_sample_s(cfg.runtime, cfg.model)
+    costs = costs_from_result(r, load, paged, seqs, chunk, sample_s)
     fits = float(costs.kv_capacity) >= 1
     loads = [load] if clients is None else [Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})
                                             for c in clients]
@@ -660,6 +661,9 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     why = efficiency_note(eff, cfg.runtime, cfg.hardware, backing, cfg.quant)
     if why:
         shared.append(why)
+    if sample_s > 0:
+        shared.append(f"{cfg.runtime.name}'s server samples every running sequence on the host: "
+                      f"{sample_s * 1e3:.2f} ms per sequence per step over a {cfg.model.vocab:,}-token vocabulary")
     shared.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)
     beyond = context_note(cfg.model, context)
     if beyond:

@@ -144,7 +144,8 @@ def real_costs(load: Load, cfg=CFG) -> StepCosts:
     P = load.new_prompt_tokens
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
     seqs, chunk, paged = serving.runtime_scheduler(cfg.runtime)
-    return serving.costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk)
+    return serving.costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk,
+                                     serving.server_sample_s(cfg.runtime, cfg.model))
 
 
 def synthetic_costs(kv=64.5, tau_p=5e-5, chunk=2048, max_seqs=256, base=0.02, per_seq=3e-4,
@@ -553,3 +554,17 @@ def test_llama_server_pays_its_sampler_per_sequence():
     assert one.itl_ms == pytest.approx(bench_ms + 0.48, rel=0.03)
     vllm = api.configure(CAT, hardware="h200", model="llama 3.1 8b", runtime="vllm")
     assert server_sample_s(vllm.runtime, vllm.model) == 0.0
+
+
+def test_a_closed_loop_never_gets_more_than_the_full_server():
+    """llama-server's 4 slots on an RTX 4090: four clients keep every slot busy, as eight do, so
+    both get what the full server gives (the step simulator: the same figure for 4, 5 and 8
+    clients). The prompt charge of C − 1 others put four clients 0.6 % above eight before."""
+    cfg = api.configure(CAT, hardware="rtx 4090", model="llama 3.1 8b", quant="q4_k_m", runtime="llama.cpp")
+    load = dict(kind="closed", prompt_tokens=1024, output_tokens=256)
+    costs = real_costs(Load(**load, concurrency=4), cfg)
+    assert float(costs.max_seqs) == 4 and float(np.asarray(costs.kv_capacity)) > 4     # the slots bind
+    thr = {c: analytic(costs, Load(**load, concurrency=c))["throughput_tok_s"] for c in (3, 4, 5, 8)}
+    assert thr[3] < thr[4] == pytest.approx(thr[5], rel=1e-6) == pytest.approx(thr[8], rel=1e-6)
+    sim = simulate(costs, Load(**load, concurrency=4), steps=10_000)
+    assert close(thr[4], sim.throughput_tok_s, 0.02)
