@@ -24,7 +24,8 @@ def add_configuration(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model name, e.g. 'Llama 3.1 8B', a config.json/.gguf path or hf:org/name")
     p.add_argument("--quant", help="weight format in the runtime's own spelling too, e.g. q4_k_m, fp8, awq, 4bit (default: Q4_K_M for llama.cpp, else the model's native format, BF16, or FP16 before Ampere)")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="KV-cache element type (default f16)")
-    p.add_argument("--runtime", help="llama.cpp, vllm, sglang, tensorrt-llm, mlx (default by hardware); llama.cpp@2024-06 or llama.cpp@b4000 for an older build")
+    p.add_argument("--runtime", help="llama.cpp, vllm, sglang, tensorrt-llm, mlx (default by hardware); an older build: llama.cpp@2024-06 or "
+                                    "llama.cpp@b4000, vllm@0.7.3, sglang@0.4.3, tensorrt-llm@0.9.0")
     p.add_argument("--gpus", help="number of GPUs (default 1)")
     add_memory(p)
     add_threads(p)

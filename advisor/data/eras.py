@@ -12,19 +12,68 @@ A build number (`@b4000`) is placed in time by the runtime's table of numbered b
 the date a downstream project moved to it (so the build existed by then), interpolated linearly
 in the build number between the two around it: llama.cpp numbers its releases by commits on
 master, which come at a steady enough pace for a few days' error between neighbours.
+
+Engines released as versions (`vllm@0.7.3`, `sglang@v0.4.3`, `tensorrt-llm@0.9.0`) are placed in
+time by the day each release reached PyPI (`catalog/releases.csv`). One profile spans the builds
+their calibration rows were measured on (`Runtime.era_from` to `Runtime.era`); a release outside
+that span is predicted from it with a band widened as for a borrowed build, and says so.
 """
 
 from __future__ import annotations
 
 import bisect
+import csv
 import dataclasses
 import re
 from datetime import date
+from pathlib import Path
 
 from advisor.data.errors import AdvisorError
 
 _DATE = re.compile(r"^(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?$")
 _BUILD = re.compile(r"^b?(\d{1,7})$", re.I)
+#: a release version: 0.7.3, v0.4.3, 0.5.6.post1, 1.2.0rc1
+_VERSION = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?(?:[.-]?(?:post|rc|dev)\d+)*)$", re.I)
+#: the day each release of the engines released as versions reached PyPI
+RELEASES_FILE = Path(__file__).resolve().parents[2] / "catalog" / "releases.csv"
+_releases: dict[str, dict[str, str]] | None = None
+
+
+def releases() -> dict[str, dict[str, str]]:
+    """{runtime key: {version: YYYY-MM-DD}} from `catalog/releases.csv`, read once."""
+    global _releases
+    if _releases is None:
+        table: dict[str, dict[str, str]] = {}
+        try:
+            with open(RELEASES_FILE, newline="", encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    table.setdefault(row["runtime"].strip(), {})[row["version"].strip().lower()] = row["date"].strip()
+        except (OSError, KeyError, csv.Error) as exc:
+            raise AdvisorError(f"{RELEASES_FILE.name} could not be read: {exc}") from None
+        _releases = table
+    return _releases
+
+
+def release_date(keys, version: str) -> tuple[date, str] | None:
+    """The day release ``version`` of the runtime(s) ``keys`` reached PyPI, with the text to show;
+    None where ``version`` does not read as a version. Unknown releases get one line naming the
+    nearest known ones."""
+    m = _VERSION.match(version.strip())
+    if not m:
+        return None
+    wanted = m.group(1).lower().replace("-", "")
+    for key in keys:
+        known = releases().get(key)
+        if not known:
+            continue
+        for v in (wanted, wanted + ".0" if wanted.count(".") == 1 else wanted):
+            if v in known:
+                d = parse_date(known[v])
+                return d, f"{v} (released {d.isoformat()})"
+        near = sorted(known, key=lambda v: (v.split(".")[:2] != wanted.split(".")[:2], v))[:4]
+        raise AdvisorError(f"{key} {wanted} is not a release on PyPI (catalog/{RELEASES_FILE.name}); "
+                           f"releases near it: {', '.join(near)}")
+    return None
 
 
 def parse_date(text: str) -> date:
@@ -63,6 +112,9 @@ def _when(family, text: str) -> tuple[date, str]:
     """The date ``text`` asks for and how the name shows it: a date as it is, a build number
     (``b4000``) placed in time by the family's table of numbered builds."""
     t = text.strip()
+    release = release_date([r.key for r in family], t)
+    if release is not None:
+        return release
     m = _BUILD.match(t)
     if m and t[:1] in "bB":
         d, how = build_date([b for r in family for b in r.builds], int(m.group(1)))

@@ -448,6 +448,10 @@ class Runtime:
     #: format family with an era form an ordered axis, and `name@DATE` interpolates between them
     #: (`advisor.data.eras`); ``era_source`` says where the date comes from.
     era: str = _f("str")
+    #: Where one profile spans many releases (vLLM, SGLang, TensorRT-LLM): the date of the oldest
+    #: build among its calibration rows (``era`` is then the newest's). A build asked for outside
+    #: that span is predicted with a band widened as for a borrowed build.
+    era_from: str = _f("str")
     era_source: str = _f("str")
     #: Numbered builds with the date each had been released by, increasing: `name@b4000` is placed
     #: in time between the two around it (`advisor.data.eras.build_date`).

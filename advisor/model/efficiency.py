@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from advisor.model.devices import tier
-from advisor.data.eras import weights as era_weights
+from advisor.data.eras import parse_date, weights as era_weights
 from advisor.data.specs import Hardware, Profile, Runtime
 
 #: Band for an uncalibrated runtime: wide, because nothing measured backs it. `advisor calibrate`
@@ -288,6 +288,21 @@ def _efficiency_of(ranked: list, runtime: Runtime) -> Efficiency:
     return eff
 
 
+#: Builds this many days from those a profile was measured on count as the same builds (a release a
+#: quarter apart rarely changes the kernels a profile prices); past it the band widens.
+SAME_BUILDS_DAYS = 92
+
+
+def days_outside_measured_builds(runtime: Runtime) -> int:
+    """How many days the build date a dated runtime asks for lies outside the span of builds its
+    family's calibration rows were measured on (`Runtime.era_from` … `Runtime.era` over its eras);
+    0 inside it."""
+    d = parse_date(runtime.at_date)
+    oldest = min(parse_date(r.era_from or r.era) for r in runtime.eras)
+    newest = max(parse_date(r.era) for r in runtime.eras)
+    return max((oldest - d).days, (d - newest).days, 0)
+
+
 def _at_date(profiles, runtime: Runtime, hw: Hardware) -> Efficiency:
     """A runtime at a build date (`advisor.data.eras`): the nearest era's prefill efficiency (its
     kernels are the ones run), the decode efficiencies of the eras around the date blended
@@ -295,6 +310,19 @@ def _at_date(profiles, runtime: Runtime, hw: Hardware) -> Efficiency:
     parts = [(efficiency_for(profiles, replace(era, at_date=""), hw), w) for era, w in era_weights(runtime)]
     near = max(parts, key=lambda part: part[1])[0]
     if len(parts) == 1:
+        away = days_outside_measured_builds(runtime)
+        if away > SAME_BUILDS_DAYS:
+            # no row measured builds of that time: the profile of the nearest ones, its band widened
+            # as for a borrowed build (the spread measured when one build's profile predicts another's)
+            d, f = SIBLING_BAND_WIDENING["decode"], SIBLING_BAND_WIDENING["prefill"]
+            return replace(near, decode_low=near.decode_low / d, decode_high=near.decode_high * d,
+                           prefill_low=near.prefill_low / f, prefill_high=near.prefill_high * f,
+                           basis=f"{near.basis} (the nearest measured builds are {away} days from "
+                                 f"{runtime.at_date}: their profile, band widened ×{d:g} decode, ×{f:g} prefill)")
+        spans = [r for r in runtime.eras if r.era_from]
+        if spans:   # one profile over many releases, and this build among them
+            return replace(near, basis=f"{near.basis} (measured on builds of {spans[0].era_from} to "
+                                       f"{spans[0].era}; this one of {runtime.at_date})")
         return replace(near, basis=f"{near.basis} (the build era nearest {runtime.at_date})")
     (a, wa), (b, wb) = parts
     decode = {f: wa * getattr(a, f) + wb * getattr(b, f) for f in DECODE_RATE_FIELDS}

@@ -63,7 +63,7 @@ def test_a_future_date_and_an_undated_engine_are_refused(cat):
     with pytest.raises(AdvisorError, match="future"):
         configure(cat, runtime="llama.cpp@2099-01", **ARGS)
     with pytest.raises(AdvisorError, match="no dated builds"):
-        configure(cat, hardware="H100 SXM", model="llama 3.1 8b", runtime="vllm@2025-01")
+        configure(cat, hardware="M2 Ultra", model="llama 3.1 8b", runtime="mlx@2025-01")
 
 
 @pytest.mark.slow   # over a second here: the slow tier (CI runs it)
@@ -108,3 +108,60 @@ def test_a_build_runs_as_its_date(cat):
     ok = subprocess.run([sys.executable, "-m", "advisor.cli.main", "predict", "--hardware", "rtx 4090", "--model",
                          "llama 2 7b", "--runtime", "llama.cpp@b4000"], capture_output=True, text=True)
     assert ok.returncode == 0 and "@b4000 (~2024-1" in ok.stdout
+
+
+# ---- engines released as versions: vLLM, SGLang, TensorRT-LLM ------------------------------------------
+
+H100 = dict(hardware="H100 SXM", model="llama 3.1 8b", prompt=512)
+
+
+def test_a_release_is_placed_by_its_pypi_day_and_one_profile_spans_the_measured_builds(cat):
+    """`vllm@0.7.3` is vLLM as released to PyPI on 2025-02-20: inside the span of builds its
+    calibration rows were measured on (0.3.3 to 0.23.0), so the one profile as it is, and it says so."""
+    dated = configure(cat, runtime="vllm@0.7.3", **H100)
+    assert dated.runtime.at_date == "2025-02-20" and "0.7.3" in dated.runtime.name
+    p, plain = predict(cat, dated), predict(cat, configure(cat, runtime="vllm", **H100))
+    assert (p.decode_tok_s, p.decode_low_tok_s, p.decode_high_tok_s) == \
+        (plain.decode_tok_s, plain.decode_low_tok_s, plain.decode_high_tok_s)
+    assert "measured on builds of 2024-03-01 to 2026-06-13" in p.efficiency_basis
+    # the other spellings of a release, and the other engines released as versions
+    assert configure(cat, runtime="vllm@v0.7.3", **H100).runtime.at_date == "2025-02-20"
+    assert configure(cat, runtime="sglang@v0.4.3", **H100).runtime.at_date == "2025-02-14"
+    assert configure(cat, runtime="tensorrt-llm@1.2.0rc1", **H100).runtime.at_date == "2025-10-22"
+
+
+def test_a_release_older_than_every_measured_build_widens_its_band(cat):
+    """vLLM 0.1.0 (2023-06-20) is 255 days before the oldest measured build: the same estimate, its band
+    widened as for a borrowed build, and the basis says how far the nearest measured builds are."""
+    from advisor.model.efficiency import SIBLING_BAND_WIDENING
+
+    old = predict(cat, configure(cat, runtime="vllm@0.1.0", **H100))
+    plain = predict(cat, configure(cat, runtime="vllm", **H100))
+    assert old.decode_tok_s == pytest.approx(plain.decode_tok_s)
+    assert old.decode_low_tok_s == pytest.approx(plain.decode_low_tok_s / SIBLING_BAND_WIDENING["decode"])
+    assert old.decode_high_tok_s >= plain.decode_high_tok_s
+    assert "nearest measured builds are 255 days from 2023-06-20" in old.efficiency_basis
+
+
+def test_an_unknown_release_gets_one_line_naming_the_near_ones(cat):
+    with pytest.raises(AdvisorError, match=r"vllm 0\.7\.9 is not a release on PyPI.*0\.7\.3"):
+        configure(cat, runtime="vllm@0.7.9", **H100)
+    with pytest.raises(AdvisorError, match="neither a date nor a build"):
+        configure(cat, runtime="llama.cpp@0.7.3", **ARGS)   # llama.cpp has builds, not versions
+
+
+def test_the_release_table_is_sourced_and_holds_every_span_end(cat):
+    import csv
+
+    from advisor.data.eras import RELEASES_FILE, releases
+
+    with open(RELEASES_FILE, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["source"].startswith("https://pypi.org/pypi/") for r in rows)
+    for r in rows:
+        parse_date(r["date"])
+    for rt in cat.runtimes.values():
+        if rt.era_from:
+            days = set(releases()[rt.key].values())
+            # each end of the span is the release day of a build the calibration rows name
+            assert rt.era in days and rt.era_from in days and rt.era_from < rt.era
