@@ -70,7 +70,10 @@ def release_date(keys, version: str) -> tuple[date, str] | None:
             if v in known:
                 d = parse_date(known[v])
                 return d, f"{v} (released {d.isoformat()})"
-        near = sorted(known, key=lambda v: (v.split(".")[:2] != wanted.split(".")[:2], v))[:4]
+        def order(v: str) -> list:   # numbers as numbers: 0.10.0 after 0.9.2
+            return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", v)]
+        near = sorted((v for v in known if v.split(".")[:2] == wanted.split(".")[:2]), key=order)[:6] \
+            or sorted(known, key=order)[-3:]
         raise AdvisorError(f"{key} {wanted} is not a release on PyPI (catalog/{RELEASES_FILE.name}); "
                            f"releases near it: {', '.join(near)}")
     return None
