@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import csv
 import re
+
+import numpy as np
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from advisor.data.errors import AdvisorError
 from advisor.fit.cases import Case
 from advisor.model.config import Config, configure
 from advisor.model.roofline import Workload
-from advisor.model.serving import Load
+from advisor.model.serving import Load, prompt_mix
 
 DATA = Path(__file__).resolve().parents[2] / "catalog" / "measured" / "serving.csv"
 
@@ -187,8 +189,14 @@ def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
     # to L; sgl-project/sglang python/sglang/bench_serving.py). `vllm bench serve`'s random lengths are
     # [L(1 − r), L(1 + r)] with r = 0 by default: fixed
     dist = row.get("length_dist", "").strip().lower()
-    lengths["varied_lengths"] = dist.startswith("sharegpt") or (dist == "random" and "bench_serving" in row["notes"]
-                                                               and not re.search(r"range[- ]ratio \d", row["notes"]))
+    uniform = dist == "random" and "bench_serving" in row["notes"] and not re.search(r"range[- ]ratio \d", row["notes"])
+    lengths["varied_lengths"] = dist.startswith("sharegpt") or uniform
+    if uniform:
+        # drawn evenly from 1 to L (the row's mean is about L/2): a known spread, so the wait for the
+        # step budget sees its second moment (4/3 of a fixed length's)
+        top = 2.0 * float(lengths["prompt_tokens"]) - 1.0
+        lengths.update({k: v for k, v in prompt_mix(0, samples=np.linspace(1.0, max(top, 1.0), 1001)).items()
+                        if k != "prompt_tokens"})
     if kind == "closed":
         # a benchmark run of N requests: its first wave is in the figures (`Load.requests`)
         n, conc = _requests(row["notes"]), float(row["concurrency"] or 1)

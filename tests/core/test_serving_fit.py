@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from advisor import api
@@ -77,6 +78,21 @@ def test_the_serving_commands_scheduler_limits_reach_the_load(cat):
     assert (map_row(cat, row()).load.max_seqs, map_row(cat, row()).load.chunk_tokens) == (None, None)
     two = map_row(cat, row(notes="--max-num-batched-tokens 2048 for prefill heavy, --max-num-batched-tokens 512 else"))
     assert two.load.chunk_tokens is None
+
+
+def test_sglang_random_lengths_carry_their_spread(cat):
+    """SGLang's bench_serving draws random lengths evenly from 1 to L by default (--random-range-ratio
+    0): the row's mean is about L/2, and the load carries that spread as its prompt distribution, with
+    the mean kept. A stated range ratio, vLLM's fixed random lengths and ShareGPT (no stated spread)
+    carry none."""
+    base = dict(runtime="sglang", length_dist="random", prompt_tokens="500", notes="python -m sglang.bench_serving")
+    c = map_row(cat, row(**base))
+    pts = np.array(c.load.prompt_points)
+    assert c.load.prompt_tokens == 500 and c.load.varied_lengths
+    assert pts.min() < 100 and pts.max() > 900 and abs(np.average(pts, weights=c.load.prompt_weights) - 500) < 5
+    assert not map_row(cat, row(**base | {"notes": "bench_serving --random-range-ratio 0.5"})).load.prompt_points
+    assert not map_row(cat, row(runtime="vllm", length_dist="random", notes="vllm bench serve")).load.prompt_points
+    assert not map_row(cat, row()).load.prompt_points                                   # ShareGPT
 
 
 @pytest.mark.slow   # over a second here: the slow tier (CI runs it)
