@@ -149,6 +149,8 @@ def fmt_row(label, rows):
     return [label, n, s, f"{100 * err:.0f} %", f"{100 * bias:+.0f} %", f"{100 * inside:.0f} %"]
 
 
+#: a prompt this long makes its run a check of long-prompt prefill (the issue's "16k+")
+LONG_PROMPT_TOKENS = 16_000
 LONG_PROMPT_HARDWARE = {"NVIDIA H200": "H200 SXM 141GB", "NVIDIA B200": "B200", "NVIDIA H100": "H100 SXM5 80GB"}
 LONG_PROMPT_RUNTIME = (("tensorrt", "tensorrt-llm"), ("vllm", "vllm"), ("sglang", "sglang"))
 
@@ -271,6 +273,16 @@ def main() -> None:
     # its median); its median does not. The same rows by statistic:
     by_stat = [(f"TTFT, {st} rows only", [r for r in by_metric["TTFT"] if r[0].stat == st]) for st in ("p50", "mean", "p99")]
     print("\n" + fmt(headers, [fmt_row(label, rs) for label, rs in by_stat if rs]))
+    # prompts of 16k tokens and more: the runs they are in are prefill-bound (32,000-token prompts with
+    # ~100-token answers), so their figures check long-prompt prefill under load
+    long_rows = defaultdict(list)
+    for r in rows:
+        if r[0].load.prompt_tokens >= LONG_PROMPT_TOKENS:
+            long_rows[r[0].label].append(r)
+    if long_rows:
+        print(f"\nprompts of {LONG_PROMPT_TOKENS:,}+ tokens (prefill-bound runs), by runtime × hardware generation\n")
+        print(fmt(headers, [fmt_row(k, v) for k, v in sorted(long_rows.items())]
+                  + [fmt_row("all", [r for v in long_rows.values() for r in v])]))
     for title, key in (("runtime × hardware generation", lambda c: c.label), ("source", lambda c: c.source)):
         for m in ORDER:
             stats = defaultdict(list)
