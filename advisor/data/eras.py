@@ -54,6 +54,11 @@ def releases() -> dict[str, dict[str, str]]:
     return _releases
 
 
+def _version_order(v: str) -> list:
+    """A release's sort key, its numbers as numbers: 0.10.0 after 0.9.2."""
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", v)]
+
+
 def release_date(keys, version: str) -> tuple[date, str] | None:
     """The day release ``version`` of the runtime(s) ``keys`` reached PyPI, with the text to show;
     None where ``version`` does not read as a version. Unknown releases get one line naming the
@@ -62,18 +67,17 @@ def release_date(keys, version: str) -> tuple[date, str] | None:
     if not m:
         return None
     wanted = m.group(1).lower().replace("-", "")
+    spellings = (wanted, wanted + ".0") if wanted.count(".") == 1 else (wanted,)   # 0.7 is 0.7.0
     for key in keys:
         known = releases().get(key)
         if not known:
             continue
-        for v in (wanted, wanted + ".0" if wanted.count(".") == 1 else wanted):
+        for v in spellings:
             if v in known:
                 d = parse_date(known[v])
                 return d, f"{v} (released {d.isoformat()})"
-        def order(v: str) -> list:   # numbers as numbers: 0.10.0 after 0.9.2
-            return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", v)]
-        near = sorted((v for v in known if v.split(".")[:2] == wanted.split(".")[:2]), key=order)[:6] \
-            or sorted(known, key=order)[-3:]
+        near = sorted((v for v in known if v.split(".")[:2] == wanted.split(".")[:2]), key=_version_order)[:6] \
+            or sorted(known, key=_version_order)[-3:]
         raise AdvisorError(f"{key} {wanted} is not a release on PyPI (catalog/{RELEASES_FILE.name}); "
                            f"releases near it: {', '.join(near)}")
     return None

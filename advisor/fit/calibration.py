@@ -113,11 +113,8 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12
     lin = (r.prefill_linear_flops - r.prefill_expert_flops) / peak
     int8 = np.asarray(x.int8_linear, bool)
-    # a decode step of a handful of sequences on vector kernels (`roofline.linear_peak`)
-    vector = np.asarray(x.batch, float) <= np.asarray(x.vector_batch_max, float)
-    dec_peak = np.where(vector, np.fmin(peak, np.asarray(x.vector_peak_tflops, float) * 1e12), peak)
     return {
-        "dec_mem_ideal_s": r.decode_bytes / bw, "dec_comp_ideal_s": r.decode_flops / dec_peak,
+        "dec_mem_ideal_s": r.decode_bytes / bw,
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
         "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
         "pf_lin_ideal_s": np.where(int8, 0.0, lin), "pf_i8_ideal_s": np.where(int8, lin, 0.0),

@@ -177,7 +177,7 @@ def pool_costs(cat, cfg, load: Load, prefill_cfg=None) -> PoolCosts:
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     costs = costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk,
-                              server_sample_s(cfg.runtime, cfg.model))
+                              server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab))
     prefill_s = float(_first(r.ttft_s))
     pg = cfg.gpus
     if prefill_cfg is not None and prefill_cfg != cfg:

@@ -160,6 +160,10 @@ class Tables:
         self.max_seqs = np.array([r.max_seqs for r in rt], dtype=float)
         self.chunk_tokens = np.array([r.chunk_tokens or r.workspace_tokens for r in rt], dtype=float)
         self.paged_kv = np.array([r.paged_kv for r in rt], dtype=bool)
+        self.fixed_slots = np.array([r.fixed_slots for r in rt], dtype=bool)
+        # the launch line sets the running-sequence limit to the users (--max-num-seqs, -np …)
+        self.sets_max_seqs = np.array(["{parallel}" in r.launch for r in rt], dtype=bool)
+        self.server_sample_ns = np.array([r.server_sample_ns_per_vocab or 0.0 for r in rt], dtype=float)
         bits = [weight_bits(x) for x in q]
         self.bits = WeightBits(*(np.array([getattr(b, f) for b in bits]) for f in WeightBits.__dataclass_fields__))
         self.kv_bits = np.array([x.bits for x in kv], dtype=float)

@@ -278,7 +278,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     # arrivals come from a population without end.
     others = C - 1.0 if load.kind == "closed" else math.inf
 
-    def step(b, t_dec=None):
+    def step(b, t_dec=None, others=others):
         # each finishing request's prompt was computed in the steps of those still decoding: its
         # tokens, and the steps that carried its chunks (their eager launches, at most every step)
         mixed = np.minimum(b, others)
@@ -362,10 +362,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # no closed loop gets more from a server than the server gives full. Up to the cap the prompt
         # charge of C − 1 others lands up to ~1 % above the full server, which a step-by-step
         # simulation of the same costs puts level with it (the same slots are always busy)
-        full = kv_or_seqs
-        chunks = np.maximum(np.ceil(P / np.maximum(K - full, 1.0)), 1.0)
-        tau_full = step_table.at(full) + full * P * tau_p / D + extra * np.minimum(full * chunks / D, 1.0)
-        X = np.minimum(X, full / (D * tau_full))
+        X = np.minimum(X, kv_or_seqs / (D * step(kv_or_seqs, others=math.inf)))
     service, wait = ttft_parts(b, tau, X, t_dec)
     # the queue: closed loop, the clients a full server cannot take; open loop, unbounded past capacity
     if load.kind == "closed":
@@ -507,10 +504,11 @@ def _first(a, grid_ndim: int = 1):
     return a[0] if a.ndim == grid_ndim else a
 
 
-def server_sample_s(rt, model) -> float:
-    """Seconds the runtime's server spends per running sequence and step on its own (llama-server's
-    sampler scans the whole vocabulary for each sequence; `Runtime.server_sample_ns_per_vocab`)."""
-    return (rt.server_sample_ns_per_vocab or 0.0) * model.vocab * 1e-9
+def server_sample_s(ns_per_vocab, vocab: int):
+    """Seconds a runtime's server spends per running sequence and step on its own, from its
+    `Runtime.server_sample_ns_per_vocab` (a number, or one per configuration; 0 = none) and the
+    model's vocabulary: llama-server's sampler scans the whole vocabulary for each sequence."""
+    return ns_per_vocab * vocab * 1e-9
 
 
 def runtime_scheduler(rt) -> tuple[int, int, bool]:
@@ -648,7 +646,7 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     P = load.new_prompt_tokens
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
-    sample_s = server_sample_s(cfg.runtime, cfg.model)
+    sample_s = server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab)
     costs = costs_from_result(r, load, paged, seqs, chunk, sample_s)
     fits = float(costs.kv_capacity) >= 1
     loads = [load] if clients is None else [Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})

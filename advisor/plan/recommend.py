@@ -1160,11 +1160,9 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged
-    sets_limit = np.array(["{parallel}" in r.launch for r in t.runtimes])[rt]
-    fixed = np.array([r.fixed_slots for r in t.runtimes])[rt]
-    max_seqs = np.where(sets_limit, float(users), t.max_seqs[rt])
-    sample_s = np.array([server_sample_s(r, grid.model) for r in t.runtimes])[rt]
-    costs = costs_from_result(kernel, load, t.paged_kv[rt] & ~fixed, max_seqs, t.chunk_tokens[rt], sample_s)
+    max_seqs = np.where(t.sets_max_seqs[rt], float(users), t.max_seqs[rt])
+    costs = costs_from_result(kernel, load, t.paged_kv[rt] & ~t.fixed_slots[rt], max_seqs, t.chunk_tokens[rt],
+                              server_sample_s(t.server_sample_ns[rt], grid.model.vocab))
     s = solve(costs, load)
     band = t.catalog_eff(hw, rt, q)   # the profile band, widened where the prediction is extrapolated
     n = hw.size
@@ -1184,7 +1182,7 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     # an open loop past capacity never catches up; a full closed loop makes users wait, which a
     # TTFT target judges where one is given (without one, every user must be served at once)
     a["load_ok"] = ~s.saturated if (load.kind == "open" or not req.ttft_ms) else np.ones(n, bool)
-    a["fixed_slots"] = fixed
+    a["fixed_slots"] = t.fixed_slots[rt]
     with np.errstate(divide="ignore", invalid="ignore"):
         peak = t.peak[hw, rt, q] * 1e12
         bw = t.hw_cols["bandwidth_gb_s"][hw] * 1e9

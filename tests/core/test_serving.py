@@ -145,7 +145,8 @@ def real_costs(load: Load, cfg=CFG) -> StepCosts:
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
     seqs, chunk, paged = serving.runtime_scheduler(cfg.runtime)
     return serving.costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk,
-                                     serving.server_sample_s(cfg.runtime, cfg.model))
+                                     serving.server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0,
+                                                             cfg.model.vocab))
 
 
 def synthetic_costs(kv=64.5, tau_p=5e-5, chunk=2048, max_seqs=256, base=0.02, per_seq=3e-4,
@@ -547,13 +548,13 @@ def test_llama_server_pays_its_sampler_per_sequence():
     from advisor.model.serving import server_sample_s
 
     cfg = api.configure(CAT, hardware="h200", model="llama 3.1 8b", quant="q4_k_m", runtime="llama.cpp")
-    per_seq = server_sample_s(cfg.runtime, cfg.model)
+    per_seq = server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab)
     assert per_seq == pytest.approx(0.48e-3, rel=0.02)
     bench_ms = 1e3 / predict(CAT, cfg.replace(workload=Workload(1, 512, 128, 0)), check_context=False).decode_tok_s
     one = serving.serve(CAT, cfg, Load(kind="closed", concurrency=1, prompt_tokens=512, output_tokens=128))
     assert one.itl_ms == pytest.approx(bench_ms + 0.48, rel=0.03)
     vllm = api.configure(CAT, hardware="h200", model="llama 3.1 8b", runtime="vllm")
-    assert server_sample_s(vllm.runtime, vllm.model) == 0.0
+    assert server_sample_s(vllm.runtime.server_sample_ns_per_vocab or 0.0, vllm.model.vocab) == 0.0
 
 
 def test_a_closed_loop_never_gets_more_than_the_full_server():
