@@ -66,7 +66,7 @@ def unpack(src: Path, work: Path) -> Path:
     return tree
 
 
-def build(tree: Path, work: Path, out: Path, arch: str, cpu_only: bool) -> Path:
+def build(tree: Path, work: Path, out: Path, arch: str, cpu_only: bool, targets=tuple(TARGETS)) -> Path:
     bdir = work / "build"
     flags = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_NATIVE=ON",
              "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TOOLS=ON"]
@@ -77,9 +77,9 @@ def build(tree: Path, work: Path, out: Path, arch: str, cpu_only: bool) -> Path:
     with open(out / "build.log", "w") as f:
         subprocess.run(["cmake", "-S", str(tree), "-B", str(bdir), *gen, *flags], stdout=f, stderr=subprocess.STDOUT,
                        check=True, timeout=300)
-        subprocess.run(["cmake", "--build", str(bdir), "-j", str(os.cpu_count()), "--target", *TARGETS],
+        subprocess.run(["cmake", "--build", str(bdir), "-j", str(os.cpu_count()), "--target", *targets],
                        stdout=f, stderr=subprocess.STDOUT, check=True, timeout=900)
-    log(out, f"built {', '.join(TARGETS)} in {time.time() - t0:.0f} s")
+    log(out, f"built {', '.join(targets)} in {time.time() - t0:.0f} s")
     return bdir / "bin"
 
 

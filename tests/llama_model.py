@@ -4,12 +4,15 @@ downloading one. Its tokenizer is SentencePiece-style with byte fallback (every 
 its output is noise, which a speed benchmark does not mind.
 
 `write_llama(path, dims, dtype)` with ``dtype`` F16 or Q8_0 (quantized by gguf-py); other formats
-come from llama.cpp's own llama-quantize run on the F16 file. `free_port`, `wait_healthy` and `stop`
+come from llama.cpp's own llama-quantize run on the F16 file. `write_qwen3moe(path, dims)` writes a
+mixture-of-experts model of Qwen3-MoE's architecture in Q8_0 (random blocks, no quantizer: a 30B
+model in seconds). `free_port`, `wait_healthy` and `stop`
 run llama-server on it (the real tests and benchmarks/gpu_llama_cpp.py).
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -46,8 +49,8 @@ LLAMA_8B = Dims(layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=1
 def _tokenizer(w, vocab: int) -> None:
     """SentencePiece-style: the words `advisor measure` writes its prompts with are one token each
     (with every prefix of "▁word" in the vocabulary, so the merges can build them), anything else falls
-    back to bytes. Without the words, a prompt word was ~8 byte tokens, and llama-server spent ~0.1 ms a
-    token tokenizing them (seen on the H100 run: catalog/measured/llamacpp_h100_device.md)."""
+    back to bytes. Without the words, a prompt word was ~8 byte tokens (and --prompt 512 overflowed a
+    2,048-token slot on the first H100 run: catalog/measured/llamacpp_h100_device.md)."""
     from advisor.fit.endpoint import PROMPT_WORDS
 
     specials = ["<unk>", "<s>", "</s>"]
@@ -131,6 +134,138 @@ def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: i
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+@dataclass(frozen=True)
+class MoEDims:
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    experts: int
+    experts_used: int
+    expert_ffn: int
+    vocab: int
+    context: int = 4096
+
+
+#: seconds-scale for tests
+TINY_MOE = MoEDims(layers=2, hidden=512, heads=8, kv_heads=2, head_dim=64, experts=8, experts_used=2, expert_ffn=512,
+                   vocab=8192, context=2048)
+#: Qwen3-30B-A3B's shape (48 layers, 2048 wide, 32 heads of 128, 4 KV heads, 128 experts of 768, top 8,
+#: 151,936 tokens: catalog/models/moe.yaml), for GPUs
+QWEN3_30B_A3B = MoEDims(layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, experts=128, experts_used=8,
+                        expert_ffn=768, vocab=151936, context=40960)
+
+
+def _q8_0_tile(rng, blocks: int):
+    """``blocks`` random Q8_0 blocks as bytes (a float16 scale, then 32 int8 values): weights spread
+    evenly over about ±0.035 (standard deviation 0.02), so activations stay finite and the router
+    spreads the tokens over the experts as a trained one roughly does."""
+    tile = np.empty((blocks, 34), np.uint8)
+    tile[:, :2] = np.full(blocks, 0.02 * 3 ** 0.5 / 127, np.float16).view(np.uint8).reshape(blocks, 2)
+    tile[:, 2:] = rng.integers(-127, 128, (blocks, 32), dtype=np.int8).view(np.uint8)
+    return tile.reshape(-1)
+
+
+def write_qwen3moe(path: str | Path, dims: MoEDims = TINY_MOE, seed: int = 0, name: str = "random-qwen3moe") -> Path:
+    """A Qwen3-MoE GGUF (llama.cpp's ``qwen3moe``: q/k norms, a router and stacked expert tensors,
+    no shared expert) in Q8_0, every matrix cut from one tile of random blocks; the norms and the
+    router in float32, as llama-quantize leaves them."""
+    import gguf
+    from gguf import GGMLQuantizationType as T
+
+    rng = np.random.default_rng(seed)
+    path = Path(path)
+    w = gguf.GGUFWriter(str(path), "qwen3moe")
+    w.add_name(name)
+    w.add_context_length(dims.context)
+    w.add_embedding_length(dims.hidden)
+    w.add_block_count(dims.layers)
+    w.add_feed_forward_length(dims.expert_ffn * dims.experts_used)
+    w.add_head_count(dims.heads)
+    w.add_head_count_kv(dims.kv_heads)
+    w.add_key_length(dims.head_dim)
+    w.add_value_length(dims.head_dim)
+    w.add_rope_dimension_count(dims.head_dim)
+    w.add_rope_freq_base(1e6)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_expert_count(dims.experts)
+    w.add_expert_used_count(dims.experts_used)
+    w.add_expert_feed_forward_length(dims.expert_ffn)
+    w.add_file_type(7)   # Q8_0
+    _tokenizer(w, dims.vocab)
+    largest = max(dims.vocab * dims.hidden, dims.experts * dims.expert_ffn * dims.hidden)
+    tile = _q8_0_tile(rng, min(1 << 20, largest // 32))   # 34 MB of blocks at most
+
+    def matrix(name: str, *shape: int) -> None:
+        # ggml's ne0 (the row length, in blocks of 32) is the last numpy axis
+        *outer, cols = shape
+        w.add_tensor(name, np.resize(tile, (*outer, cols // 32 * 34)), raw_dtype=T.Q8_0)
+
+    def norm(name: str, n: int) -> None:
+        w.add_tensor(name, np.ones(n, dtype=np.float32))
+
+    q_dim, kv_dim = dims.heads * dims.head_dim, dims.kv_heads * dims.head_dim
+    matrix("token_embd.weight", dims.vocab, dims.hidden)
+    for i in range(dims.layers):
+        norm(f"blk.{i}.attn_norm.weight", dims.hidden)
+        matrix(f"blk.{i}.attn_q.weight", q_dim, dims.hidden)
+        matrix(f"blk.{i}.attn_k.weight", kv_dim, dims.hidden)
+        matrix(f"blk.{i}.attn_v.weight", kv_dim, dims.hidden)
+        matrix(f"blk.{i}.attn_output.weight", dims.hidden, q_dim)
+        norm(f"blk.{i}.attn_q_norm.weight", dims.head_dim)
+        norm(f"blk.{i}.attn_k_norm.weight", dims.head_dim)
+        norm(f"blk.{i}.ffn_norm.weight", dims.hidden)
+        w.add_tensor(f"blk.{i}.ffn_gate_inp.weight",
+                     rng.standard_normal((dims.experts, dims.hidden), dtype=np.float32) * 0.02)
+        matrix(f"blk.{i}.ffn_gate_exps.weight", dims.experts, dims.expert_ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_up_exps.weight", dims.experts, dims.expert_ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_down_exps.weight", dims.experts, dims.hidden, dims.expert_ffn)
+    norm("output_norm.weight", dims.hidden)
+    matrix("output.weight", dims.vocab, dims.hidden)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def _log_time_s(line: str) -> float | None:
+    # llama.cpp's log prefix: minutes.seconds.milliseconds.microseconds since start
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)\.(\d+) ", line)
+    return int(m[1]) * 60 + int(m[2]) + int(m[3]) / 1e3 + int(m[4]) / 1e6 if m else None
+
+
+def saved_states(lines: list[str]) -> list[tuple[int, float]]:
+    """(tokens, MiB) of each 'saving prompt with length N, total state size = X MiB' line of a
+    llama-server log at trace verbosity (-lv 5): what its prompt cache copied, or was asked to
+    copy (a prompt the cache holds already is logged the same way, then skipped)."""
+    out = []
+    for line in lines:
+        m = re.search(r"saving prompt with length (\d+), total state size = ([\d.]+) MiB", line)
+        if m:
+            out.append((int(m[1]), float(m[2])))
+    return out
+
+
+def save_times(lines: list[str]) -> list[tuple[float, float]]:
+    """(MiB, seconds) of each prompt-cache save in a llama-server log at trace verbosity: from its
+    'saving prompt with length …, total state size = X MiB' line to the next timed line. A save the
+    cache skips (the prompt is kept already) logs the same line and returns at once: under half a
+    millisecond, left out."""
+    out = []
+    for i, line in enumerate(lines):
+        size = re.search(r"saving prompt with length \d+, total state size = ([\d.]+) MiB", line)
+        t0 = _log_time_s(line) if size else None
+        if t0 is None:
+            continue
+        later = (_log_time_s(x) for x in lines[i + 1:])
+        t1 = next((t for t in later if t is not None), None)
+        if t1 is not None and t1 - t0 > 5e-4:
+            out.append((float(size[1]), t1 - t0))
+    return out
 
 
 def free_port() -> int:

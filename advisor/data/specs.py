@@ -431,6 +431,18 @@ class Runtime:
     #: (`advisor.model.serving.costs_from_result`), not to a benchmark tool's figures
     server_sample_ns_per_vocab: float | None = _f("num", min=0, max=1000)
     server_sample_source: str = _f("str")
+    #: its server copies each finished request's KV cache out to a prompt cache in host memory when
+    #: the next request arrives, on the thread that runs every sequence: GB/s of that copy (a
+    #: request's whole KV, up to ``server_prompt_cache_max_gb``), server time before the new prompt
+    #: (`advisor.model.serving.prompt_cache_save_s`); empty: no such cache
+    server_prompt_cache_gb_s: float | None = _f("num", min=0.01, max=10_000)
+    server_prompt_cache_max_gb: float | None = _f("num", min=0, max=100_000)
+    server_prompt_cache_source: str = _f("str")
+    #: fixed cost of a decode step per expert a token visits, in plain layers' worth
+    #: (`advisor.model.geometry.Geometry.fixed_layers_at`); empty: the default, fitted on servers
+    #: that run each expert's products on their own
+    decode_expert_weight: float | None = _f("num", min=0, max=10)
+    decode_expert_weight_source: str = _f("str")
     #: the layouts past one tensor-parallel group it runs (advisor.plan.deployment.Layout): the routed
     #: experts spread whole over the GPUs with data-parallel attention (EP + attention DP); one
     #: instance across nodes (TP within a node, pipeline stages or EP across them); with their source

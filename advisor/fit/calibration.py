@@ -45,7 +45,7 @@ from advisor.model.efficiency import (EXTRAPOLATION_BAND_WIDENING, IDEAL, SIBLIN
                                       UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND, Efficiency,
                                       efficiency_for, evidence)
 from advisor.model.geometry import geometry
-from advisor.model.inputs import inputs_for, stack_inputs
+from advisor.model.inputs import expert_weight, inputs_for, stack_inputs
 from advisor.model.roofline import evaluate
 from advisor.data.specs import Profile, Runtime
 from advisor.data.userdata import write_atomic
@@ -259,7 +259,8 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
         return max(c.measured / 1e3 - parts["ttft_s"][i], 0.05 * c.measured / 1e3) / steps
 
     t = np.array([step_time(i) for i in rows])
-    layers = np.array([geometry(cases[i].model).fixed_layers for i in rows], dtype=float)
+    layers = np.array([geometry(cases[i].model).fixed_layers_at(expert_weight(cases[i].runtime)) for i in rows],
+                      dtype=float)
     # a step whose products take longer than its reads (a handful of sequences on llama.cpp's vector
     # kernels, or a large batch) says nothing of the bandwidth fraction: its fixed costs are what its
     # compute, at the prior's fraction, leaves
@@ -312,7 +313,8 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     t = np.array([cases[i].workload.prompt_tokens * cases[i].workload.batch / cases[i].measured
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
-    layers = np.array([geometry(cases[i].model).fixed_layers for i in rows], dtype=float)
+    layers = np.array([geometry(cases[i].model).fixed_layers_at(expert_weight(cases[i].runtime)) for i in rows],
+                      dtype=float)
     is_ttft = np.array([cases[i].metric == "ttft" for i in rows], dtype=float)
     fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
     # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's

@@ -42,7 +42,7 @@ from advisor.data.errors import AdvisorError
 from advisor.model.devices import domain_gpus, link_gb_s, network_gb_s
 from advisor.model.roofline import LINK_EFFICIENCY
 from advisor.model.serving import (STEP_GRID, Load, ServeReport, _first, _StepTable, bisect_rising,
-                                   costs_from_result, runtime_scheduler, serve,
+                                   costs_from_result, prompt_cache_of, runtime_scheduler, serve,
                                    server_sample_s)
 
 #: Instances per pool considered when the split is chosen for you.
@@ -177,7 +177,8 @@ def pool_costs(cat, cfg, load: Load, prefill_cfg=None) -> PoolCosts:
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     costs = costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk,
-                              server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab))
+                              server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab),
+                              prompt_cache_of(cfg.runtime, cfg.gpus))
     prefill_s = float(_first(r.ttft_s))
     pg = cfg.gpus
     if prefill_cfg is not None and prefill_cfg != cfg:

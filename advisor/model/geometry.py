@@ -126,14 +126,19 @@ class Geometry:
 
     @property
     def fixed_layers(self) -> float:
+        """`fixed_layers_at` the default weight per visited expert."""
+        return self.fixed_layers_at(DECODE_EXPERT_WEIGHT)
+
+    def fixed_layers_at(self, expert_weight):
         """The layers' fixed per-pass cost in plain layers' worth: an MLA or linear-attention layer
         runs more small kernels than a dense layer with plain attention (`DECODE_COMPLEX_LAYER_WEIGHT`
         extra), and an MoE layer more the more experts each token visits, routed and shared
-        (`DECODE_EXPERT_WEIGHT` extra per expert: a few small expert GEMMs at a decode step's batch
-        leave the GPU's units idle, so each visited expert adds time of its own)."""
+        (``expert_weight`` extra per expert, `Runtime.decode_expert_weight`: where each expert is a few
+        small GEMMs of its own at a decode step's batch, the GPU's units idle through each; a runtime
+        whose one kernel takes every expert at once, llama.cpp's, pays none). A number or an array."""
         cplx = self.eager_layers[1]
         visited = self.experts_per_token + self.shared_experts
-        return self.layers + DECODE_EXPERT_WEIGHT * visited * self.moe_layers + DECODE_COMPLEX_LAYER_WEIGHT * cplx
+        return self.layers + expert_weight * visited * self.moe_layers + DECODE_COMPLEX_LAYER_WEIGHT * cplx
 
     def kv_elems_per_token(self, tp: int = 1) -> tuple[float, float]:
         """KV elements per token per GPU for (full layers, sliding layers) under tensor parallel ``tp``."""

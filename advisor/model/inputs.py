@@ -23,7 +23,7 @@ from advisor.model.devices import domain_gpus, link_gb_s, max_gpus, network_gb_s
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence)
 from advisor.model.config import default_runtime
-from advisor.model.geometry import WeightBits, weight_bits
+from advisor.model.geometry import DECODE_EXPERT_WEIGHT, WeightBits, weight_bits
 from advisor.model.roofline import Inputs, Workload
 
 if TYPE_CHECKING:
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
                     "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
-                   "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max")
+                   "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max",
+                   "decode_expert_weight")
 
 
 def hardware_columns(h: Hardware) -> dict:
@@ -55,7 +56,13 @@ def runtime_columns(r: Runtime) -> dict:
     return {"memory_fraction": r.memory_fraction, "memory_of_free": r.memory_fraction_of == "free",
             "reserve_gb": r.reserve_gb, "overhead_gb": r.overhead_gb, "workspace_tokens": float(r.workspace_tokens),
             "allreduce_per_device": r.allreduce_per_device, "prefill_moe_layer_us": r.prefill_moe_layer_us,
-            "prefill_complex_layer_us": r.prefill_complex_layer_us, "vector_batch_max": float(r.vector_batch_max or 0)}
+            "prefill_complex_layer_us": r.prefill_complex_layer_us, "vector_batch_max": float(r.vector_batch_max or 0),
+            "decode_expert_weight": expert_weight(r)}
+
+
+def expert_weight(r: Runtime) -> float:
+    """`Runtime.decode_expert_weight`, else the default (`advisor.model.geometry.DECODE_EXPERT_WEIGHT`)."""
+    return DECODE_EXPERT_WEIGHT if r.decode_expert_weight is None else float(r.decode_expert_weight)
 
 
 def int8_cap(h: Hardware, r: Runtime) -> float:
@@ -164,6 +171,10 @@ class Tables:
         # the launch line sets the running-sequence limit to the users (--max-num-seqs, -np …)
         self.sets_max_seqs = np.array(["{parallel}" in r.launch for r in rt], dtype=bool)
         self.server_sample_ns = np.array([r.server_sample_ns_per_vocab or 0.0 for r in rt], dtype=float)
+        # llama-server's prompt cache (advisor.model.serving.prompt_cache_save_s): GB/s, size in GB
+        self.server_cache_gb_s = np.array([r.server_prompt_cache_gb_s or 0.0 for r in rt], dtype=float)
+        self.server_cache_max_gb = np.array([np.inf if r.server_prompt_cache_max_gb is None
+                                             else r.server_prompt_cache_max_gb for r in rt], dtype=float)
         bits = [weight_bits(x) for x in q]
         self.bits = WeightBits(*(np.array([getattr(b, f) for b in bits]) for f in WeightBits.__dataclass_fields__))
         self.kv_bits = np.array([x.bits for x in kv], dtype=float)

@@ -33,7 +33,7 @@ import numpy as np
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Model
 from advisor.model.efficiency import Efficiency
-from advisor.model.geometry import Geometry, WeightBits, bytes_read, weight_bytes
+from advisor.model.geometry import DECODE_EXPERT_WEIGHT, Geometry, WeightBits, bytes_read, weight_bytes
 
 #: Longest context we accept anywhere, tokens (beyond any released model).
 MAX_CONTEXT_TOKENS = 100_000_000
@@ -134,6 +134,9 @@ class Inputs:
     #: (`advisor.model.inputs.vector_peak`: llama.cpp's MMVQ); inf / 0 = no such path
     vector_peak_tflops: Any = np.inf
     vector_batch_max: Any = 0.0
+    #: fixed cost per expert a token visits, in plain layers' worth (`Runtime.decode_expert_weight`,
+    #: `Geometry.fixed_layers_at`)
+    decode_expert_weight: Any = DECODE_EXPERT_WEIGHT
     #: the most output tokens per second the instance can give: a vendor's published maximum for this
     #: model on this hardware (`advisor.model.ceilings`); inf = none. A decode step of B sequences
     #: takes at least B / this.
@@ -292,7 +295,8 @@ class _Arrays:
         self.bw_spread = _arr(e.bandwidth_spread, ft)   # the ceiling's memory roof: the best reading
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
         # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
-        self.fixed = g.fixed_layers * _arr(e.layer_overhead_us, ft) * 1e-6 + _arr(e.step_overhead_us, ft) * 1e-6
+        self.fixed = (g.fixed_layers_at(_arr(x.decode_expert_weight, ft)) * _arr(e.layer_overhead_us, ft) * 1e-6
+                      + _arr(e.step_overhead_us, ft) * 1e-6)
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
         self.per_seq = _arr(e.seq_overhead_us, ft) * 1e-6
         self.per_request = _arr(e.request_overhead_us, ft) * 1e-6

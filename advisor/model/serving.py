@@ -170,6 +170,10 @@ class StepCosts:
     #: what a step that carries a prompt chunk costs beyond a decode step (the runtime's eager
     #: launches of a prompt pass, `Runtime.prefill_moe_layer_us`): server time, paid once per such step
     prompt_step_s: Any = 0.0
+    #: the server's own work for each arriving request before its prompt, on the thread that runs
+    #: every sequence (llama-server saving a finished request's KV to its prompt cache,
+    #: `prompt_cache_save_s`): server time, once per request; everyone running waits through it
+    request_server_s: Any = 0.0
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     step_table = _StepTable(costs.step_s, shape)
     request_s = np.asarray(costs.request_s, float)
     extra = np.asarray(costs.prompt_step_s, float)
+    save = np.asarray(costs.request_server_s, float)
 
     # A decoding request's steps carry the prompts of the *other* requests: its own prompt was
     # computed before its first token. While one client's prompt runs, at most the other C − 1
@@ -283,7 +288,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # tokens, and the steps that carried its chunks (their eager launches, at most every step)
         mixed = np.minimum(b, others)
         chunks = np.maximum(np.ceil(P / np.maximum(K - b, 1.0)), 1.0)
-        return ((step_table.at(b) if t_dec is None else t_dec) + mixed * P * tau_p / D
+        return ((step_table.at(b) if t_dec is None else t_dec) + mixed * (P * tau_p + save) / D
                 + extra * np.minimum(mixed * chunks / D, 1.0))
 
     # Arrivals at random moments (Poisson, clients that think for a while, or clients whose requests
@@ -301,7 +306,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         """The time the steps that carry each prompt length take: each decodes the running batch
         and computes a chunk (points × configurations)."""
         budget = np.maximum(K - b, 1.0)
-        return np.maximum(np.ceil(pts / budget), 1.0) * (t_dec + extra) + pts * tau_p + request_s
+        return np.maximum(np.ceil(pts / budget), 1.0) * (t_dec + extra) + pts * tau_p + request_s + save
 
     def ttft_parts(b, tau, X, t_dec):
         budget = np.maximum(K - b, 1.0)
@@ -312,7 +317,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # the share of time the server spends on prompts (their chunks' steps), as the utilisation
         # of a queue for the prompt budget (M/G/1: the wait grows with the service time's second
         # moment, so a few long prompts make everyone wait), plus half a step for arriving mid-step
-        util = np.clip(X * P * (tau_p + (t_dec + extra) / budget), 0.0, PROMPT_BUDGET_UTIL_MAX)
+        util = np.clip(X * (P * (tau_p + (t_dec + extra) / budget) + save), 0.0, PROMPT_BUDGET_UTIL_MAX)
         second = (wts * s_i * s_i).sum(axis=0) / np.maximum(service, 1e-30)
         wait = second * util / (2.0 * (1.0 - util)) + 0.5 * tau
         return service, np.where(random_arrivals, wait, 0.0)
@@ -334,7 +339,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         def prompt_util(b):
             t_dec = step_table.at(b)
             X = b / (D * step(b, t_dec))
-            return X * P * (tau_p + (t_dec + extra) / np.maximum(K - b, 1.0))
+            return X * (P * (tau_p + (t_dec + extra) / np.maximum(K - b, 1.0)) + save)
 
         u_max = np.where(random_arrivals, PROMPT_BUDGET_UTIL_MAX, 1.0)
         over = prompt_util(b_hi) > u_max
@@ -390,7 +395,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         lockstep = not (load.think_s > 0 or load.varied_lengths or load.prompt_points)
         ttft, ttft_p50, ttft_p90, ttft_p99 = _with_first_wave(load, C, costs, step_table, K, cap, tau_p, extra,
                                                               request_s, ttft, ttft_p50, ttft_p90, ttft_p99,
-                                                              lockstep)
+                                                              lockstep, save)
     t_comp, t_mem = _StepTable(costs.step_compute_s, shape).at(b), _StepTable(costs.step_memory_s, shape).at(b)
     mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
     # a step that carries prompt work fills what the budget leaves (charging one prompt's worth
@@ -410,7 +415,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
 
 
 def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, tau_p, extra, request_s,
-                     ttft, ttft_p50, ttft_p90, ttft_p99, lockstep: bool = False):
+                     ttft, ttft_p50, ttft_p90, ttft_p99, lockstep: bool = False, save=0.0):
     """TTFT over a finite run of ``load.requests`` requests from ``clients`` clients that
     all send their first request at once: that first wave (C of N requests) computes its prompts
     first come first served, a budget of K tokens per step, so the i-th of them waits ceil(i·P/K)
@@ -425,7 +430,9 @@ def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, 
     prompt in one batch, so four clients of 512-token prompts stay four abreast; measured on an
     H200 it held TTFT near 475 ms at every request, p50 468 ms, where one client's was 127 ms).
     Where the clients outnumber what the cache holds, the queue mixes them and the steady state
-    stands."""
+    stands. ``save``: the server's work per arriving request before any prompt (`StepCosts.
+    request_server_s`): a returning group's requests each pay it before their common step; the first
+    wave finds the server empty and pays none."""
     C = np.minimum(clients, float(load.requests))
     share = C / float(load.requests)
     P = load.new_prompt_tokens
@@ -435,7 +442,9 @@ def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, 
     first, last = per_step + request_s, steps_last * per_step + request_s
     if lockstep:
         grouped = C <= cap
-        ttft, ttft_p50, ttft_p90, ttft_p99 = (np.where(grouped, np.maximum(t, first), t)
+        group = np.maximum(np.minimum(admitted, np.floor(K / max(P, 1))), 1.0)
+        again = first + group * save
+        ttft, ttft_p50, ttft_p90, ttft_p99 = (np.where(grouped, np.maximum(t, again), t)
                                               for t in (ttft, ttft_p50, ttft_p90, ttft_p99))
     wave_mean = 0.5 * (first + last)
     mean = (1.0 - share) * ttft + share * wave_mean
@@ -468,12 +477,14 @@ def _mixture_quantile(s_i, w_i, mean_wait, p: float, iterations: int = 48):
 
 # ---- from the kernel to step costs ----------------------------------------------------------------
 
-def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per_seq=0.0) -> StepCosts:
+def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per_seq=0.0,
+                      prompt_cache=(0.0, None, 1)) -> StepCosts:
     """Step costs from kernel results at batch = STEP_GRID along the first axis (its first G
     batches), with prompt = the new prompt tokens after a cached depth and output = the load's
     output. ``r`` has the `Result` fields as attributes: (G, …) arrays, or (…) for those that do not
     depend on the batch. ``sample_s_per_seq``: the server's own work per running sequence and step
-    (`server_sample_s`), on top of the kernel's step."""
+    (`server_sample_s`), on top of the kernel's step. ``prompt_cache``: (GB/s, size in GB, GPUs) of
+    its server's prompt cache, which saves each finished request (`prompt_cache_save_s`)."""
     step_s = 1.0 / r.decode_tok_s
     nd = np.ndim(r.decode_tok_s)   # a value per grid batch has the step's dimensions
     if np.any(np.asarray(sample_s_per_seq) > 0):
@@ -490,9 +501,11 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per
         kv_capacity = np.where(budget > 0, budget / np.maximum(seq_bytes * mean_len, 1e-30), 0.0)
     request_s = _first(r.request_s, nd)
     extra = 0.0 if r.prefill_pass_extra_s is None else _first(r.prefill_pass_extra_s, nd)
+    gb_s, max_gb, gpus = prompt_cache
+    save = prompt_cache_save_s(seq_bytes, gpus, gb_s, max_gb)
     return StepCosts(step_s=step_s, step_compute_s=r.decode_compute_s, step_memory_s=r.decode_memory_s,
                      prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
-                     chunk_tokens=chunk_tokens, request_s=request_s, prompt_step_s=extra)
+                     chunk_tokens=chunk_tokens, request_s=request_s, prompt_step_s=extra, request_server_s=save)
 
 
 def _first(a, grid_ndim: int = 1):
@@ -509,6 +522,26 @@ def server_sample_s(ns_per_vocab, vocab: int):
     `Runtime.server_sample_ns_per_vocab` (a number, or one per configuration; 0 = none) and the
     model's vocabulary: llama-server's sampler scans the whole vocabulary for each sequence."""
     return ns_per_vocab * vocab * 1e-9
+
+
+def prompt_cache_save_s(seq_bytes, gpus, gb_s, max_gb=None):
+    """Server time per request of llama-server's prompt cache: when a request arrives, the KV of the
+    request that last held the slot (or of an idle one) is copied to host memory first, on the one
+    thread that runs every slot, at ``gb_s`` (`Runtime.server_prompt_cache_gb_s`; 0 or empty: no
+    such cache), unless it is larger than the cache (``max_gb``). In steady state each finished
+    request is saved once, whole: ``seq_bytes``, a sequence at prompt + output per GPU, times the
+    ``gpus`` that hold a part. Numbers, or one per configuration."""
+    total = np.asarray(seq_bytes, float) * np.asarray(gpus, float)
+    gb_s = np.nan_to_num(np.asarray(gb_s, float), nan=0.0)
+    cap = np.asarray(math.inf if max_gb is None else max_gb, float)
+    cap = np.where(np.isnan(cap), math.inf, cap)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((gb_s > 0) & (total <= cap * 1e9), total / np.where(gb_s > 0, gb_s, 1.0) * 1e-9, 0.0)
+
+
+def prompt_cache_of(rt, gpus) -> tuple:
+    """`costs_from_result`'s ``prompt_cache`` for a runtime on ``gpus`` GPUs."""
+    return rt.server_prompt_cache_gb_s or 0.0, rt.server_prompt_cache_max_gb, gpus
 
 
 def runtime_scheduler(rt) -> tuple[int, int, bool]:
@@ -647,7 +680,7 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     seqs, chunk, paged = runtime_scheduler(cfg.runtime)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
     sample_s = server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab)
-    costs = costs_from_result(r, load, paged, seqs, chunk, sample_s)
+    costs = costs_from_result(r, load, paged, seqs, chunk, sample_s, prompt_cache_of(cfg.runtime, cfg.gpus))
     fits = float(costs.kv_capacity) >= 1
     loads = [load] if clients is None else [Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})
                                             for c in clients]
@@ -662,6 +695,13 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     if sample_s > 0:
         shared.append(f"{cfg.runtime.name}'s server samples every running sequence on the host: "
                       f"{sample_s * 1e3:.2f} ms per sequence per step over a {cfg.model.vocab:,}-token vocabulary")
+    save_s = float(costs.request_server_s)
+    if save_s > 0:
+        saved_gb = float(_first(r.kv_seq_bytes)) * cfg.gpus / 1e9
+        shared.append(f"{cfg.runtime.name}'s server copies each finished request's KV cache ({saved_gb * 1e3:,.0f} MB) to "
+                      f"its prompt cache in host memory when the next request arrives: {save_s * 1e3:,.0f} ms before "
+                      f"that prompt, with every running sequence waiting (--cache-ram 0 turns the cache off; it pays "
+                      f"back only where requests share long prefixes)")
     shared.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)
     beyond = context_note(cfg.model, context)
     if beyond:

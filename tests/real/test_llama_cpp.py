@@ -117,3 +117,68 @@ def test_calibrate_mine_on_this_cpu_moves_predictions_toward_llama_bench(model, 
     row = next(line for line in text.splitlines() if line.startswith("mine+llama.cpp+this-machine"))
     before, after, held = [float(c.strip().rstrip(" %")) for c in row.split("  ") if c.strip().endswith("%")][:3]
     assert after < before and held < before, text
+
+
+@needs_llama
+def test_a_random_mixture_of_experts_model_runs_and_compares(tmp_path, capsys):
+    """The MoE model the GPU runs write (Qwen3-MoE's architecture, Q8_0 blocks written straight):
+    llama.cpp loads it, llama-bench runs it, and its rows compare against the prediction for the
+    file itself (imported as an MoE: experts, top-k, expert width)."""
+    from advisor import api
+    from tests.llama_model import TINY_MOE, write_qwen3moe
+
+    path = write_qwen3moe(tmp_path / "tiny-moe-Q8_0.gguf", TINY_MOE)
+    spec = api.configure(api.load_catalog(user=False), hardware="rtx 4090", model=str(path), quant="q8_0",
+                         runtime="llama.cpp").model
+    assert (spec.experts, spec.experts_per_token, spec.moe_intermediate) == (8, 2, 512)
+    run = subprocess.run([str(BIN / "llama-bench"), "-m", str(path), "-p", "64", "-n", "16", "-t", "2", "-r", "1",
+                          "-o", "json"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (tmp_path / "bench.json").write_text(run.stdout)
+    assert json.loads(run.stdout)[0]["model_type"].startswith("qwen3moe")
+    assert main(["--probe", "--save"]) in (0, 3)
+    capsys.readouterr()
+    code = main(["compare-measured", str(tmp_path / "bench.json"), "--model", str(path), "--hardware", "this machine",
+                 "--json"])
+    assert code == 0, capsys.readouterr().err
+    rows = json.loads(capsys.readouterr().out)["files"][0]["rows"]
+    assert {r["metric"] for r in rows} == {"prefill_tok_s", "decode_tok_s"} and all(r["predicted"] > 0 for r in rows)
+
+
+@needs_llama
+def test_llama_server_saves_each_finished_request_whole_to_its_prompt_cache(model, tmp_path, capsys):
+    """What `serve` charges llama-server per request (`advisor.model.serving.prompt_cache_save_s`):
+    at trace verbosity the server logs each state it copies to its host-memory prompt cache; every
+    request after the first saves one, of the KV bytes the model's geometry gives for its prompt and
+    output tokens. With --cache-ram 0 it saves none."""
+    from advisor import api
+    from advisor.model.geometry import geometry
+    from tests.llama_model import saved_states
+
+    kv_bytes_per_token = geometry(api.configure(api.load_catalog(user=False), hardware="rtx 4090", model=str(model),
+                                                quant="f16", runtime="llama.cpp").model).kv_bytes_per_token(16)
+    for cache in ("default", "0"):
+        port = free_port()
+        log = tmp_path / f"server-{cache}.log"
+        extra = [] if cache == "default" else ["--cache-ram", "0"]
+        with open(log, "w") as err:
+            proc = subprocess.Popen([str(BIN / "llama-server"), "-m", str(model), "--host", "127.0.0.1", "--port",
+                                     str(port), "-t", "2", "-c", "4096", "-np", "2", "--no-webui", "-lv", "5", *extra],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                assert wait_healthy(f"http://127.0.0.1:{port}", proc, 60) is not None
+                code = main(["measure", "--url", f"http://127.0.0.1:{port}/v1", "--concurrency", "1", "--requests", "4",
+                             "--prompt", "64", "--output", "16", "--budget-s", "120", "--json"])
+                assert code == 0, capsys.readouterr().err
+                capsys.readouterr()
+            finally:
+                stop(proc, 10)
+        states = saved_states(log.read_text(errors="replace").splitlines())
+        if cache == "0":
+            assert states == []
+            continue
+        # one per request after the first, each a whole finished request (prompt + output, with BOS)
+        distinct = {n for n, _ in states}
+        assert len(states) >= 3 and all(60 <= n <= 90 for n in distinct), states
+        for n, mib in states:
+            assert mib * 2**20 == pytest.approx(n * kv_bytes_per_token, rel=0.05), (n, mib)
