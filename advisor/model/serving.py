@@ -741,6 +741,12 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
         elif saturated and fits and ld.kind == "closed":
             notes.append(f"saturated: {v['capacity']:.0f} sequences run at once ({bound}); "
                          f"{v['queue']:.0f} of {ld.concurrency:g} clients wait in the queue")
+        if fits:
+            from advisor.model.notes import batched_experts_note
+
+            experts = batched_experts_note(cfg, v["running_batch"])
+            if experts:
+                notes.append(experts)
         if saturated and fits and ld.kind == "open":
             notes.append(f"unstable: {ld.rate_rps:g} requests/s exceeds the {v['request_rate_rps']:.3g}/s the server "
                          f"completes at capacity ({v['capacity']:.0f} sequences, {bound}); the queue grows without bound")

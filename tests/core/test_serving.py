@@ -621,3 +621,20 @@ def test_a_closed_loop_never_gets_more_than_the_full_server():
     assert thr[3] < thr[4] == pytest.approx(thr[5], rel=1e-6) == pytest.approx(thr[8], rel=1e-6)
     sim = simulate(costs, Load(**load, concurrency=4), steps=10_000)
     assert close(thr[4], sim.throughput_tok_s, 0.02)
+
+
+def test_batched_mixture_of_experts_on_llama_cpp_says_it_is_optimistic():
+    """llama.cpp on an H100 decoded 2-64 sequences of a Qwen3-30B-A3B-shaped model 1.2-1.7× slower
+    than the model gives (one sequence matched): `serve` and `predict` say so where it applies, and
+    nowhere else (a dense model, one sequence, vLLM)."""
+    from advisor.model.notes import batched_experts_note
+
+    moe = api.configure(CAT, hardware="H100 SXM5 80GB", model="qwen3-30b-a3b", quant="q8_0", runtime="llama.cpp")
+    assert batched_experts_note(moe, 16) and batched_experts_note(moe, 1) is None
+    dense = api.configure(CAT, hardware="H100 SXM5 80GB", model="llama 3.1 8b", quant="q8_0", runtime="llama.cpp")
+    vllm = api.configure(CAT, hardware="H100 SXM5 80GB", model="qwen3-30b-a3b", runtime="vllm")
+    assert batched_experts_note(dense, 16) is None and batched_experts_note(vllm, 16) is None
+    busy = serving.serve(CAT, moe, Load(kind="closed", concurrency=8, prompt_tokens=512, output_tokens=128))
+    assert any("mixture of experts at once" in n for n in busy.notes)
+    lone = serving.serve(CAT, moe, Load(kind="closed", concurrency=1, prompt_tokens=512, output_tokens=128))
+    assert not any("mixture of experts at once" in n for n in lone.notes)
