@@ -315,6 +315,7 @@ def disaggregated_alternative(cat: Catalog, req, rec, c):
     from advisor.model.disaggregation import disaggregate
     from advisor.model.roofline import Workload
     from advisor.model.serving import Load
+    from advisor.plan.launch import keeps_prompt_cache
 
     if req.burst or req.prompt_tokens < 1 or not c.launch:
         return None
@@ -323,7 +324,7 @@ def disaggregated_alternative(cat: Catalog, req, rec, c):
                  c.config_layout, req.network)
     load = Load(kind="open" if rec.load_kind == "open" else "closed", concurrency=float(rec.users),
                 rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
-                output_tokens=max(req.output_tokens, 2))
+                output_tokens=max(req.output_tokens, 2), prompt_cache=keeps_prompt_cache(req))
     try:
         split = disaggregate(cat, cfg, load, ttft_ms=req.ttft_ms, tok_s=req.tok_s)
     except AdvisorError:

@@ -44,7 +44,7 @@ def _fraction(name: str, text: Any, default: float = 0.0) -> float:
 
 def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=False, think_s=None,
               prefix_hit=None, max_seqs=None, chunk_tokens=None, prompt_spread=None, lengths=None,
-              requests=None) -> Load:
+              requests=None, prompt_cache: bool = True) -> Load:
     """A `Load` from what the user typed; exactly one of concurrency, rate or offline. The prompt
     lengths may be a distribution: ``prompt_spread`` (a coefficient of variation around --prompt) or a
     trace file ``lengths`` (its mean prompt and output are the load's)."""
@@ -75,7 +75,7 @@ def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=
                   output_tokens=whole_number("output", output, DEFAULT_OUTPUT), **mix,
                   think_s=_fraction("think-s", think_s), prefix_hit=_fraction("prefix-hit", prefix_hit),
                   max_seqs=whole_number("max-seqs", max_seqs, 0) or None,
-                  chunk_tokens=whole_number("chunk-tokens", chunk_tokens, 0) or None)
+                  chunk_tokens=whole_number("chunk-tokens", chunk_tokens, 0) or None, prompt_cache=prompt_cache)
     if offline:
         load = Load(kind="offline", **common)
     elif rate_text:
@@ -227,7 +227,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     load = load_from(prompt=args.prompt, output=args.output, concurrency=args.concurrency, rate=args.rate,
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      prompt_spread=args.prompt_spread, lengths=args.lengths,
-                     chunk_tokens=args.chunk_tokens, requests=args.requests)
+                     chunk_tokens=args.chunk_tokens, requests=args.requests,
+                     prompt_cache=getattr(args, "prompt_cache", True))
     if args.disaggregate or any(v is not None for v in (args.prefill_instances, args.decode_instances,
                                                         getattr(args, "prefill_gpus", None),
                                                         getattr(args, "prefill_hardware", None))):
@@ -263,7 +264,7 @@ def _serve_cases(cat: Catalog, args: argparse.Namespace) -> int:
         load = load_from(prompt=cells.get("prompt"), output=cells.get("output"),
                          concurrency=cells.get("concurrency") or None, rate=cells.get("rate") or None,
                          think_s=cells.get("think_s"), prefix_hit=cells.get("prefix_hit"),
-                         requests=cells.get("requests") or None)
+                         requests=cells.get("requests") or None, prompt_cache=getattr(args, "prompt_cache", True))
         rep = serve(cat, cfg, load)
         d = rep.to_dict()
         for c in SERVE_CSV_OUTPUTS[:-1]:
@@ -288,6 +289,9 @@ def register(sub) -> None:
                                       "is in the figures, and with one fixed length and no think time the clients "
                                       "stay in its groups (default: the steady state alone)")
     p.add_argument("--prefix-hit", dest="prefix_hit", help="fraction of each prompt served from the prefix cache")
+    p.add_argument("--no-prompt-cache", dest="prompt_cache", action="store_false",
+                   help="the server runs without its host-memory prompt cache (llama-server --cache-ram 0), "
+                        "which otherwise saves each finished request before the next prompt")
     p.add_argument("--prompt-spread", dest="prompt_spread",
                    help="prompts vary in length: their coefficient of variation around --prompt (log-normal; e.g. 1.0)")
     p.add_argument("--lengths", help="a trace of request lengths (CSV or JSON Lines with prompt/input and "

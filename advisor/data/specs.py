@@ -437,6 +437,11 @@ class Runtime:
     #: (`advisor.model.serving.prompt_cache_save_s`); empty: no such cache
     server_prompt_cache_gb_s: float | None = _f("num", min=0.01, max=10_000)
     server_prompt_cache_max_gb: float | None = _f("num", min=0, max=100_000)
+    #: the date (YYYY-MM-DD) builds first had that cache: an older build (``name@DATE``) pays nothing
+    server_prompt_cache_from: str = _f("str")
+    #: the flag that turns it off on the launch line (recommendations leave it on only for loads with
+    #: prefix hits, where it pays back)
+    server_prompt_cache_off_flag: str = _f("str")
     server_prompt_cache_source: str = _f("str")
     #: fixed cost of a decode step per expert a token visits, in plain layers' worth
     #: (`advisor.model.geometry.Geometry.fixed_layers_at`); empty: the default, fitted on servers

@@ -25,6 +25,7 @@ from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATIO
 from advisor.model.config import default_runtime
 from advisor.model.geometry import DECODE_EXPERT_WEIGHT, WeightBits, weight_bits
 from advisor.model.roofline import Inputs, Workload
+from advisor.model.serving import prompt_cache_gb_s
 
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
@@ -172,7 +173,7 @@ class Tables:
         self.sets_max_seqs = np.array(["{parallel}" in r.launch for r in rt], dtype=bool)
         self.server_sample_ns = np.array([r.server_sample_ns_per_vocab or 0.0 for r in rt], dtype=float)
         # llama-server's prompt cache (advisor.model.serving.prompt_cache_save_s): GB/s, size in GB
-        self.server_cache_gb_s = np.array([r.server_prompt_cache_gb_s or 0.0 for r in rt], dtype=float)
+        self.server_cache_gb_s = np.array([prompt_cache_gb_s(r) for r in rt], dtype=float)
         self.server_cache_max_gb = np.array([np.inf if r.server_prompt_cache_max_gb is None
                                              else r.server_prompt_cache_max_gb for r in rt], dtype=float)
         bits = [weight_bits(x) for x in q]

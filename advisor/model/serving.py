@@ -81,6 +81,9 @@ class Load:
     #: --max-concurrency C``, SGLang's bench_serving): every client sends its first request at
     #: once, and that first wave's prompts queue behind each other. None = the steady state alone.
     requests: int | None = None
+    #: the server keeps its host-memory prompt cache (llama-server's default; `--cache-ram 0` turns it
+    #: off), which saves every finished request before the next prompt (`prompt_cache_save_s`)
+    prompt_cache: bool = True
 
     def check(self) -> None:
         if self.kind not in LOAD_KINDS:
@@ -501,7 +504,7 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per
         kv_capacity = np.where(budget > 0, budget / np.maximum(seq_bytes * mean_len, 1e-30), 0.0)
     request_s = _first(r.request_s, nd)
     extra = 0.0 if r.prefill_pass_extra_s is None else _first(r.prefill_pass_extra_s, nd)
-    gb_s, max_gb, gpus = prompt_cache
+    gb_s, max_gb, gpus = prompt_cache if load.prompt_cache else (0.0, None, 1)
     save = prompt_cache_save_s(seq_bytes, gpus, gb_s, max_gb)
     return StepCosts(step_s=step_s, step_compute_s=r.decode_compute_s, step_memory_s=r.decode_memory_s,
                      prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
@@ -539,9 +542,19 @@ def prompt_cache_save_s(seq_bytes, gpus, gb_s, max_gb=None):
         return np.where((gb_s > 0) & (total <= cap * 1e9), total / np.where(gb_s > 0, gb_s, 1.0) * 1e-9, 0.0)
 
 
+def prompt_cache_gb_s(rt) -> float:
+    """The rate of a runtime's server's prompt-cache saves (`Runtime.server_prompt_cache_gb_s`), 0 where
+    it has none: none at all, or a build (``name@DATE``) older than the cache (``server_prompt_cache_from``)."""
+    if not rt.server_prompt_cache_gb_s:
+        return 0.0
+    if rt.at_date and rt.server_prompt_cache_from and rt.at_date < rt.server_prompt_cache_from:
+        return 0.0
+    return float(rt.server_prompt_cache_gb_s)
+
+
 def prompt_cache_of(rt, gpus) -> tuple:
     """`costs_from_result`'s ``prompt_cache`` for a runtime on ``gpus`` GPUs."""
-    return rt.server_prompt_cache_gb_s or 0.0, rt.server_prompt_cache_max_gb, gpus
+    return prompt_cache_gb_s(rt), rt.server_prompt_cache_max_gb, gpus
 
 
 def runtime_scheduler(rt) -> tuple[int, int, bool]:

@@ -32,6 +32,7 @@ from advisor.data.specs import Checkpoint, Model, Quant
 from advisor.model.compat import refusal, refuses_format_key
 from advisor.model.devices import usable_memory_gb
 from advisor.model.geometry import WeightBits, geometry, weight_bytes
+from advisor.model.serving import prompt_cache_gb_s
 
 #: NVIDIA generations before Ada (compute capability < 8.9), where vLLM's "fp8" KV cache (E4M3) falls
 #: back to the Triton attention backend, which has no E4M3 below sm89 (vllm-project/vllm issue #26431);
@@ -292,6 +293,14 @@ def layout_flags(family: str, layout, gpus: int, nodes: int) -> tuple[int, str, 
     return gpus, "", [], ""
 
 
+def keeps_prompt_cache(req) -> bool:
+    """Whether a recommendation's server keeps its host-memory prompt cache (llama-server's
+    ``--cache-ram``): only where prompts share prefixes (``prefix_hit``), which it can serve again.
+    Otherwise the launch line turns it off (`Runtime.server_prompt_cache_off_flag`), and the
+    prediction drops the save it costs each request (`advisor.model.serving.prompt_cache_save_s`)."""
+    return float(getattr(req, "prefix_hit", 0.0) or 0.0) > 0
+
+
 def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> str:
     """Fill the runtime's template for candidate ``c`` (an `advisor.plan.recommend.Candidate`, or
     anything with runtime, quant, kv_dtype, gpus, users and optionally hardware and replicas)."""
@@ -344,6 +353,8 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     line = rt.launch
     for k, v in values.items():
         line = line.replace("{" + k + "}", str(v))
+    if rt.server_prompt_cache_off_flag and prompt_cache_gb_s(rt) and not keeps_prompt_cache(req):
+        line += " " + rt.server_prompt_cache_off_flag
     line += par_flags
     note = w.note + par_note
     if replicas > 1:

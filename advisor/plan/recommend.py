@@ -32,7 +32,7 @@ from advisor.model.devices import NETWORKS_GBIT_S, domain_gpus, max_gpus
 from advisor.model.sweep import Layouts, sweep
 from advisor.plan import pricing
 from advisor.model.layout import Layout
-from advisor.plan.launch import launch_line
+from advisor.plan.launch import keeps_prompt_cache, launch_line
 from advisor.plan.pricing import thin_quote_factor
 from advisor.plan.reasons import Reason
 
@@ -1151,7 +1151,8 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     load = Load(kind="open" if req.rps and not req.users else "closed", concurrency=float(users),
                 rate_rps=rate_rps or req.rps or 0.0, think_s=req.think_s, prompt_tokens=req.prompt_tokens,
                 output_tokens=max(req.output_tokens, 2), prefix_hit=req.prefix_hit,
-                prompt_points=req.prompt_points, prompt_weights=req.prompt_weights)
+                prompt_points=req.prompt_points, prompt_weights=req.prompt_weights,
+                prompt_cache=keeps_prompt_cache(req))
 
     # the fields the serving model reads: per batch (G, n) or per configuration (n,)
     kernel = SimpleNamespace(**{name: sub(v.table(name)) for name in (

@@ -538,8 +538,11 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
                  Workload(batch=batch, prompt_tokens=prompt, output_tokens=output), c.config_layout, req.network)
     serving = None
     if not req.burst and output >= 2 and prompt >= 1:
+        from advisor.plan.launch import keeps_prompt_cache
+
         load = Load(kind="open" if rec.load_kind == "open" else "closed", concurrency=float(rec.users),
-                    rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=prompt, output_tokens=output)
+                    rate_rps=req.rps or 0.0, think_s=req.think_s, prompt_tokens=prompt, output_tokens=output,
+                    prompt_cache=keeps_prompt_cache(req))
         try:
             serving = serve(cat, cfg, load)
         except AdvisorError:

@@ -312,3 +312,35 @@ def test_a_users_own_checkpoint_reaches_the_launch_line(private_user_data):
         "  repo: my-org/Llama-3.1-8B-GPTQ-Int8\n  source: our own quantization\n", encoding="utf-8")
     mine = gptq_lines(api.load_catalog())
     assert mine and all(line.startswith("vllm serve my-org/Llama-3.1-8B-GPTQ-Int8 ") for line in mine)
+
+
+def test_llama_server_runs_without_its_prompt_cache_unless_prompts_share_prefixes(cat):
+    """llama-server saves every finished request's KV to its host-memory prompt cache before the next
+    prompt (~1.3 GB/s, on the thread that runs every slot): a recommendation turns it off
+    (--cache-ram 0) where prompts share nothing, keeps it where they share prefixes, and its
+    predictions follow the line. A build older than the cache gets neither the flag nor the cost."""
+    from advisor.data.eras import at_date
+    from advisor.model.serving import prompt_cache_gb_s
+
+    c = _candidate(cat, "rtx-4090", "llama.cpp", "q4_k_m", users=4)
+    plain = SimpleNamespace(model=cat.models["llama-3.1-8b"], context=8192, output_tokens=256, prefix_hit=0.0)
+    shared = SimpleNamespace(**{**plain.__dict__, "prefix_hit": 0.6})
+    assert launch_line(c, plain, cat.checkpoints).split("  #")[0].endswith(" --cache-ram 0")
+    assert "--cache-ram" not in launch_line(c, shared, cat.checkpoints)
+    old = at_date(cat.runtimes.values(), cat.runtimes["llama.cpp"], "b6000")    # summer 2025
+    assert prompt_cache_gb_s(old) == 0.0 and prompt_cache_gb_s(cat.runtimes["llama.cpp"]) == pytest.approx(1.3)
+    c.runtime = old
+    assert "--cache-ram" not in launch_line(c, plain, cat.checkpoints)
+    vllm = _candidate(cat, "h100-sxm5-80gb", "vllm", "bf16", users=4)
+    assert "--cache-ram" not in launch_line(vllm, plain, cat.checkpoints)
+    # the recommendation's own figures are the line's: no save without prefix hits
+    rec = recommend(cat, Requirements(model=cat.models["llama-3.1-8b"], users=4, hardware=("rtx-4090",),
+                                      runtimes=("llama.cpp",), context_tokens=8192, prompt_tokens=2000))
+    with_hits = recommend(cat, Requirements(model=cat.models["llama-3.1-8b"], users=4, hardware=("rtx-4090",),
+                                            runtimes=("llama.cpp",), context_tokens=8192, prompt_tokens=2000,
+                                            prefix_hit=0.0001))
+    first = rec.passing[0]
+    kept = next(k for k in with_hits.passing if (k.quant.key, k.kv_dtype.key, k.gpus, k.replicas)
+                == (first.quant.key, first.kv_dtype.key, first.gpus, first.replicas))
+    assert first.launch.split("  #")[0].endswith("--cache-ram 0") and "--cache-ram" not in kept.launch
+    assert first.ttft_ms < kept.ttft_ms
