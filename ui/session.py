@@ -25,7 +25,7 @@ from PySide6.QtCore import QObject, Signal
 from advisor import api
 from ui import sizing_file
 from ui.history import History
-from ui.state import State, Targets, _spread, default_config
+from ui.state import State, Targets, _spread, _switch, default_config
 from ui.imports import ImportedModels
 from ui.tab_state import CompareList, WhatIf
 from ui.user_view import load_of, meets_targets, serve_users, user_view
@@ -101,7 +101,7 @@ class Session(QObject):
 
     def set_inputs(self, merge: str = "", **changes: Any) -> bool:
         """Apply input changes (hardware/model/quant/kv_dtype/runtime as spec, key or name; memory_gb; gpus,
-        parallelism, batch, prompt, output, depth; prompt_spread; ttft_target_ms, tok_s_target). Returns False and
+        parallelism, batch, prompt, output, depth; prompt_spread, prompt_cache; ttft_target_ms, tok_s_target). Returns False and
         emits `sig_error` when the change is impossible. ``merge`` names a kind of change that, repeated
         quickly (a slider drag), makes one undo step."""
         targets = self.targets
@@ -109,14 +109,16 @@ class Session(QObject):
             targets = replace(targets, ttft_ms=max(0.0, float(changes.pop("ttft_target_ms") or 0)))
         if "tok_s_target" in changes:
             targets = replace(targets, tok_s=max(0.0, float(changes.pop("tok_s_target") or 0)))
-        spread = self.state.prompt_spread
+        spread, cache = self.state.prompt_spread, self.state.prompt_cache
         try:
             if "prompt_spread" in changes:
                 spread = _spread(changes.pop("prompt_spread"))
+            if "prompt_cache" in changes:
+                cache = _switch("the prompt cache", changes.pop("prompt_cache"))
             cfg = self.build(self.cfg, changes) if changes else self.cfg
         except api.AdvisorError as exc:
             return self.refuse(str(exc))
-        return self._apply(State(cfg, targets, spread), merge)
+        return self._apply(State(cfg, targets, spread, cache), merge)
 
     def load_keys(self, keys: dict[str, Any], targets: dict[str, Any] | None = None) -> bool:
         """Inputs from a saved sizing (catalog keys or names, and numbers); False + `sig_error` if bad."""
@@ -127,12 +129,13 @@ class Session(QObject):
         try:
             cfg = self.configure_keys(keys)
             spread = _spread(keys.get("prompt_spread") or 0.0)
+            cache = _switch("inputs.prompt_cache", keys.get("prompt_cache", True))
             t = Targets(float((targets or {}).get("ttft_ms") or 0), float((targets or {}).get("tok_s") or 0))
         except api.AdvisorError as exc:
             return self.refuse(str(exc))
         except (TypeError, ValueError) as exc:
             return self.refuse(f"bad target value: {exc}")
-        return self._apply(State(cfg, t, spread), "")
+        return self._apply(State(cfg, t, spread, cache), "")
 
     def configure_keys(self, keys: dict[str, Any]) -> "api.Config":
         """A configuration from a sizing's keys (ui/sizing_file.py), its hardware sized as the app sizes it."""
@@ -140,18 +143,21 @@ class Session(QObject):
 
     def input_keys(self) -> dict[str, Any]:
         """What a sizing file and the settings hold of the inputs (ui/sizing_file.py)."""
-        return sizing_file.input_keys(self.cfg, self.memory_options(), self.state.prompt_spread)
+        return sizing_file.input_keys(self.cfg, self.memory_options(), self.state.prompt_spread,
+                                      self.state.prompt_cache)
 
     def load_candidate(self, c: "api.Candidate") -> bool:
-        """Make a recommendation row the current inputs."""
+        """Make a recommendation row the current inputs, its server as its launch line starts it (a
+        llama-server line without its prompt cache where the load shares no prefixes)."""
         # a layout past one tensor-parallel group (pipeline stages, attention DP, EP) comes along
+        off = c.runtime.server_prompt_cache_off_flag
         return self.set_inputs(hardware=c.hardware, runtime=c.runtime, quant=c.quant, kv_dtype=c.kv_dtype,
                                gpus=int(c.gpus), batch=max(1, int(c.users or self.cfg.workload.batch)),
-                               layout=c.config_layout)
+                               layout=c.config_layout, prompt_cache=not (off and off in (c.launch or "")))
 
     def switch_to(self, cfg: "api.Config") -> bool:
-        """Make ``cfg`` the inputs (undoable), the targets and prompt spread kept; False if it cannot run."""
-        return self._apply(State(cfg, self.targets, self.state.prompt_spread), "")
+        """Make ``cfg`` the inputs (undoable), the targets and the load's settings kept; False if it cannot run."""
+        return self._apply(replace(self.state, cfg=cfg), "")
 
     def new(self) -> None:
         """File → New: the default sizing (undoable)."""
@@ -245,10 +251,10 @@ class Session(QObject):
 
     def load(self, kind: str = "closed", **fields: Any) -> "api.Load":
         """The workload on screen as a load on a server (ui/user_view.py)."""
-        return load_of(self.cfg, self.state.prompt_spread, kind, **fields)
+        return load_of(self.cfg, self.state.prompt_spread, kind, prompt_cache=self.state.prompt_cache, **fields)
 
     def _serve(self) -> "api.ServeReport | None":
-        return serve_users(self.cat, self.cfg, self.state.prompt_spread)
+        return serve_users(self.cat, self.cfg, self.state.prompt_spread, self.state.prompt_cache)
 
     def user_view(self) -> dict[str, float]:
         """What the users on screen see, with bands (ui/user_view.py)."""
@@ -261,14 +267,14 @@ class Session(QObject):
     # ------------------------------------------------------------------ catalog
     def reload_catalog(self) -> None:
         """Re-read the catalog (after "this machine" was saved) and keep the inputs where possible."""
-        keys, targets, spread = self.input_keys(), self.targets, self.state.prompt_spread
+        keys, targets, spread, cache = self.input_keys(), self.targets, self.state.prompt_spread, self.state.prompt_cache
         self.cat = self.imports.readd(api.load_catalog())   # this session's imports stay usable
         try:
             cfg = self.configure_keys(keys)
         except api.AdvisorError:
             cfg = self._default_config()
         self.compare.clear()
-        self.state = State(cfg, targets, spread)
+        self.state = State(cfg, targets, spread, cache)
         self.history.clear()
         self._compute()
         self.sig_catalog_changed.emit()

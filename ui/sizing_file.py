@@ -31,7 +31,7 @@ from advisor.data.userdata import write_atomic
 
 FORMAT_VERSION = 1
 INPUT_KEYS = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallelism", "batch", "prompt",
-              "output", "depth", "memory_gb", "threads", "prompt_spread", "layout", "network")
+              "output", "depth", "memory_gb", "threads", "prompt_spread", "prompt_cache", "layout", "network")
 #: the fields of a what-if (`api.Techniques`) a sizing file and the settings keep; their values are
 #: checked by the core on loading
 TECHNIQUE_FIELDS = ("draft", "head_params_b", "head_layers", "draft_k", "accept", "flash_attention", "attention",
@@ -147,6 +147,9 @@ def read_sizing(path: str | os.PathLike) -> Sizing:
     v = inputs.get("prompt_spread")
     if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 10):
         raise SizingFileError(f"{path.name}: inputs.prompt_spread must be a number from 0 to 10, got {v!r}")
+    v = inputs.get("prompt_cache")
+    if v is not None and not isinstance(v, bool):
+        raise SizingFileError(f"{path.name}: inputs.prompt_cache must be true or false, got {v!r}")
     targets_raw = data.get("targets") or {}
     if not isinstance(targets_raw, dict):
         raise SizingFileError(f"{path.name}: 'targets' must be a mapping")
@@ -195,9 +198,10 @@ def config_from_keys(cat: "api.Catalog", keys: dict[str, Any], sized) -> "api.Co
     return cfg
 
 
-def input_keys(cfg: "api.Config", memory_options, prompt_spread: float) -> dict[str, Any]:
+def input_keys(cfg: "api.Config", memory_options, prompt_spread: float, prompt_cache: bool = True) -> dict[str, Any]:
     """`Config.keys` plus the memory size (``memory_gb``) of a hardware that ships in several, the CPU
-    threads and the prompt spread where set: what a sizing file and the settings hold."""
+    threads, the prompt spread where set and the server's prompt cache where off: what a sizing file
+    and the settings hold."""
     out = cfg.keys()
     if len(memory_options) > 1:
         out["memory_gb"] = cfg.hardware.memory_gib
@@ -205,6 +209,8 @@ def input_keys(cfg: "api.Config", memory_options, prompt_spread: float) -> dict[
         out["threads"] = cfg.hardware.threads
     if prompt_spread:
         out["prompt_spread"] = prompt_spread
+    if not prompt_cache:
+        out["prompt_cache"] = False
     return out
 
 

@@ -30,6 +30,9 @@ class State:
     #: how much prompt lengths vary around the prompt input under load (coefficient of variation of a
     #: log-normal; 0 = all the same): the Serving tab's and the cards' queue see it
     prompt_spread: float = 0.0
+    #: the server keeps its host-memory prompt cache (llama-server's default, `--cache-ram`), which
+    #: saves each finished request before the next prompt (`api.Load.prompt_cache`)
+    prompt_cache: bool = True
 
 
 def _spread(value: Any) -> float:
@@ -37,6 +40,13 @@ def _spread(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= float(value) <= 10:
         raise api.AdvisorError(f"the prompt spread must be a number from 0 to 10, got {value!r}")
     return float(value)
+
+
+def _switch(name: str, value: Any) -> bool:
+    """A yes/no input from a widget or a file, or an `api.AdvisorError`."""
+    if not isinstance(value, bool):
+        raise api.AdvisorError(f"{name} must be true or false, got {value!r}")
+    return value
 
 
 def describe(cfg: "api.Config") -> str:

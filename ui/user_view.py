@@ -18,13 +18,14 @@ def load_of(cfg: "api.Config", prompt_spread: float, kind: str = "closed", **fie
                     **api.prompt_mix(max(w.prompt_tokens, 1), prompt_spread), **fields)
 
 
-def serve_users(cat: "api.Catalog", cfg: "api.Config", prompt_spread: float) -> "api.ServeReport | None":
+def serve_users(cat: "api.Catalog", cfg: "api.Config", prompt_spread: float,
+                prompt_cache: bool = True) -> "api.ServeReport | None":
     """The batch on screen as that many clients of a server; None for one user or where it cannot serve."""
     w = cfg.workload
     if w.batch <= 1 or w.prompt_tokens < 1 or w.output_tokens < 2:
         return None
     try:
-        rep = api.serve(cat, cfg, load_of(cfg, prompt_spread, concurrency=float(w.batch)))
+        rep = api.serve(cat, cfg, load_of(cfg, prompt_spread, concurrency=float(w.batch), prompt_cache=prompt_cache))
     except api.AdvisorError as exc:
         log.info("serving refused: %s", exc)
         return None

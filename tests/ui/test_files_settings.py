@@ -13,7 +13,7 @@ from ui.settings import Settings
 def test_save_then_open_round_trips(window, tmp_path, name):
     s = window.session
     s.set_inputs(hardware="h100 sxm", model="llama 3.1 70b", gpus=2, batch=16, prompt=2000, output=300,
-                 depth=1000, ttft_target_ms=800, tok_s_target=20, prompt_spread=1.25)
+                 depth=1000, ttft_target_ms=800, tok_s_target=20, prompt_spread=1.25, prompt_cache=False)
     saved = s.state
     path = tmp_path / name
     assert window.save_file(path)
@@ -28,7 +28,8 @@ def test_save_then_open_round_trips(window, tmp_path, name):
 @pytest.mark.parametrize("text", ["inputs: [unclosed", "just a string", "inputs: {hardware: rtx-4090}",
                                   "inputs: {hardware: rtx-4090, model: no-such-model-xyz}",
                                   "inputs: {hardware: rtx-4090, model: llama-3.1-8b, batch: -3}",
-                                  "inputs: {hardware: rtx-4090, model: llama-3.1-8b, prompt_spread: 40}"])
+                                  "inputs: {hardware: rtx-4090, model: llama-3.1-8b, prompt_spread: 40}",
+                                  "inputs: {hardware: rtx-4090, model: llama-3.1-8b, prompt_cache: sometimes}"])
 def test_a_bad_sizing_file_gives_a_message_and_keeps_the_inputs(window, tmp_path, text):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -105,6 +106,7 @@ def test_foreign_inputs_in_settings_fall_back(make_window, settings_path):
     {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b"}, "technique": {"draft": 5}},
     {"imported": ["x"]}, {"imported": {"m": 5}}, {"imported": {"m": "/no/such/file.gguf"}},
     {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b", "prompt_spread": "wide"}},
+    {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b", "prompt_cache": "off"}},
     {"inputs": {"hardware": "rtx-4090", "model": "llama-3.1-8b", "memory_gb": "big"}},
 ])
 def test_stored_inputs_of_any_shape_never_stop_the_app(make_window, settings_path, value):

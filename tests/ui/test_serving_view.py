@@ -97,3 +97,37 @@ def test_prompt_spread_is_an_undoable_input_that_lengthens_the_ttft_tail(window,
     before = s.state
     assert not s.set_inputs(prompt_spread=-1)
     assert s.state == before and "prompt spread" in s.last_error
+
+
+def test_llama_servers_prompt_cache_is_an_undoable_input_that_costs_each_request(window, qtbot):
+    """llama-server copies each finished request's KV cache to its host-memory prompt cache before the
+    next prompt: the Serving tab shows the switch for runtimes that have one, turning it off removes
+    that cost (and the note) from the tab and the cards, one undo step brings it back, and a
+    recommendation row comes in as its launch line starts the server."""
+    s = window.session
+    window.show_view("serving")
+    view = window.serving
+    assert s.set_inputs(hardware="h100 sxm", model="llama 3.1 8b", runtime="llama.cpp", quant="f16", batch=4, prompt=2000)
+    assert view.cache.isVisible() and view.cache.isChecked() and s.state.prompt_cache
+    on = view.report
+    assert any("prompt cache" in n for n in on.notes)
+    view.cache.setChecked(False)
+    off = view.report
+    assert not s.state.prompt_cache and off.load.prompt_cache is False
+    assert off.ttft_ms < on.ttft_ms and not any("prompt cache" in n for n in off.notes)
+    assert s.serving.load.prompt_cache is False       # the cards' server too
+    s.undo()
+    assert s.state.prompt_cache and view.cache.isChecked() and view.report.ttft_ms == on.ttft_ms
+    # vLLM has no such cache: no switch
+    assert s.set_inputs(runtime="vllm", quant="bf16")
+    assert not view.cache.isVisible()
+    # a recommendation's llama-server line without prefix hits carries --cache-ram 0: so does the sizing
+    rec = api.recommend(s.cat, api.Requirements(model=s.cat.models["llama-3.1-8b"], users=4,
+                                                hardware=("rtx-4090",), runtimes=("llama.cpp",)))
+    first = rec.passing[0]
+    assert "--cache-ram 0" in first.launch
+    assert s.load_candidate(first) and s.state.prompt_cache is False
+    # refused from elsewhere with a message, nothing changes
+    before = s.state
+    assert not s.set_inputs(prompt_cache="maybe")
+    assert s.state == before and "prompt cache" in s.last_error

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout
 
 from advisor import api
 from advisor.text.format import duration_ms, num
@@ -82,7 +82,15 @@ class ServingView(LazyView, RowsTab):
         self.spread.setToolTip("How much prompt lengths vary around the prompt input: the coefficient of "
                                "variation of a log-normal (0 = every prompt the same length; ~1 is typical "
                                "of chat traces). A few long prompts set TTFT's tail and stall the queue.")
-        for w in (self.kind, self.think, self.rate, self.spread):
+        # llama-server's host-memory prompt cache (--cache-ram): shown for runtimes that have one
+        self.cache = QCheckBox("prompt cache")
+        self.cache.setObjectName("prompt_cache")
+        self.cache.setToolTip("The server keeps prompts in host memory (llama-server's default; off with "
+                              "--cache-ram 0): before each new prompt it copies a finished request's whole KV "
+                              "cache out to it, at about 1.3 GB/s, and every running sequence waits. It pays back "
+                              "only where requests share long prefixes. A recommendation's launch line turns it "
+                              "off unless they do.")
+        for w in (self.kind, self.think, self.rate, self.spread, self.cache):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
@@ -139,6 +147,7 @@ class ServingView(LazyView, RowsTab):
         # the spread is an input of the sizing (undoable, saved, seen by the result cards)
         self.spread.valueChanged.connect(
             lambda v: self.session.set_inputs(merge="prompt_spread", prompt_spread=float(v)))
+        self.cache.toggled.connect(lambda on: self.session.set_inputs(prompt_cache=bool(on)))
         self._sync_enabled()
 
     def _sync_enabled(self) -> None:
@@ -157,6 +166,11 @@ class ServingView(LazyView, RowsTab):
         self._sync_enabled()
         set_quietly(self.spread, self.session.state.prompt_spread)   # undo, open, reload
         s = self.session
+        self.cache.setVisible(api.prompt_cache_gb_s(s.cfg.runtime) > 0)
+        if self.cache.isChecked() != s.state.prompt_cache:
+            self.cache.blockSignals(True)
+            self.cache.setChecked(s.state.prompt_cache)
+            self.cache.blockSignals(False)
         cat, cfg = s.cat, s.cfg
         try:
             load = self.load()
