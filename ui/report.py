@@ -578,8 +578,10 @@ def content_for_session(session) -> "api.ReportContent":
     # the What-ifs tab's technique, when one is chosen and applies to this configuration
     whatif = getattr(session, "whatif", None)
     tech = whatif.techniques if whatif is not None and whatif.effects else None
+    state = getattr(session, "state", None)
     return api.report_from_config(session.cat, session.cfg, ttft_ms=(getattr(t, "ttft_ms", 0) or None),
-                                  tok_s=(getattr(t, "tok_s", 0) or None), techniques=tech)
+                                  tok_s=(getattr(t, "tok_s", 0) or None), techniques=tech,
+                                  prompt_cache=getattr(state, "prompt_cache", True))
 
 
 def export_report(parent, session, path: str | None = None, paper: str | None = None,

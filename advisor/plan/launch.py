@@ -294,10 +294,14 @@ def layout_flags(family: str, layout, gpus: int, nodes: int) -> tuple[int, str, 
 
 
 def keeps_prompt_cache(req) -> bool:
-    """Whether a recommendation's server keeps its host-memory prompt cache (llama-server's
-    ``--cache-ram``): only where prompts share prefixes (``prefix_hit``), which it can serve again.
+    """Whether a launch line's server keeps its host-memory prompt cache (llama-server's
+    ``--cache-ram``): as ``req.prompt_cache`` says where it says (a configuration as the app holds
+    it), else only where prompts share prefixes (``prefix_hit``), which it can serve again.
     Otherwise the launch line turns it off (`Runtime.server_prompt_cache_off_flag`), and the
     prediction drops the save it costs each request (`advisor.model.serving.prompt_cache_save_s`)."""
+    said = getattr(req, "prompt_cache", None)
+    if said is not None:
+        return bool(said)
     return float(getattr(req, "prefix_hit", 0.0) or 0.0) > 0
 
 

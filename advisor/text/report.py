@@ -603,10 +603,11 @@ def what_if_tables(cat: "Catalog", cfg: Config, techniques) -> tuple[Table, ...]
 
 
 def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = None, tok_s: float | None = None,
-                       created: str | None = None, techniques=None) -> ReportContent:
+                       created: str | None = None, techniques=None, prompt_cache: bool = True) -> ReportContent:
     """One configuration as the app holds it: the static batch of ``cfg.workload`` (the app's
     numbers), the server under that many clients, the charts, the method and the sources; with
-    ``techniques`` (a `Techniques`), the before → after of each technique asked for."""
+    ``techniques`` (a `Techniques`), the before → after of each technique asked for. ``prompt_cache``:
+    the server keeps its host-memory prompt cache (the figures and the launch line agree)."""
     from advisor.plan.launch import launch_line
 
     cfg.check()
@@ -617,7 +618,7 @@ def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = N
     if wl.output_tokens >= 2 and wl.prompt_tokens >= 1:
         try:
             serving = serve(cat, cfg, Load(concurrency=float(users), prompt_tokens=wl.prompt_tokens,
-                                           output_tokens=wl.output_tokens))
+                                           output_tokens=wl.output_tokens, prompt_cache=prompt_cache))
         except AdvisorError:
             serving = None
     what = f"{_gpus(cfg.gpus, cfg.hardware.name)} at {cfg.quant.name} with {cfg.runtime.name}"
@@ -641,7 +642,7 @@ def report_from_config(cat: "Catalog", cfg: Config, *, ttft_ms: float | None = N
                              f"{wl.output_tokens:,} tokens" + (f", {wl.depth_tokens:,} already cached" if wl.depth_tokens else "")),
                 ("targets", ", ".join(targets) or "none")]
     ctx = wl.prompt_tokens + wl.output_tokens + wl.depth_tokens
-    req = SimpleNamespace(model=cfg.model, context=ctx, output_tokens=wl.output_tokens)
+    req = SimpleNamespace(model=cfg.model, context=ctx, output_tokens=wl.output_tokens, prompt_cache=prompt_cache)
     cand = SimpleNamespace(runtime=cfg.runtime, kv_dtype=cfg.kv_dtype, quant=cfg.quant, gpus=cfg.gpus, users=users)
     launch = launch_line(cand, req, cat.checkpoints or None)
     note = f"{cfg.runtime.name}'s command for this configuration, sized for {users} users at {ctx:,} tokens of context."

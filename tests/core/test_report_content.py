@@ -121,3 +121,16 @@ def test_the_figures_under_load_carry_the_servers_bands(cat):
     assert row[1] == num(s.throughput_tok_s)
     assert row[2] == f"{num(s.throughput_low_tok_s)} – {num(s.throughput_high_tok_s)}"
     assert s.throughput_low_tok_s < s.throughput_tok_s < s.throughput_high_tok_s
+
+
+def test_one_llama_server_as_the_app_holds_it_agrees_with_its_launch_line(cat):
+    """The report of a configuration says how its llama-server runs: with the host-memory prompt cache
+    (no flag, the save counted under load) or without it (--cache-ram 0, none counted), as the app's
+    switch is set."""
+    cfg = api.configure(cat, hardware="h100 sxm", model="llama 3.1 8b", quant="f16", runtime="llama.cpp", batch=4,
+                        prompt=2000, output=128)
+    on = api.report_from_config(cat, cfg)
+    off = api.report_from_config(cat, cfg, prompt_cache=False)
+    assert "--cache-ram" not in on.launch and off.launch.split("  #")[0].endswith("--cache-ram 0")
+    assert off.serving.ttft_ms < on.serving.ttft_ms
+    assert any("prompt cache" in n for n in on.serving.notes) and not any("prompt cache" in n for n in off.serving.notes)
