@@ -110,7 +110,8 @@ from advisor.plan.will_it_run import MODES as WILL_IT_RUN_MODES, FitRow, WillItR
 from advisor.text.explain import Explanation, explain
 from advisor.text.verdicts import (EVIDENCE_TEXT, EVIDENCE_WORDS, VERDICTS, candidate_record, candidate_verdict,
                                    reason_text, why_first)
-from advisor.model.serving import Load, ServeReport, concurrency_sweep, prompt_cache_gb_s, prompt_mix, serve
+from advisor.model.inputs import prompt_cache_gb_s
+from advisor.model.serving import Load, ServeReport, concurrency_sweep, prompt_mix, serve
 from advisor.model.techniques import (Effect as TechniqueEffect, Figures as TechniqueFigures, OffloadCurve,
                                       SpeculativeCurve, Techniques, attention_variant, expected_tokens, offload_curve,
                                       speculative_curve, techniques_from, tokenizer_refusal as draft_refusal,

@@ -448,6 +448,11 @@ class Runtime:
     #: that run each expert's products on their own
     decode_expert_weight: float | None = _f("num", min=0, max=10)
     decode_expert_weight_source: str = _f("str")
+    #: how much slower than the model a mixture of experts decodes several sequences at once on
+    #: this runtime's GPU kernels (``vector_vendors``), per doubling of the batch (1 + k·log2 B, to
+    #: 64): measured, not modelled, so it widens the band's slow edge only
+    batched_experts_slow_per_doubling: float | None = _f("num", min=0, max=2)
+    batched_experts_source: str = _f("str")
     #: the layouts past one tensor-parallel group it runs (advisor.plan.deployment.Layout): the routed
     #: experts spread whole over the GPUs with data-parallel attention (EP + attention DP); one
     #: instance across nodes (TP within a node, pipeline stages or EP across them); with their source

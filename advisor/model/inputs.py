@@ -25,7 +25,6 @@ from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATIO
 from advisor.model.config import default_runtime
 from advisor.model.geometry import DECODE_EXPERT_WEIGHT, WeightBits, weight_bits
 from advisor.model.roofline import Inputs, Workload
-from advisor.model.serving import prompt_cache_gb_s
 
 if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
@@ -64,6 +63,25 @@ def runtime_columns(r: Runtime) -> dict:
 def expert_weight(r: Runtime) -> float:
     """`Runtime.decode_expert_weight`, else the default (`advisor.model.geometry.DECODE_EXPERT_WEIGHT`)."""
     return DECODE_EXPERT_WEIGHT if r.decode_expert_weight is None else float(r.decode_expert_weight)
+
+
+def experts_slow(h: Hardware, r: Runtime) -> float:
+    """`Runtime.batched_experts_slow_per_doubling` where it applies to ``h``: the runtime's own GPU
+    kernels (its ``vector_vendors``), not a CPU. 0 elsewhere."""
+    k = r.batched_experts_slow_per_doubling
+    if not k or h.kind == "cpu" or h.vendor not in r.vector_vendors:
+        return 0.0
+    return float(k)
+
+
+def prompt_cache_gb_s(rt) -> float:
+    """The rate of a runtime's server's prompt-cache saves (`Runtime.server_prompt_cache_gb_s`), 0 where
+    it has none: none at all, or a build (``name@DATE``) older than the cache (``server_prompt_cache_from``)."""
+    if not rt.server_prompt_cache_gb_s:
+        return 0.0
+    if rt.at_date and rt.server_prompt_cache_from and rt.at_date < rt.server_prompt_cache_from:
+        return 0.0
+    return float(rt.server_prompt_cache_gb_s)
 
 
 def int8_cap(h: Hardware, r: Runtime) -> float:
@@ -129,6 +147,7 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
     x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
                attn_peak_tflops=attention_peak(hw, runtime, kv),
                vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
+               experts_slow_per_doubling=experts_slow(hw, runtime),
                bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
                batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
                depth=workload.depth_tokens)
@@ -198,6 +217,8 @@ class Tables:
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)
         self.vector_peak = np.where(self.int8_linear, vec, np.inf)
+        # batched mixtures of experts measured slower than modelled (the band's slow edge), per (hardware, runtime)
+        self.experts_slow = np.array([[experts_slow(h, r) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt))
         # the attention products' peak per (hardware, runtime, KV dtype)
         self.attn_peak = np.array([[[attention_peak(h, r, k) for k in kv] for r in rt] for h in hw],
                                   dtype=float).reshape(len(hw), len(rt), len(kv))
@@ -243,7 +264,8 @@ class Tables:
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
             peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
-            vector_peak_tflops=self.vector_peak[h, r, q], bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
+            vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
+            bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
             gpus=g, eff=self.catalog_eff(h, r, q) if eff is None else eff,

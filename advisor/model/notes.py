@@ -71,17 +71,21 @@ def prediction_notes(cfg, eff, *, evidence: str = "", fits: bool, weights_fit: b
 
 
 def batched_experts_note(cfg, batch: float) -> str | None:
-    """Where the model is known to be optimistic and says so: llama.cpp decoding several sequences of
-    a mixture of experts on a GPU (its vector and MMQ kernels take each expert's few tokens apart). On
-    an H100, 2 to 64 sequences took 1.2-1.7× the step the model gives, growing with the batch
-    (benchmarks/device_runs/2026-11-27-h100-moe-cache); one sequence matched. No term covers it yet."""
-    rt, hw = cfg.runtime, cfg.hardware
-    if not (cfg.model.experts and rt.vector_batch_max and hw.kind != "cpu" and hw.vendor in rt.vector_vendors
-            and batch >= 1.5):
+    """Where the model is known to be optimistic and says so: a runtime measured to decode several
+    sequences of a mixture of experts slower than modelled on its GPU kernels
+    (`Runtime.batched_experts_slow_per_doubling`: llama.cpp, whose vector and MMQ kernels take each
+    expert's few tokens apart). The band's slow edge allows for it (`roofline.experts_slowdown`)."""
+    from advisor.model.inputs import experts_slow
+    from advisor.model.roofline import EXPERTS_SLOW_MAX_BATCH, experts_slowdown
+
+    k = experts_slow(cfg.hardware, cfg.runtime)
+    if not (cfg.model.experts and k and batch >= 1.5):
         return None
-    return (f"{rt.name} decoding {batch:.0f} sequences of a mixture of experts at once: measured on an H100, 2–64 "
-            "such sequences took 1.2–1.7× longer a step than this model gives (more the more sequences), which it "
-            "does not yet capture; read decode and throughput as optimistic")
+    worst = float(experts_slowdown(k, EXPERTS_SLOW_MAX_BATCH))
+    here = float(experts_slowdown(k, batch))
+    return (f"{cfg.runtime.name} decoding {batch:.0f} sequences of a mixture of experts at once: measured on an H100, "
+            f"such steps took up to {worst:.2f}× what this model gives, which it does not capture yet; the band's "
+            f"slow edge allows ×{here:.2f} here, and the estimate is optimistic")
 
 
 def tier_note(hw, sram_gpu_gb: float, main_gpu_gb: float, ddr_gpu_gb: float) -> str:

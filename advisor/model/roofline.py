@@ -134,6 +134,10 @@ class Inputs:
     #: (`advisor.model.inputs.vector_peak`: llama.cpp's MMVQ); inf / 0 = no such path
     vector_peak_tflops: Any = np.inf
     vector_batch_max: Any = 0.0
+    #: a mixture of experts decoding B sequences here runs slower than modelled by up to
+    #: 1 + this · log2 B (B to 64; `Runtime.batched_experts_slow_per_doubling`, measured): the band's
+    #: slow edge takes it, not the estimate
+    experts_slow_per_doubling: Any = 0.0
     #: fixed cost per expert a token visits, in plain layers' worth (`Runtime.decode_expert_weight`,
     #: `Geometry.fixed_layers_at`)
     decode_expert_weight: Any = DECODE_EXPERT_WEIGHT
@@ -275,6 +279,7 @@ class _Arrays:
         self.attn_peak = self.peak if x.attn_peak_tflops is None else _arr(x.attn_peak_tflops, ft) * 1e12
         self.vec_peak = _arr(x.vector_peak_tflops, ft) * 1e12
         self.vec_max = _arr(x.vector_batch_max, ft)
+        self.experts_slow = _arr(x.experts_slow_per_doubling, ft)
         self.link = _arr(x.link_gb_s, ft) * 1e9
         self.bits = WeightBits(*(_arr(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding,
                                                               x.bits.head)))
@@ -512,6 +517,17 @@ def _wide_comm(g: Geometry, a: _Arrays, tokens):
     return _arr(msgs, a.ft), _arr(secs, a.ft), _arr(a2a, a.ft)
 
 
+#: the largest batch `experts_slowdown` was measured at; past it the factor stays
+EXPERTS_SLOW_MAX_BATCH = 64
+
+
+def experts_slowdown(per_doubling, batch):
+    """How much slower than modelled a mixture of experts decodes ``batch`` sequences at once where
+    the runtime is measured so (`Inputs.experts_slow_per_doubling`): 1 + k · log2 B, B from 1 to 64."""
+    b = np.clip(np.asarray(batch, float), 1.0, EXPERTS_SLOW_MAX_BATCH)
+    return 1.0 + np.asarray(per_doubling, float) * np.log2(b)
+
+
 def linear_peak(a: "_Arrays", tokens):
     """The linear layers' peak for a decode step of ``tokens`` query tokens: the vector kernels' at
     most where the runtime has them and the step is small enough (`Inputs.vector_peak_tflops`)."""
@@ -618,6 +634,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     f1 = 2.0 * (g.flops_params_per_token + out_params) / tp
     knee = bytes_read(g, bits, 1.0) / tp * a.peak / (bw * f1)
     low = decode_tok_s * a.decode_band[0]
+    if g.experts:
+        low = low / experts_slowdown(a.experts_slow, B)
     high = np.fmin(decode_tok_s * a.decode_band[1], ceiling)  # never above the roofline
     if np.any(np.isfinite(cap)):
         high = np.fmin(high, _arr(cap, a.ft) / B)          # nor above the vendor's published maximum

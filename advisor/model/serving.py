@@ -542,18 +542,10 @@ def prompt_cache_save_s(seq_bytes, gpus, gb_s, max_gb=None):
         return np.where((gb_s > 0) & (total <= cap * 1e9), total / np.where(gb_s > 0, gb_s, 1.0) * 1e-9, 0.0)
 
 
-def prompt_cache_gb_s(rt) -> float:
-    """The rate of a runtime's server's prompt-cache saves (`Runtime.server_prompt_cache_gb_s`), 0 where
-    it has none: none at all, or a build (``name@DATE``) older than the cache (``server_prompt_cache_from``)."""
-    if not rt.server_prompt_cache_gb_s:
-        return 0.0
-    if rt.at_date and rt.server_prompt_cache_from and rt.at_date < rt.server_prompt_cache_from:
-        return 0.0
-    return float(rt.server_prompt_cache_gb_s)
-
-
 def prompt_cache_of(rt, gpus) -> tuple:
     """`costs_from_result`'s ``prompt_cache`` for a runtime on ``gpus`` GPUs."""
+    from advisor.model.inputs import prompt_cache_gb_s
+
     return prompt_cache_gb_s(rt), rt.server_prompt_cache_max_gb, gpus
 
 
@@ -722,7 +714,9 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     if fits:
         # [estimate, slow edge, fast edge] for each client count, in one solve
         conc = None if clients is None else np.asarray(clients, float)[:, None]
-        s = solve(with_edges(costs, eff), load, conc)
+        # the slow edge's steps where a batched mixture of experts is measured slower than modelled
+        slow = np.asarray(r.decode_tok_s, float) * float(eff.decode_low) / np.asarray(r.decode_low_tok_s, float)
+        s = solve(with_edges(costs, eff, np.maximum(slow, 1.0)), load, conc)
         shape = (len(loads), 3)
         solved = {k: np.broadcast_to(np.asarray(getattr(s, k)), shape if clients is not None else (3,)).reshape(shape)
                   for k in (*_SOLVED, "bound", "saturated")}
@@ -771,17 +765,23 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     return reports
 
 
-def with_edges(costs: StepCosts, eff) -> StepCosts:
+def with_edges(costs: StepCosts, eff, slow_steps=None) -> StepCosts:
     """``costs`` (one configuration) three times along a last axis: as estimated, at the profile's
     pessimistic edge (decode_low, prefill_low) and at its optimistic one (decode_high, prefill_high).
-    One vectorised solve then gives the estimate and its band (a speed × k is a time ÷ k)."""
+    One vectorised solve then gives the estimate and its band (a speed × k is a time ÷ k).
+    ``slow_steps``: a further factor per grid batch on the pessimistic edge's decode steps (a
+    mixture of experts measured slower than modelled, `advisor.model.roofline.experts_slowdown`)."""
     from dataclasses import replace as _replace
 
     decode = np.array([1.0, float(eff.decode_low), float(eff.decode_high)])
     prefill = np.array([1.0, float(eff.prefill_low), float(eff.prefill_high)])
     f = lambda a, k: np.asarray(a, float)[..., None] / k  # noqa: E731
-    return _replace(costs, step_s=f(costs.step_s, decode), step_compute_s=f(costs.step_compute_s, decode),
-                    step_memory_s=f(costs.step_memory_s, decode), prompt_token_s=f(costs.prompt_token_s, prefill),
+    steps = [f(costs.step_s, decode), f(costs.step_compute_s, decode), f(costs.step_memory_s, decode)]
+    if slow_steps is not None:
+        for a in steps:
+            a[..., 1] *= np.asarray(slow_steps, float).reshape((-1,) + (1,) * (a.ndim - 2))[:a.shape[0]]
+    return _replace(costs, step_s=steps[0], step_compute_s=steps[1], step_memory_s=steps[2],
+                    prompt_token_s=f(costs.prompt_token_s, prefill),
                     request_s=f(costs.request_s, prefill), prompt_step_s=f(costs.prompt_step_s, prefill))
 
 

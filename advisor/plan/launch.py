@@ -32,7 +32,7 @@ from advisor.data.specs import Checkpoint, Model, Quant
 from advisor.model.compat import refusal, refuses_format_key
 from advisor.model.devices import usable_memory_gb
 from advisor.model.geometry import WeightBits, geometry, weight_bytes
-from advisor.model.serving import prompt_cache_gb_s
+from advisor.model.inputs import prompt_cache_gb_s
 
 #: NVIDIA generations before Ada (compute capability < 8.9), where vLLM's "fp8" KV cache (E4M3) falls
 #: back to the Triton attention backend, which has no E4M3 below sm89 (vllm-project/vllm issue #26431);

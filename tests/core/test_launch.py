@@ -320,7 +320,7 @@ def test_llama_server_runs_without_its_prompt_cache_unless_prompts_share_prefixe
     (--cache-ram 0) where prompts share nothing, keeps it where they share prefixes, and its
     predictions follow the line. A build older than the cache gets neither the flag nor the cost."""
     from advisor.data.eras import at_date
-    from advisor.model.serving import prompt_cache_gb_s
+    from advisor.model.inputs import prompt_cache_gb_s
 
     c = _candidate(cat, "rtx-4090", "llama.cpp", "q4_k_m", users=4)
     plain = SimpleNamespace(model=cat.models["llama-3.1-8b"], context=8192, output_tokens=256, prefix_hit=0.0)

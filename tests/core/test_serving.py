@@ -638,6 +638,22 @@ def test_batched_mixture_of_experts_on_llama_cpp_says_it_is_optimistic():
     assert any("mixture of experts at once" in n for n in busy.notes)
     lone = serving.serve(CAT, moe, Load(kind="closed", concurrency=1, prompt_tokens=512, output_tokens=128))
     assert not any("mixture of experts at once" in n for n in lone.notes)
+    # the band's slow edge allows for it (1 + 0.125 · log2 B, as measured), the estimate and the fast edge do not move
+    from advisor.model.predict import predict
+    from advisor.model.roofline import Workload, experts_slowdown
+
+    assert experts_slowdown(0.125, [1, 16, 64, 1000]).tolist() == pytest.approx([1.0, 1.5, 1.75, 1.75])
+    p16 = predict(CAT, moe.replace(workload=Workload(16, 512, 128, 0)), check_context=False)
+    plain = dataclasses.replace(moe.runtime, batched_experts_slow_per_doubling=None)
+    q16 = predict(CAT, moe.replace(runtime=plain, workload=Workload(16, 512, 128, 0)), check_context=False)
+    assert p16.decode_tok_s == pytest.approx(q16.decode_tok_s)
+    assert p16.decode_low_tok_s == pytest.approx(q16.decode_low_tok_s / 1.5)
+    assert p16.decode_high_tok_s == pytest.approx(q16.decode_high_tok_s)
+    wide = serving.serve(CAT, moe, Load(kind="closed", concurrency=16, max_seqs=16, prompt_tokens=512, output_tokens=128))
+    narrow = serving.serve(CAT, moe.replace(runtime=plain),
+                           Load(kind="closed", concurrency=16, max_seqs=16, prompt_tokens=512, output_tokens=128))
+    assert wide.throughput_tok_s == pytest.approx(narrow.throughput_tok_s)
+    assert wide.throughput_low_tok_s < narrow.throughput_low_tok_s / 1.3 and wide.itl_high_ms > narrow.itl_high_ms * 1.3
 
 
 def test_serve_without_the_prompt_cache(capsys):
