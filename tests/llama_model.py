@@ -72,6 +72,15 @@ def _tokenizer(w, vocab: int) -> None:
     w.add_add_bos_token(True)
 
 
+def _finish(w, path: Path) -> Path:
+    """Write a filled `gguf.GGUFWriter` out: header, metadata, tensors."""
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
 def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: int = 0, name: str = "random-llama",
                 tiled: bool = False) -> Path:
     """``tiled``: every matrix repeats one block of 16M random values instead of drawing its own,
@@ -129,11 +138,7 @@ def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: i
         matrix(f"blk.{i}.ffn_down.weight", dims.hidden, dims.ffn)
     norm("output_norm.weight")
     matrix("output.weight", dims.vocab, dims.hidden)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return _finish(w, path)
 
 
 @dataclass(frozen=True)
@@ -225,11 +230,7 @@ def write_qwen3moe(path: str | Path, dims: MoEDims = TINY_MOE, seed: int = 0, na
         matrix(f"blk.{i}.ffn_down_exps.weight", dims.experts, dims.hidden, dims.expert_ffn)
     norm("output_norm.weight", dims.hidden)
     matrix("output.weight", dims.vocab, dims.hidden)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return _finish(w, path)
 
 
 def _log_time_s(line: str) -> float | None:
