@@ -43,7 +43,7 @@ def cmd_compare_measured(args: argparse.Namespace) -> int:
     if seqs is not None and not 1 <= seqs <= 1_000_000:
         raise AdvisorError(f"--max-seqs must be 1 to 1,000,000, got {args.max_seqs!r}")
     overrides = Overrides(hardware=args.hardware, model=args.model, quant=args.quant, runtime=args.runtime,
-                          gpus=gpus, max_seqs=seqs)
+                          gpus=gpus, max_seqs=seqs, prompt_cache=getattr(args, "prompt_cache", True))
     files = []
     for path in args.files:
         tool, records = read_results(path)
@@ -85,5 +85,7 @@ def register(sub) -> None:
     p.add_argument("--gpus", help="GPUs the server used, where the file does not say (default 1)")
     p.add_argument("--max-seqs", help="sequences the server ran at once (vLLM --max-num-seqs, SGLang "
                    "--max-running-requests, llama-server -np), where the file does not say (default: the runtime's)")
+    p.add_argument("--no-prompt-cache", dest="prompt_cache", action="store_false",
+                   help="the server ran without its host-memory prompt cache (llama-server --cache-ram 0)")
     p.add_argument("--json", action="store_true", help="rows with metric, measured, predicted, low, high, error")
     p.set_defaults(func=cmd_compare_measured)

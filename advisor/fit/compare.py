@@ -58,6 +58,9 @@ class Overrides:
     #: sequences the server ran at once (vLLM --max-num-seqs, SGLang --max-running-requests,
     #: llama-server -np), where the file does not say
     max_seqs: int | None = None
+    #: the server ran with its host-memory prompt cache (llama-server's default; --cache-ram 0 is
+    #: off), which no result file records
+    prompt_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -173,11 +176,12 @@ def _stated_quant(r: BenchRecord, o: Overrides) -> str | None:
     return o.quant or r.quant or (gguf_quant(r.model) if r.model and r.model.lower().endswith(".gguf") else None)
 
 
-def _load(r: BenchRecord, max_seqs: int | None = None) -> Load:
+def _load(r: BenchRecord, max_seqs: int | None = None, prompt_cache: bool = True) -> Load:
     # the sequences the server ran at once, as the user or the file says (llama-server's slots): else
     # the runtime's default
     given = max_seqs or r.max_seqs
     seqs = {"max_seqs": given} if given else {}
+    seqs["prompt_cache"] = prompt_cache
     prompt = max(int(r.prompt_tokens or 0), 1)
     output = max(int(r.output_tokens or 0), 2)
     if not r.prompt_tokens or not r.output_tokens:
@@ -243,7 +247,7 @@ def compare(cat, records: Sequence[BenchRecord], overrides: Overrides | None = N
             if r.metric not in SERVING_METRICS:
                 out.append(Comparison(r, label, skipped=f"the metric {r.metric} is not predicted"))
                 continue
-            load = _load(r, o.max_seqs)
+            load = _load(r, o.max_seqs, o.prompt_cache)
             skey = (id(cfg), load)
             if skey not in served:
                 served[skey] = serve(cat, cfg, load)

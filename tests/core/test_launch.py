@@ -314,6 +314,7 @@ def test_a_users_own_checkpoint_reaches_the_launch_line(private_user_data):
     assert mine and all(line.startswith("vllm serve my-org/Llama-3.1-8B-GPTQ-Int8 ") for line in mine)
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_llama_server_runs_without_its_prompt_cache_unless_prompts_share_prefixes(cat):
     """llama-server saves every finished request's KV to its host-memory prompt cache before the next
     prompt (~1.3 GB/s, on the thread that runs every slot): a recommendation turns it off

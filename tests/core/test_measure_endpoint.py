@@ -142,3 +142,23 @@ def test_a_cancelled_run_keeps_what_it_measured():
                     progress=lambda d, t, w: done.append(d), cancel=lambda: len(done) >= 3)
     assert len(m.levels) == 1 and m.levels[0].stopped == "cancelled"
     assert m.levels[0].stats()["completed"] == 3
+
+
+def test_compare_a_llama_server_run_without_its_prompt_cache(capsys):
+    """No result file records llama-server's --cache-ram: `compare-measured --no-prompt-cache` says it
+    was off. The H100 run with --cache-ram 0 (one client, 2,000-token prompts, TTFT 103 ms measured)
+    is then predicted without the save; with the default assumed, the save is in and TTFT is twice."""
+    from pathlib import Path
+
+    run = Path(__file__).parents[2] / "benchmarks/device_runs/2026-11-27-h100-moe-cache/measure-dense-nocache-c1-long.json"
+    args = ["compare-measured", str(run), "--model", "llama-3.1-8b", "--quant", "F16", "--hardware", "h100-sxm5-80gb",
+            "--runtime", "llama.cpp", "--json"]
+
+    def ttft(extra):
+        assert main(args + extra) == 0
+        rows = json.loads(capsys.readouterr().out)["files"][0]["rows"]
+        return next(r for r in rows if r["metric"] == "ttft_ms" and r["stat"] == "mean")
+
+    off, default = ttft(["--no-prompt-cache"]), ttft([])
+    assert off["predicted"] == pytest.approx(off["measured"], rel=0.15) and off["low"] <= off["measured"] <= off["high"]
+    assert default["predicted"] > 2 * off["predicted"]

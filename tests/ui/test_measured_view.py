@@ -129,3 +129,27 @@ def test_learn_from_these_and_forget(window, settle, tmp_path, private_user_data
     settle(window)
     assert not (private_user_data / "my-calibration.yaml").exists() and "removed" in view.heading.text()
     assert "mine+" not in window.session.prediction.efficiency_basis
+
+
+def test_a_llama_server_run_is_compared_with_the_prompt_cache_the_serving_tab_sets(window, settle):
+    """No result file says whether llama-server kept its host-memory prompt cache: the Measured tab
+    compares as the sizing's switch says (the Serving tab's). The H100 run with --cache-ram 0 (one
+    client, 2,000-token prompts, 103 ms to the first token) is inside the band with the cache off,
+    and predicted twice as slow with it on."""
+    run = (Path(__file__).resolve().parents[2] / "benchmarks" / "device_runs" / "2026-11-27-h100-moe-cache"
+           / "measure-dense-nocache-c1-long.json")
+    s = window.session
+    view = window.measured
+    assert s.set_inputs(hardware="h100 sxm", model="llama 3.1 8b", runtime="llama.cpp", quant="f16")
+    view.model_name.setText("llama-3.1-8b")
+
+    def ttft():
+        window.open_measurements([str(run)])
+        settle(window)
+        return next(c for c in view.comparisons if c.record.metric == "ttft_ms" and c.record.stat == "mean")
+
+    on = ttft()
+    assert s.set_inputs(prompt_cache=False)
+    off = ttft()
+    assert off.within_band and off.predicted == pytest.approx(off.record.value, rel=0.15)
+    assert on.predicted > 2 * off.predicted

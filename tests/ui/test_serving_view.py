@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from advisor import api
 
@@ -99,6 +100,7 @@ def test_prompt_spread_is_an_undoable_input_that_lengthens_the_ttft_tail(window,
     assert s.state == before and "prompt spread" in s.last_error
 
 
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_llama_servers_prompt_cache_is_an_undoable_input_that_costs_each_request(window, qtbot):
     """llama-server copies each finished request's KV cache to its host-memory prompt cache before the
     next prompt: the Serving tab shows the switch for runtimes that have one, turning it off removes

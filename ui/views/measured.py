@@ -169,12 +169,19 @@ class MeasuredView(QWidget, RowsTab):
             self.hardware.setText(self.session.cfg.hardware.name)
         self.run()
 
+    def _overrides(self) -> "api.MeasuredOverrides":
+        """What the comparisons take from the tab (the hardware and model typed) and from the sizing: the
+        server's prompt cache as the Serving tab sets it (no result file records llama-server's
+        --cache-ram)."""
+        return api.MeasuredOverrides(hardware=self.hardware.text().strip() or None,
+                                     model=self.model_name.text().strip() or None,
+                                     prompt_cache=self.session.state.prompt_cache)
+
     def run(self) -> None:
         if not self.paths:
             return
         paths, cat = list(self.paths), self.session.cat
-        overrides = api.MeasuredOverrides(hardware=self.hardware.text().strip() or None,
-                                          model=self.model_name.text().strip() or None)
+        overrides = self._overrides()
 
         def job():
             out, problems = [], []
@@ -217,8 +224,7 @@ class MeasuredView(QWidget, RowsTab):
         self._stop = stop
         requests = self.spin_requests.value()
         cat = self.session.cat
-        overrides = api.MeasuredOverrides(hardware=self.hardware.text().strip() or None,
-                                          model=self.model_name.text().strip() or None)
+        overrides = self._overrides()
 
         def job(progress):
             m = api.measure_endpoint(url, concurrencies=levels or [1], requests=requests,
@@ -269,8 +275,7 @@ class MeasuredView(QWidget, RowsTab):
         if not records:
             return
         cat = self.session.cat
-        overrides = api.MeasuredOverrides(hardware=self.hardware.text().strip() or None,
-                                          model=self.model_name.text().strip() or None)
+        overrides = self._overrides()
 
         def job():
             fits, skipped = api.fit_mine(cat, records, overrides)
