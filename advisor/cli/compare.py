@@ -71,6 +71,11 @@ def cmd_compare_measured(args: argparse.Namespace) -> int:
           f"{summary.within_band} of {summary.compared} measurements inside the predicted band")
     print("error = predicted / measured − 1; metrics: " +
           "; ".join(f"{LABELS[m]}: {METRICS[m]}" for m in sorted({c.record.metric for c in every}) if m in LABELS))
+    served = [c for c in every if c.predicted is not None and (c.record.concurrency or c.record.request_rate_rps)
+              and (c.record.runtime or args.runtime or "").lower().startswith("llama.cpp")]
+    if served and overrides.prompt_cache:
+        print("llama-server rows assume its host-memory prompt cache, its default (each finished request's KV "
+              "is copied out before the next prompt); for a server started with --cache-ram 0, add --no-prompt-cache")
     return EXIT_OK
 
 

@@ -162,3 +162,18 @@ def test_compare_a_llama_server_run_without_its_prompt_cache(capsys):
     off, default = ttft(["--no-prompt-cache"]), ttft([])
     assert off["predicted"] == pytest.approx(off["measured"], rel=0.15) and off["low"] <= off["measured"] <= off["high"]
     assert default["predicted"] > 2 * off["predicted"]
+
+
+def test_compare_says_what_it_assumed_of_llama_servers_prompt_cache(capsys):
+    """The text table ends with the assumption where it matters (llama-server rows under load) and
+    how to change it; not once it is stated, and not for llama-bench rows."""
+    from pathlib import Path
+
+    runs = Path(__file__).parents[2] / "benchmarks/device_runs/2026-11-27-h100-moe-cache"
+    args = ["compare-measured", str(runs / "measure-dense-nocache-c1-long.json"), "--model", "llama-3.1-8b", "--quant",
+            "F16", "--hardware", "h100-sxm5-80gb"]
+    assert main(args) == 0 and "add --no-prompt-cache" in capsys.readouterr().out
+    assert main(args + ["--no-prompt-cache"]) == 0 and "prompt cache" not in capsys.readouterr().out
+    bench = ["compare-measured", str(runs / "llama-bench-moe.json"), "--model", "qwen3-30b-a3b", "--quant", "Q8_0",
+             "--hardware", "h100-sxm5-80gb"]
+    assert main(bench) == 0 and "prompt cache" not in capsys.readouterr().out
