@@ -1,7 +1,8 @@
-"""The H200 kernel timings this project measured (`catalog/measured/kernels_h200_device.md`) as
-ceilings for the shipped calibration: an end-to-end efficiency fitted for Hopper may not claim more
-of a roof than the kernels themselves reached there. A refit that does has absorbed something
-else into that fraction (a wrong FLOP count, a missing overhead) and should be looked at."""
+"""The H200 and H100 kernel timings this project measured (`catalog/measured/kernels_h200_device.md`,
+`kernels_h100_device.md`) as ceilings for the shipped calibration: an end-to-end efficiency fitted for
+Hopper may not claim more of a roof than the kernels themselves reached there. A refit that does has
+absorbed something else into that fraction (a wrong FLOP count, a missing overhead) and should be
+looked at."""
 
 from __future__ import annotations
 
@@ -14,25 +15,30 @@ import pytest
 from advisor import api
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN = ROOT / "benchmarks" / "device_runs" / "2026-11-27-h200-kernels" / "kernels.jsonl"
-PEAK_TFLOPS = {"bf16": 989.4, "fp8": 1978.9}   # the catalog's H200 SXM dense roofs
+RUNS = {"h200-sxm-141gb": ROOT / "benchmarks" / "device_runs" / "2026-11-27-h200-kernels" / "kernels.jsonl",
+        "h100-sxm5-80gb": ROOT / "benchmarks" / "device_runs" / "2026-11-27-h100-kernels" / "kernels.jsonl"}
+RUN = RUNS["h200-sxm-141gb"]
+PEAK_TFLOPS = {"bf16": 989.4, "fp8": 1978.9}   # the catalog's H200 SXM and H100 SXM dense roofs (the same die)
 
 
-@pytest.fixture(scope="module")
-def kernels():
-    return [json.loads(line) for line in RUN.read_text().splitlines() if line.strip()]
+def read_run(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def best_share(rows, kind):
     return max(r["tflops"] / PEAK_TFLOPS[r.get("dtype", "bf16")] for r in rows if r["kind"] == kind and "error" not in r)
 
 
-def test_the_catalog_roofs_are_the_ones_the_shares_were_taken_of():
-    h200 = api.load_catalog().hardware["h200-sxm-141gb"]
-    assert (h200.bf16_dense_tflops, h200.fp8_dense_tflops) == (PEAK_TFLOPS["bf16"], PEAK_TFLOPS["fp8"])
+@pytest.mark.parametrize("key", sorted(RUNS))
+def test_the_catalog_roofs_are_the_ones_the_shares_were_taken_of(key):
+    hw = api.load_catalog().hardware[key]
+    assert (hw.bf16_dense_tflops, hw.fp8_dense_tflops) == (PEAK_TFLOPS["bf16"], PEAK_TFLOPS["fp8"])
+    assert read_run(RUNS[key])[0]["device"].startswith("NVIDIA " + hw.name.split()[0])
 
 
-def test_hopper_profiles_claim_no_more_of_the_peak_than_the_kernels_reached(kernels):
+@pytest.mark.parametrize("key", sorted(RUNS))
+def test_hopper_profiles_claim_no_more_of_the_peak_than_the_kernels_reached(key):
+    kernels = read_run(RUNS[key])
     dense, grouped = best_share(kernels, "dense"), best_share(kernels, "grouped")
     attention = max(best_share(kernels, "attention_causal"), best_share(kernels, "attention_chunk"))
     assert 0.7 < dense < 0.9 and 0.6 < grouped < 0.9 and 0.6 < attention < 0.8   # the run is the one described
