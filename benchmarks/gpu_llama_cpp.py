@@ -20,6 +20,7 @@ Every step writes its output into --out as it finishes, so a run cut short keeps
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -35,6 +36,8 @@ sys.path.insert(0, str(ROOT))
 from tests.llama_model import free_port, stop, wait_healthy  # noqa: E402
 
 TARGETS = ["llama-bench", "llama-batched-bench", "llama-server", "llama-quantize"]
+#: the catalog model the random-weight files have the shape of
+DENSE = ["--model", "llama-3.1-8b"]
 START = time.time()
 
 
@@ -66,6 +69,13 @@ def unpack(src: Path, work: Path) -> Path:
     return tree
 
 
+def use_tree_gguf(tree: Path | None) -> None:
+    """Where no `gguf` package is installed (the device machine has none), the llama.cpp source tree's
+    own gguf-py: appended after ours, as gguf-py has a `tests` folder of its own."""
+    if importlib.util.find_spec("gguf") is None and tree is not None:
+        sys.path.append(str(tree / "gguf-py"))
+
+
 def build(tree: Path, work: Path, out: Path, arch: str, cpu_only: bool, targets=tuple(TARGETS)) -> Path:
     bdir = work / "build"
     flags = ["-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_NATIVE=ON",
@@ -93,11 +103,11 @@ def write_models(work: Path, out: Path, small: bool) -> Path:
     return path
 
 
-def compare(out: Path, name: str, files: list[Path], extra: list[str]) -> None:
-    # every comparison goes into one file (the device machine returns at most 8)
+def compare(out: Path, name: str, files: list[Path], args: list[str]) -> None:
+    """`advisor compare-measured` on ``files`` with ``args``, as a table and as JSON; every comparison
+    goes into one file (the device machine returns at most 8)."""
     for fmt in ("text", "json"):
-        r = advisor("compare-measured", *map(str, files), "--model", "llama-3.1-8b", *extra,
-                    *(["--json"] if fmt == "json" else []))
+        r = advisor("compare-measured", *map(str, files), *args, *(["--json"] if fmt == "json" else []))
         with open(out / "compare.txt", "a") as f:
             f.write(f"### {name} ({fmt}), rc {r.returncode}\n{r.stdout}{r.stderr}\n")
         log(out, f"compare {name} ({fmt}): rc {r.returncode}")
@@ -145,10 +155,7 @@ def main() -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     tree = unpack(args.src, work) if args.src.exists() else None
-    try:
-        import gguf  # noqa: F401
-    except ImportError:
-        sys.path.append(str(tree / "gguf-py"))   # after ours: gguf-py has a `tests` folder of its own
+    use_tree_gguf(tree)
     with ThreadPoolExecutor(2) as pool:
         built = pool.submit(lambda: args.bin or build(tree, work, out, args.arch, args.cpu_only))
         written = pool.submit(write_models, work, out, args.cpu_only)
@@ -177,8 +184,8 @@ def main() -> int:
     (out / "llama-bench.json").write_text(b.stdout)
     log(out, f"llama-bench: rc {b.returncode} {b.stderr[-300:] if b.returncode else ''}")
     if b.returncode == 0:
-        compare(out, "bench-as-read", [out / "llama-bench.json"], [])   # the file's own gpu_info resolved
-        compare(out, "bench", [out / "llama-bench.json"], hw)
+        compare(out, "bench-as-read", [out / "llama-bench.json"], DENSE)   # the file's own gpu_info resolved
+        compare(out, "bench", [out / "llama-bench.json"], DENSE + hw)
 
     # 4b. llama-batched-bench, several sequences at once (its table goes to stdout, the backend's
     # start-up lines with the device name to stderr: both kept, the importer reads the device there)
@@ -190,7 +197,7 @@ def main() -> int:
     (out / "batched-bench.txt").write_text(bb.stderr[-20000:] + "\n" + bb.stdout)
     log(out, f"llama-batched-bench: rc {bb.returncode}")
     if bb.returncode == 0:
-        compare(out, "batched", [out / "batched-bench.txt"], hw + ["--quant", "Q4_K_M"])
+        compare(out, "batched", [out / "batched-bench.txt"], DENSE + hw + ["--quant", "Q4_K_M"])
 
     # 4c. llama-server measured by advisor measure
     port = free_port()
@@ -214,7 +221,7 @@ def main() -> int:
         server_log.close()
         log(out, "llama-server's last lines:\n" + (work / "server.log").read_text()[-1500:])
     if (out / "measure.json").is_file():
-        compare(out, "measure", [out / "measure.json"], hw + ["--quant", "Q4_K_M", "--runtime", "llama.cpp"])
+        compare(out, "measure", [out / "measure.json"], DENSE + hw + ["--quant", "Q4_K_M", "--runtime", "llama.cpp"])
     log(out, "done")
     return 0
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import json
 import re
 import shutil
@@ -42,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_llama_cpp import START, advisor, build, log, sh, unpack  # noqa: E402
+from gpu_llama_cpp import START, advisor, build, compare, log, sh, unpack, use_tree_gguf  # noqa: E402
 from tests.llama_model import free_port, save_times, stop, wait_healthy  # noqa: E402
 
 TARGETS = ("llama-bench", "llama-batched-bench", "llama-server")
@@ -72,14 +71,6 @@ def print_saves(paths: list[Path]) -> None:
 
 def left(deadline_s: float) -> float:
     return deadline_s - (time.time() - START)
-
-
-def compare(out: Path, name: str, files: list[Path], args: list[str]) -> None:
-    for fmt in ("text", "json"):
-        r = advisor("compare-measured", *map(str, files), *args, *(["--json"] if fmt == "json" else []))
-        with open(out / "compare.txt", "a") as f:
-            f.write(f"### {name} ({fmt}), rc {r.returncode}\n{r.stdout}{r.stderr}\n")
-    log(out, f"compare {name}: rc {r.returncode}")
 
 
 def serve(out: Path, work: Path, bin_dir: Path, model: Path, tag: str, ngl: list[str], cache_ram: str | None,
@@ -152,8 +143,7 @@ def main() -> int:
         log(out, q.stdout.strip())
 
     tree = unpack(args.src, work) if not args.bin else None
-    if importlib.util.find_spec("gguf") is None:   # the source tree's gguf-py, where none is installed
-        sys.path.append(str(tree / "gguf-py"))
+    use_tree_gguf(tree)
 
     def models() -> tuple[Path, Path]:
         from tests.llama_model import LLAMA_8B, QWEN3_30B_A3B, TINY, TINY_MOE, write_llama, write_qwen3moe

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import csv
 import re
-
-import numpy as np
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from advisor.data.catalog import Catalog
 from advisor.data.errors import AdvisorError

@@ -65,13 +65,16 @@ def expert_weight(r: Runtime) -> float:
     return DECODE_EXPERT_WEIGHT if r.decode_expert_weight is None else float(r.decode_expert_weight)
 
 
+def own_gpu_kernels(h: Hardware, r: Runtime) -> bool:
+    """Whether ``h`` runs runtime ``r``'s own GPU kernels (its ``vector_vendors``: llama.cpp's CUDA and
+    HIP builds), the ones its vector-kernel and batched-experts figures were measured on; never a CPU."""
+    return h.kind != "cpu" and h.vendor in r.vector_vendors
+
+
 def experts_slow(h: Hardware, r: Runtime) -> float:
-    """`Runtime.batched_experts_slow_per_doubling` where it applies to ``h``: the runtime's own GPU
-    kernels (its ``vector_vendors``), not a CPU. 0 elsewhere."""
+    """`Runtime.batched_experts_slow_per_doubling` where it applies to ``h`` (`own_gpu_kernels`); 0 elsewhere."""
     k = r.batched_experts_slow_per_doubling
-    if not k or h.kind == "cpu" or h.vendor not in r.vector_vendors:
-        return 0.0
-    return float(k)
+    return float(k) if k and own_gpu_kernels(h, r) else 0.0
 
 
 def prompt_cache_gb_s(rt) -> float:
@@ -106,8 +109,8 @@ def vector_peak(h: Hardware, r: Runtime, int8_linear: bool) -> float:
     (at most `Runtime.vector_batch_max`), where they run vector kernels that unpack the weights again
     for each sequence (llama.cpp's MMVQ on CUDA and HIP); inf where no such path applies (another
     runtime or vendor, a 16-bit format, a CPU)."""
-    if (not int8_linear or not r.vector_batch_max or not r.vector_peak_per_fp32 or h.kind == "cpu"
-            or h.vendor not in r.vector_vendors or not h.fp32_tflops):
+    if (not int8_linear or not r.vector_batch_max or not r.vector_peak_per_fp32 or not own_gpu_kernels(h, r)
+            or not h.fp32_tflops):
         return math.inf
     return r.vector_peak_per_fp32 * float(h.fp32_tflops)
 

@@ -675,8 +675,10 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     """`serve`'s report of ``load``, or (``clients``: closed-loop client counts) one report per count,
     all from one vectorised solve of the estimate and both band edges."""
     from advisor.model.config import context_note
-    from advisor.model.notes import efficiency_note
+    from advisor.model.inputs import experts_slow
+    from advisor.model.notes import batched_experts_note, efficiency_note
     from advisor.model.ceilings import ceiling_note, ceiling_tok_s
+    from advisor.model.roofline import experts_slowdown
     from advisor.model.predict import ceiling_at
 
     context = load.prompt_tokens + load.output_tokens
@@ -715,8 +717,8 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
         # [estimate, slow edge, fast edge] for each client count, in one solve
         conc = None if clients is None else np.asarray(clients, float)[:, None]
         # the slow edge's steps where a batched mixture of experts is measured slower than modelled
-        slow = np.asarray(r.decode_tok_s, float) * float(eff.decode_low) / np.asarray(r.decode_low_tok_s, float)
-        s = solve(with_edges(costs, eff, np.maximum(slow, 1.0)), load, conc)
+        slow = experts_slowdown(experts_slow(cfg.hardware, cfg.runtime), STEP_GRID) if cfg.model.experts else None
+        s = solve(with_edges(costs, eff, slow), load, conc)
         shape = (len(loads), 3)
         solved = {k: np.broadcast_to(np.asarray(getattr(s, k)), shape if clients is not None else (3,)).reshape(shape)
                   for k in (*_SOLVED, "bound", "saturated")}
@@ -749,8 +751,6 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
             notes.append(f"saturated: {v['capacity']:.0f} sequences run at once ({bound}); "
                          f"{v['queue']:.0f} of {ld.concurrency:g} clients wait in the queue")
         if fits:
-            from advisor.model.notes import batched_experts_note
-
             experts = batched_experts_note(cfg, v["running_batch"])
             if experts:
                 notes.append(experts)
