@@ -25,7 +25,7 @@ SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_low_ms", "ttft_high_ms", "ttft_p90_ms", "t
 DEFAULT_PROMPT, DEFAULT_OUTPUT = 1024, 256
 #: serve's flags that --cases would ignore (its file names every configuration and load)
 SERVE_CASES_IGNORE = ("hardware", "model", "quant", "kv_dtype", "runtime", "gpus", "parallel", "memory_gb", "threads", "prompt",
-                      "output", "concurrency", "rate", "offline", "think_s", "prefix_hit", "prompt_spread", "lengths",
+                      "output", "concurrency", "rate", "offline", "think_s", "prefix_hit", "prompt_spread", "output_spread", "lengths",
                       "max_seqs", "chunk_tokens", "requests", "sweep", "json", "disaggregate", "prefill_instances",
                       "decode_instances", "prefill_gpus", "prefill_hardware", "ttft_ms", "tok_s")
 
@@ -44,10 +44,12 @@ def _fraction(name: str, text: Any, default: float = 0.0) -> float:
 
 def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=False, think_s=None,
               prefix_hit=None, max_seqs=None, chunk_tokens=None, prompt_spread=None, lengths=None,
-              requests=None, prompt_cache: bool = True) -> Load:
-    """A `Load` from what the user typed; exactly one of concurrency, rate or offline. The prompt
-    lengths may be a distribution: ``prompt_spread`` (a coefficient of variation around --prompt) or a
-    trace file ``lengths`` (its mean prompt and output are the load's)."""
+              requests=None, prompt_cache: bool = True, output_spread=None) -> Load:
+    """A `Load` from what the user typed; exactly one of concurrency, rate or offline. The lengths may
+    be distributions: ``prompt_spread`` and ``output_spread`` (coefficients of variation around
+    --prompt and --output) or a trace file ``lengths`` (its prompts, and its outputs where it has
+    them). ``requests``: with concurrency, a benchmark run of that many requests; offline, a batch of
+    that many sent at once."""
     rate_text = str(rate).strip().lower() if rate not in (None, "") else ""
     if rate_text in ("inf", "infinity", "offline"):
         offline, rate_text = True, ""
@@ -64,27 +66,37 @@ def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=
         trace = read_lengths(lengths)
         mix = prompt_mix(trace.mean_prompt, samples=trace.prompts)
         if trace.mean_output is not None:
-            if output not in (None, ""):
-                raise AdvisorError("--lengths already gives the output lengths: drop --output")
-            output = max(int(round(trace.mean_output)), 2)
+            from advisor.model.serving import BATCH_MIX_POINTS, output_mix
+
+            if output not in (None, "") or output_spread not in (None, ""):
+                raise AdvisorError("--lengths already gives the output lengths: drop --output and --output-spread")
+            mix.update(output_mix(0, samples=[max(x, 2) for x in trace.outputs], points=BATCH_MIX_POINTS))
+            output = mix.pop("output_tokens")
     elif prompt_spread not in (None, ""):
         from advisor.model.serving import prompt_mix
 
         mix = prompt_mix(whole_number("prompt", prompt, DEFAULT_PROMPT), _fraction("prompt-spread", prompt_spread))
+    if output_spread not in (None, "") and not lengths:
+        from advisor.model.serving import BATCH_MIX_POINTS, output_mix
+
+        mix.update(output_mix(whole_number("output", output, DEFAULT_OUTPUT), _fraction("output-spread", output_spread),
+                              points=BATCH_MIX_POINTS))
+        output = mix.pop("output_tokens")
     common = dict(prompt_tokens=mix.pop("prompt_tokens", None) or whole_number("prompt", prompt, DEFAULT_PROMPT),
                   output_tokens=whole_number("output", output, DEFAULT_OUTPUT), **mix,
                   think_s=_fraction("think-s", think_s), prefix_hit=_fraction("prefix-hit", prefix_hit),
                   max_seqs=whole_number("max-seqs", max_seqs, 0) or None,
                   chunk_tokens=whole_number("chunk-tokens", chunk_tokens, 0) or None, prompt_cache=prompt_cache)
+    n = (whole_number("requests", requests, 0) or None) if requests not in (None, "") else None
     if offline:
-        load = Load(kind="offline", **common)
+        load = Load(kind="offline", requests=n, **common)
     elif rate_text:
+        if n:
+            raise AdvisorError("--requests is a benchmark run of a closed loop (--concurrency) or a batch sent at "
+                               "once (--offline), not of a request rate")
         load = Load(kind="open", rate_rps=_fraction("rate", rate_text), **common)
     else:
-        load = Load(kind="closed", concurrency=float(whole_number("concurrency", concurrency, 1)),
-                    requests=whole_number("requests", requests, 0) or None, **common)
-    if requests not in (None, "") and load.kind != "closed":
-        raise AdvisorError("--requests is a benchmark run of a closed loop: give it with --concurrency")
+        load = Load(kind="closed", concurrency=float(whole_number("concurrency", concurrency, 1)), requests=n, **common)
     load.check()
     return load
 
@@ -97,6 +109,8 @@ def _load_text(load: Load) -> str:
         return f"{load.concurrency:g} concurrent client{'s' if load.concurrency != 1 else ''} (closed loop{think}{run})"
     if load.kind == "open":
         return f"{num(load.rate_rps)} requests/s (Poisson arrivals)"
+    if load.requests:
+        return f"a batch of {load.requests:,} requests sent at once (timed from the first to the last)"
     return "everything queued at once (offline, maximum throughput)"
 
 
@@ -107,7 +121,10 @@ def _print_report(rep) -> None:
     hit = f", {ld.prefix_hit:.0%} of each prompt cached" if ld.prefix_hit else ""
     spread = (f" on average ({num(min(ld.prompt_points))}–{num(max(ld.prompt_points))} from the 3rd to the 97th "
               f"percentile)" if ld.prompt_points else "")
-    print(f"load: {_load_text(ld)}; prompt {ld.prompt_tokens:,}{spread}{hit}, output {ld.output_tokens:,} tokens")
+    out_spread = (f" on average ({num(min(ld.output_points))}–{num(max(ld.output_points))})"
+                  if ld.output_points else "")
+    print(f"load: {_load_text(ld)}; prompt {ld.prompt_tokens:,}{spread}{hit}, output {ld.output_tokens:,}{out_spread} "
+          f"tokens")
     print(f"scheduler: up to {rep.max_seqs:,} running sequences, {rep.chunk_tokens:,} tokens per step; "
           f"the KV cache holds {num(rep.kv_capacity)} sequences at this length\n")
     if not rep.fits:
@@ -123,6 +140,12 @@ def _print_report(rep) -> None:
             print(f"End to end: {duration_ms(rep.e2e_ms)} per request")
         print(f"Throughput: {num(rep.throughput_tok_s)} output tok/s "
               f"({_band(rep.throughput_low_tok_s, rep.throughput_high_tok_s, num)}) · {num(rep.request_rate_rps)} requests/s")
+        if ld.kind == "offline" and ld.requests and rep.request_rate_rps > 0:
+            done = ld.requests / rep.request_rate_rps
+            slow, fast = (ld.requests * ld.output_tokens / t if t > 0 else math.nan
+                          for t in (rep.throughput_low_tok_s, rep.throughput_high_tok_s))
+            print(f"Batch: all {ld.requests:,} done in {duration_ms(done * 1e3)} "
+                  f"({_band(fast * 1e3, slow * 1e3, duration_ms)}) · TPOT {duration_ms(rep.tpot_ms)} mean per request")
         queue = "" if not rep.queue or not math.isfinite(rep.queue) else f" · {num(rep.queue)} waiting"
         print(f"Running batch: {num(rep.running_batch)} of {num(rep.capacity)}{queue} · limited by {rep.bound}")
     print(f"Efficiency: {rep.efficiency_basis}")
@@ -228,7 +251,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      offline=args.offline, think_s=args.think_s, prefix_hit=args.prefix_hit, max_seqs=args.max_seqs,
                      prompt_spread=args.prompt_spread, lengths=args.lengths,
                      chunk_tokens=args.chunk_tokens, requests=args.requests,
-                     prompt_cache=getattr(args, "prompt_cache", True))
+                     prompt_cache=getattr(args, "prompt_cache", True), output_spread=args.output_spread)
     if args.disaggregate or any(v is not None for v in (args.prefill_instances, args.decode_instances,
                                                         getattr(args, "prefill_gpus", None),
                                                         getattr(args, "prefill_hardware", None))):
@@ -287,13 +310,18 @@ def register(sub) -> None:
     p.add_argument("--requests", help="closed loop: a benchmark run of this many requests (vllm bench serve "
                                       "--num-prompts), whose clients all start at once: that first wave's TTFT "
                                       "is in the figures, and with one fixed length and no think time the clients "
-                                      "stay in its groups (default: the steady state alone)")
+                                      "stay in its groups (default: the steady state alone). With --offline: a "
+                                      "batch job of this many requests sent at once, timed to the last answer")
     p.add_argument("--prefix-hit", dest="prefix_hit", help="fraction of each prompt served from the prefix cache")
     p.add_argument("--no-prompt-cache", dest="prompt_cache", action="store_false",
                    help="the server runs without its host-memory prompt cache (llama-server --cache-ram 0), "
                         "which otherwise saves each finished request before the next prompt")
     p.add_argument("--prompt-spread", dest="prompt_spread",
                    help="prompts vary in length: their coefficient of variation around --prompt (log-normal; e.g. 1.0)")
+    p.add_argument("--output-spread", dest="output_spread",
+                   help="outputs vary in length: their coefficient of variation around --output (log-normal; "
+                        "1.0 = a reply that ends at any token with the same chance). A batch sent at once "
+                        "(--offline --requests) ends with its longest outputs at a small batch")
     p.add_argument("--lengths", help="a trace of request lengths (CSV or JSON Lines with prompt/input and "
                                      "output columns, or one prompt length per line): the load's mix of lengths")
     p.add_argument("--max-seqs", dest="max_seqs", help="running sequences at most (default: the runtime's)")

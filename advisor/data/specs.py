@@ -391,6 +391,13 @@ class Runtime:
     #: True: the KV cache is paged, a sequence holds only the blocks of its current length;
     #: False: each slot reserves its whole context up front (llama-server)
     paged_kv: bool = _f("bool", default=True)
+    #: A second set of scheduler defaults for smaller GPUs: on a GPU with less memory than
+    #: ``large_gpu_min_gib``, or whose name contains one of ``small_gpu_names``, the runtime starts
+    #: with ``small_gpu_max_seqs`` and ``small_gpu_chunk_tokens`` instead (`scheduler_on`)
+    large_gpu_min_gib: float | None = _f("num", min=0, max=100_000)
+    small_gpu_names: tuple[str, ...] = _f("strlist")
+    small_gpu_max_seqs: int | None = _f("int", min=1, max=1_000_000)
+    small_gpu_chunk_tokens: int | None = _f("int", min=1, max=10_000_000)
     #: where the three scheduler figures come from; without it they are the spec's defaults
     scheduler_source: str = _f("str")
     launch: str = _f("str")
@@ -492,6 +499,17 @@ class Runtime:
     @property
     def format_family(self) -> str:
         return self.formats_of or self.key
+
+    def scheduler_on(self, hw: "Hardware | None" = None) -> tuple[int, int]:
+        """(running sequences at most, tokens per step) by default on ``hw`` (None: the large-GPU
+        figures, ``max_seqs`` and ``chunk_tokens``)."""
+        chunk = self.chunk_tokens or self.workspace_tokens
+        if hw is None or self.large_gpu_min_gib is None:
+            return self.max_seqs, chunk
+        names = f"{hw.key} {hw.name}".lower()
+        if hw.memory_gib < self.large_gpu_min_gib or any(n.lower() in names for n in self.small_gpu_names):
+            return self.small_gpu_max_seqs or self.max_seqs, self.small_gpu_chunk_tokens or chunk
+        return self.max_seqs, chunk
 
     def compute_for(self, quant: "Quant", vendor: str) -> str:
         """The dtype whose peak bounds this runtime's matrix products for ``quant`` on ``vendor``."""

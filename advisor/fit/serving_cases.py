@@ -23,7 +23,7 @@ from advisor.data.errors import AdvisorError
 from advisor.fit.cases import Case
 from advisor.model.config import Config, configure
 from advisor.model.roofline import Workload
-from advisor.model.serving import Load, prompt_mix
+from advisor.model.serving import BATCH_MIX_POINTS, Load, output_mix, prompt_mix
 
 DATA = Path(__file__).resolve().parents[2] / "catalog" / "measured" / "serving.csv"
 
@@ -42,6 +42,15 @@ METRICS = {"ttft": "ttft", "itl": "itl", "tpot": "itl", "e2e_latency": "e2e",
 LATENCY_STATS = {"mean": "mean", "median": "p50", "unstated": "mean", "p99": "p99"}
 SPECULATIVE = re.compile(r"eagle|mtp|nextn|spec", re.I)
 REQUESTS = re.compile(r"(\d[\d,]*) requests", re.I)
+#: ShareGPT as `vllm bench serve` samples it keeps a conversation's first turn only where the prompt
+#: has 4 to 1,024 tokens and prompt + output at most 2,048 (vllm-project/vllm benchmarks/datasets.py
+#: `is_valid_sequence`): no output is longer than 2,044 tokens
+SHAREGPT_MAX_OUTPUT = 2044
+#: The spread (coefficient of variation) of ShareGPT's output lengths: an ASSUMPTION, stated as such.
+#: No source we have prints it for the sampled set. 1 is what a reply that ends at each token with the
+#: same small chance gives (a geometric length); `benchmarks/serving.py` prints how the all-at-once
+#: rows move at 0.5 and 1.5.
+SHAREGPT_OUTPUT_SPREAD = 1.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +151,7 @@ def layout_text(parallel: str, gpus: int) -> str | None:
 NOT_COMPARED = "Not compared:"
 
 
-def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
+def map_row(cat: Catalog, row: dict, output_spread: float = SHAREGPT_OUTPUT_SPREAD) -> ServingCase | Skipped:
     src = row["source_id"]
     if NOT_COMPARED in row.get("notes", ""):
         return Skipped(src, "a figure its note marks 'Not compared:' (printed wrong by the source; the note says how)")
@@ -168,9 +177,9 @@ def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
         if stat is None:
             return Skipped(src, f"statistic {row['stat']!r}")
     kind = row["load"]
-    if kind == "offline" and metric in ("ttft", "itl", "e2e"):
-        # every request sent at once: the latencies are the drain of one batch, not a steady state
-        return Skipped(src, "latency of an all-at-once (offline) run")
+    if kind == "offline" and metric in ("ttft", "itl", "e2e") and not _requests(row["notes"]):
+        # every request sent at once, but not how many: the latencies of a batch depend on its size
+        return Skipped(src, "latency of an all-at-once (offline) run of an unstated number of requests")
     gpus, split = _gpus_and_split(row)
     try:
         cfg = configure(cat, hardware=HARDWARE_ALIASES.get(row["hardware"], row["hardware"]), model=row["model"],
@@ -204,19 +213,28 @@ def map_row(cat: Catalog, row: dict) -> ServingCase | Skipped:
     elif kind == "open":
         load = Load(kind="open", rate_rps=float(row["rate_rps"]), **lengths)
     else:
-        # all at once: as many clients as requests (the server runs what fits and queues the rest)
+        # all at once: a batch job of N requests, timed from the first to the last (`batch_run`), whose
+        # end drains through the longest outputs: a dataset's lengths vary (ShareGPT: its cap is known,
+        # its spread assumed), SGLang's random lengths are drawn evenly from 1 to L
         n = _requests(row["notes"])
-        load = Load(kind="closed", concurrency=float(n), **lengths) if n else Load(kind="offline", **lengths)
+        if dist.startswith("sharegpt"):
+            lengths.update(output_mix(lengths["output_tokens"], output_spread, points=BATCH_MIX_POINTS,
+                                      top=max(SHAREGPT_MAX_OUTPUT, lengths["output_tokens"])))
+        elif uniform:
+            top_out = 2.0 * float(lengths["output_tokens"]) - 1.0
+            lengths.update(output_mix(0, samples=np.linspace(2.0, max(top_out, 2.0), 1001), points=BATCH_MIX_POINTS))
+        load = Load(kind="offline", requests=n, **lengths) if n else Load(kind="offline", **lengths)
     return ServingCase(src, cfg, load, metric, stat or "mean", value, row["parallel"], row["runtime_version"], row)
 
 
-def load_serving_cases(cat: Catalog, path: str | Path | None = None) -> tuple[list[ServingCase], list[Skipped]]:
+def load_serving_cases(cat: Catalog, path: str | Path | None = None,
+                       output_spread: float = SHAREGPT_OUTPUT_SPREAD) -> tuple[list[ServingCase], list[Skipped]]:
     with open(path or DATA, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     cases, skipped = [], []
     for line, row in enumerate(rows, start=2):
         row["_line"] = str(line)
-        out = map_row(cat, row)
+        out = map_row(cat, row, output_spread)
         (cases if isinstance(out, ServingCase) else skipped).append(out)
     return cases, skipped
 

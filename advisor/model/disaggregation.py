@@ -175,7 +175,7 @@ def pool_costs(cat, cfg, load: Load, prefill_cfg=None) -> PoolCosts:
     eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
     P = load.new_prompt_tokens
     r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=P, depth=load.prompt_tokens - P, output=load.output_tokens)
-    seqs, chunk, paged = runtime_scheduler(cfg.runtime)
+    seqs, chunk, paged = runtime_scheduler(cfg.runtime, cfg.hardware)
     costs = costs_from_result(r, load, paged, load.max_seqs or seqs, load.chunk_tokens or chunk,
                               server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab),
                               prompt_cache_of(cfg.runtime, cfg.gpus))

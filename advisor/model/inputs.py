@@ -187,8 +187,9 @@ class Tables:
         self.expert_parallel = np.array([r.expert_parallel for r in rt], dtype=bool)
         self.multi_node = np.array([r.multi_node for r in rt], dtype=bool)
         # the continuous-batching scheduler of each runtime (advisor.model.serving)
-        self.max_seqs = np.array([r.max_seqs for r in rt], dtype=float)
-        self.chunk_tokens = np.array([r.chunk_tokens or r.workspace_tokens for r in rt], dtype=float)
+        # (hardware, runtime): a runtime may start smaller on smaller GPUs (`Runtime.scheduler_on`)
+        on = np.array([[r.scheduler_on(h) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 2)
+        self.max_seqs, self.chunk_tokens = on[..., 0], on[..., 1]
         self.paged_kv = np.array([r.paged_kv for r in rt], dtype=bool)
         self.fixed_slots = np.array([r.fixed_slots for r in rt], dtype=bool)
         # the launch line sets the running-sequence limit to the users (--max-num-seqs, -np …)

@@ -33,6 +33,7 @@ vectorised over configurations: the recommender solves the whole catalog in one 
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -73,13 +74,20 @@ class Load:
     #: ``prompt_tokens`` long. ``prompt_tokens`` stays the mean, which the steady state uses.
     prompt_points: tuple[float, ...] = ()
     prompt_weights: tuple[float, ...] = ()
+    #: the output lengths' distribution, as points with weights (`output_mix`); empty = every output is
+    #: ``output_tokens`` long, which stays the mean. A batch of requests sent at once (offline with
+    #: ``requests``) drains at its end through the longest of them (`batch_run`)
+    output_points: tuple[float, ...] = ()
+    output_weights: tuple[float, ...] = ()
     #: the requests' lengths vary (a dataset such as ShareGPT, or lengths drawn at random) though no
     #: distribution is given: a closed loop's clients then finish at random moments, and their next
     #: prompts arrive as a random stream would (`solve`)
     varied_lengths: bool = False
     #: a closed loop measured over a finite run (``vllm bench serve --num-prompts N
     #: --max-concurrency C``, SGLang's bench_serving): every client sends its first request at
-    #: once, and that first wave's prompts queue behind each other. None = the steady state alone.
+    #: once, and that first wave's prompts queue behind each other. Offline: a batch job of this many
+    #: requests, all sent at once, timed from the first to the last (`batch_run`). None = the steady
+    #: state alone.
     requests: int | None = None
     #: the server keeps its host-memory prompt cache (llama-server's default; `--cache-ram 0` turns it
     #: off), which saves every finished request before the next prompt (`prompt_cache_save_s`)
@@ -99,8 +107,9 @@ class Load:
         if self.requests is not None and (isinstance(self.requests, bool) or not isinstance(self.requests, (int, np.integer))
                                           or not 1 <= self.requests <= 100_000_000):
             raise AdvisorError(f"requests must be a whole number from 1 to 1e8, got {self.requests!r}")
-        if self.requests is not None and self.kind != "closed":
-            raise AdvisorError("a run of a number of requests is a closed loop of clients (--concurrency)")
+        if self.requests is not None and self.kind == "open":
+            raise AdvisorError("a run of a number of requests is a closed loop of clients (--concurrency) or a "
+                               "batch sent at once (--offline)")
         if not (0 <= self.prefix_hit < 1):
             raise AdvisorError(f"prefix hit must be a fraction in [0, 1), got {self.prefix_hit:g}")
         for name, v in (("max sequences", self.max_seqs), ("chunk tokens", self.chunk_tokens)):
@@ -110,6 +119,10 @@ class Load:
                 self.prompt_points and (min(self.prompt_points) < 1 or min(self.prompt_weights) < 0
                                         or not math.isclose(sum(self.prompt_weights), 1.0, rel_tol=1e-6))):
             raise AdvisorError("the prompt length distribution needs positive lengths and weights that sum to 1")
+        if len(self.output_points) != len(self.output_weights) or (
+                self.output_points and (min(self.output_points) < 2 or min(self.output_weights) < 0
+                                        or not math.isclose(sum(self.output_weights), 1.0, rel_tol=1e-6))):
+            raise AdvisorError("the output length distribution needs lengths of at least 2 and weights that sum to 1")
 
     @property
     def new_prompt_tokens(self) -> float:
@@ -126,6 +139,40 @@ class Load:
 
 #: Points a prompt-length distribution is described by (equal-probability quantiles).
 MIX_POINTS = 16
+#: Points an output-length distribution is described by where a batch's drain depends on its tail: the
+#: top point is the 99.8th percentile, what a batch of a few hundred reaches (`batch_run`)
+BATCH_MIX_POINTS = 256
+
+
+def _length_points(what: str, mean: float, spread: float, samples, points: int, top: float | None):
+    """Equal-probability quantile points of a length distribution: of ``samples`` (a trace's lengths),
+    or of a log-normal of the given mean and coefficient of variation ``spread`` (0: None, every
+    length the mean), cut at ``top`` (a client's cap on each request) with the mean kept. Returns
+    (mean, points or None)."""
+    q = (np.arange(points) + 0.5) / points
+    if samples is not None:
+        xs = np.asarray(samples, float)
+        if xs.size == 0 or not np.all(np.isfinite(xs)) or xs.min() < 1:
+            raise AdvisorError(f"{what} lengths must be positive numbers")
+        return float(xs.mean()), np.maximum(np.quantile(xs, q), 1.0)
+    if not (0 <= spread <= 10):
+        raise AdvisorError(f"the {what} spread (coefficient of variation) must be between 0 and 10, got {spread:g}")
+    if spread == 0:
+        return mean, None
+    from statistics import NormalDist
+
+    sigma = math.sqrt(math.log1p(spread * spread))
+    z = np.array([NormalDist().inv_cdf(float(x)) for x in q])
+    pts = mean * np.exp(sigma * z - sigma * sigma / 2.0)
+    pts *= mean / pts.mean()   # the points' mean is the mean asked for
+    if top is not None:
+        if top < mean:
+            raise AdvisorError(f"the {what} lengths' cap ({top:g}) is below their mean ({mean:g})")
+        for _ in range(50):    # cut the tail, lift the rest back to the mean: a few rounds settle it
+            pts = np.minimum(pts, top)
+            pts *= mean / pts.mean()
+        pts = np.minimum(pts, top)
+    return mean, np.maximum(pts, 1.0)
 
 
 def prompt_mix(mean: float, spread: float = 0.0, samples=None, points: int = MIX_POINTS) -> dict:
@@ -133,27 +180,24 @@ def prompt_mix(mean: float, spread: float = 0.0, samples=None, points: int = MIX
     log-normal of the given mean and coefficient of variation ``spread`` (0 = all the same). Returns
     ``prompt_tokens`` (the mean), ``prompt_points`` and ``prompt_weights`` (equal-probability
     quantile points: the long tail a few long prompts make is what sets TTFT's tail)."""
-    q = (np.arange(points) + 0.5) / points
-    if samples is not None:
-        xs = np.asarray(samples, float)
-        if xs.size == 0 or not np.all(np.isfinite(xs)) or xs.min() < 1:
-            raise AdvisorError("prompt lengths must be positive numbers")
-        pts = np.quantile(xs, q)
-        mean = float(xs.mean())
-    else:
-        if not (0 <= spread <= 10):
-            raise AdvisorError(f"the prompt spread (coefficient of variation) must be between 0 and 10, got {spread:g}")
-        if spread == 0:
-            return {"prompt_tokens": int(round(mean)), "prompt_points": (), "prompt_weights": ()}
-        from statistics import NormalDist
-
-        sigma = math.sqrt(math.log1p(spread * spread))
-        z = np.array([NormalDist().inv_cdf(float(x)) for x in q])
-        pts = mean * np.exp(sigma * z - sigma * sigma / 2.0)
-        pts *= mean / pts.mean()   # the points' mean is the mean asked for
-    pts = np.maximum(pts, 1.0)
+    mean, pts = _length_points("prompt", mean, spread, samples, points, None)
+    if pts is None:
+        return {"prompt_tokens": int(round(mean)), "prompt_points": (), "prompt_weights": ()}
     return {"prompt_tokens": max(int(round(mean)), 1), "prompt_points": tuple(float(x) for x in pts),
-            "prompt_weights": tuple([1.0 / points] * points)}
+            "prompt_weights": tuple([1.0 / len(pts)] * len(pts))}
+
+
+def output_mix(mean: float, spread: float = 0.0, samples=None, points: int = MIX_POINTS, top: float | None = None) -> dict:
+    """Load fields for a distribution of output lengths, as `prompt_mix` for prompts: ``output_tokens``
+    (the mean), ``output_points`` and ``output_weights``. ``top``: the longest output a request may
+    have (a benchmark client's cap on prompt + output, say). What a batch of requests sent at once
+    takes depends on it: the longest outputs finish last, at a small batch (`batch_run`)."""
+    mean, pts = _length_points("output", mean, spread, samples, points, top)
+    if pts is None:
+        return {"output_tokens": max(int(round(mean)), 2), "output_points": (), "output_weights": ()}
+    pts = np.maximum(pts, 2.0)
+    return {"output_tokens": max(int(round(float(pts.mean()))), 2), "output_points": tuple(float(x) for x in pts),
+            "output_weights": tuple([1.0 / len(pts)] * len(pts))}
 
 
 @dataclass(frozen=True)
@@ -198,6 +242,12 @@ class Serving:
     capacity: Any              # running sequences at most: min(KV capacity, max sequences)
     bound: Any                 # compute | memory-bandwidth | kv-capacity | max-seqs | prefill-budget | queue
     saturated: Any
+    #: each request's mean gap between its tokens, (end to end − TTFT) / (output − 1), averaged over
+    #: requests (a benchmark client's TPOT) and its median: the ITL in a steady state, where every
+    #: request sees the same steps; a batch's short requests run while the queue's prompts are computed
+    #: and see the slowest steps (None: as ITL)
+    tpot_ms: Any = None
+    tpot_p50_ms: Any = None
 
 
 class _StepTable:
@@ -264,6 +314,8 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     a closed loop's clients as an array that broadcasts with the configurations (a sweep over them
     in one solve), instead of ``load.concurrency``."""
     load.check()
+    if load.kind == "offline" and load.requests:
+        return batch_run(costs, load)
     C = np.asarray(load.concurrency if concurrency is None else concurrency, float)
     P = load.new_prompt_tokens
     D = float(load.output_tokens - 1)
@@ -414,7 +466,206 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         ttft_ms=ttft * 1e3, ttft_p50_ms=ttft_p50 * 1e3, ttft_p90_ms=ttft_p90 * 1e3, ttft_p99_ms=ttft_p99 * 1e3,
         itl_ms=tau * 1e3, itl_p90_ms=itl_p90 * 1e3, itl_p99_ms=itl_p99 * 1e3, e2e_ms=e2e * 1e3,
         throughput_tok_s=X * load.output_tokens, request_rate_rps=X,
-        running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated)
+        running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated, tpot_ms=tau * 1e3,
+        tpot_p50_ms=tau * 1e3)
+
+
+#: The most requests of a batch whose schedule is worked out one by one (`batch_run`); a larger
+#: batch runs its rest at the full batch between that many's start and their drain.
+BATCH_SCHEDULE_MAX = 20_000
+
+
+def batch_lengths(load: Load, n: int) -> np.ndarray:
+    """The output lengths of a batch of ``n`` requests, in the order they are sent: ``n``
+    equal-probability quantiles of the load's output distribution (each the mean without one), the
+    mean kept, in an order shuffled with a fixed seed (a benchmark client samples its dataset at
+    random; a seed keeps the prediction repeatable)."""
+    if not load.output_points:
+        return np.full(n, float(load.output_tokens))
+    pts, w = np.asarray(load.output_points, float), np.asarray(load.output_weights, float)
+    order = np.argsort(pts)
+    pts, w = pts[order], w[order]
+    x = np.interp((np.arange(n) + 0.5) / n, np.cumsum(w) - w / 2.0, pts)
+    x *= float((pts * w).sum()) / x.mean()
+    np.random.default_rng(0).shuffle(x)
+    return np.maximum(np.round(x), 2.0)
+
+
+def batch_schedule(occupancy: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """When each request of a batch takes a slot and gives it back, in engine steps from the batch's
+    start: first come first served on ``slots`` running sequences, each request holding its slot for
+    ``occupancy`` steps (its prompt's step and its decode steps). Every running sequence moves one
+    token per step, so the order of events in steps does not depend on how long each step takes."""
+    n = len(occupancy)
+    k = min(int(slots), n)
+    starts, ends = np.zeros(n), np.empty(n)
+    ends[:k] = occupancy[:k]
+    heap = [float(x) for x in ends[:k]]
+    heapq.heapify(heap)
+    for i in range(k, n):
+        t = heapq.heappop(heap)
+        starts[i], ends[i] = t, t + occupancy[i]
+        heapq.heappush(heap, float(ends[i]))
+    return starts, ends
+
+
+def _weighted_quantile(values, weights, q: float):
+    """The ``q`` quantile of ``values`` (n, M) weighted by ``weights`` (n,), along the first axis."""
+    order = np.argsort(values, axis=0)
+    v = np.take_along_axis(values, order, axis=0)
+    w = np.take_along_axis(np.broadcast_to(np.asarray(weights, float)[:, None], values.shape), order, axis=0)
+    cum = np.cumsum(w, axis=0)
+    total = cum[-1]
+    idx = np.argmax(cum >= q * total, axis=0)
+    return np.take_along_axis(v, idx[None, :], axis=0)[0]
+
+
+def batch_run(costs: StepCosts, load: Load) -> Serving:
+    """A batch job: ``load.requests`` requests sent at once, timed from the first request to the last
+    response (what a benchmark client of N prompts with no rate limit, or an offline batch, measures).
+
+    The server runs at most ``cap`` = min(KV capacity, max sequences) at once and admits the rest
+    first come first served as slots free (`batch_schedule`). Every running sequence makes one token
+    a step, so the running batch b(k) at each step k follows from the lengths alone; the time is then
+    Σ τ_dec(b(k)) over the steps plus each request's prompt (P′·τ_p, the server's own per-request
+    work, and a prompt pass's launches per chunk of K tokens). Once the queue is empty the batch
+    drains: the longest outputs finish last, at a small batch whose steps cost nearly what a full
+    one's do, so a batch of varied lengths (`output_mix`) takes longer than one of its mean length,
+    and the more so the fewer requests it has per slot. The steady state (b = cap throughout) is
+    this model's limit for a batch of many times ``cap`` requests of one length.
+
+    TTFT is each request's wait for a slot plus the prompts admitted before it and beside it; ITL is
+    the token-weighted step time (a step that carries prompts counts their time); TPOT each request's
+    own mean gap; end to end its finish. Vectorised over the configurations of ``costs``: one
+    schedule per distinct (cap, steps a prompt's chunks take)."""
+    n_all = int(load.requests)
+    P = load.new_prompt_tokens
+    tau_p = np.asarray(costs.prompt_token_s, float)
+    K = np.asarray(load.chunk_tokens or costs.chunk_tokens, float)
+    S = np.asarray(load.max_seqs or costs.max_seqs, float)
+    kv_cap = np.floor(np.asarray(costs.kv_capacity, float))
+    request_s = np.asarray(costs.request_s, float)
+    extra = np.asarray(costs.prompt_step_s, float)
+    save = np.asarray(costs.request_server_s, float)
+    shape = np.broadcast(tau_p, K, S, kv_cap, request_s, extra, save).shape
+    table = _StepTable(costs.step_s, shape)
+    comp_table, mem_table = _StepTable(costs.step_compute_s, shape), _StepTable(costs.step_memory_s, shape)
+    M = int(np.prod(shape)) if shape else 1
+    flat = lambda a: np.broadcast_to(np.asarray(a, float), shape).reshape(M)  # noqa: E731
+    cap_f, K_f, tau_p_f = np.maximum(flat(np.minimum(kv_cap, S)), 1.0), np.maximum(flat(K), 1.0), flat(tau_p)
+    req_f, extra_f, save_f = flat(request_s), flat(extra), flat(save)
+    # the steps a prompt's chunks take beside a full batch of decoding sequences (it holds its slot
+    # meanwhile and decodes only after)
+    psteps_f = np.maximum(np.ceil(P / np.maximum(K_f - cap_f, 1.0)), 1.0)
+
+    n = min(n_all, BATCH_SCHEDULE_MAX)
+    rest = n_all - n
+    lengths = batch_lengths(load, n)
+    out = {k: np.full(M, np.nan) for k in ("ttft", "p50", "p90", "p99", "itl", "itl90", "itl99", "e2e", "span",
+                                           "b", "comp", "mem", "tpot", "tpot50")}
+    for cap, psteps in sorted({(float(a), float(b)) for a, b in zip(cap_f, psteps_f)}):
+        cols = np.nonzero((cap_f == cap) & (psteps_f == psteps))[0]
+        starts, ends = batch_schedule(lengths + psteps - 1.0, int(cap))
+        first = starts + psteps              # the first decode step, after the prompt's chunks
+        # the running batch between events, in steps from the batch's start
+        bounds = np.unique(np.concatenate([[0.0], first, ends]))
+        running = (np.searchsorted(np.sort(first), bounds[:-1], side="right")
+                   - np.searchsorted(np.sort(ends), bounds[:-1], side="right")).astype(float)
+        seg = np.diff(bounds)
+
+        def read(t, batch, cols=cols):
+            """The table ``t`` at each of ``batch`` (n,) for these configurations: (n, configs)."""
+            bb = np.clip(np.maximum(batch, 1.0), 1.0, t.last)
+            i = np.minimum(np.log2(bb).astype(np.intp), t.segments - 1)
+            j = t.row0[cols][None, :] + i[:, None]
+            return t.start[j] + t.slope[j] * (bb - np.exp2(i))[:, None]
+
+        tau = np.where((running > 0)[:, None], read(table, running), 0.0)        # (segments, configs)
+        decode_before = np.concatenate([np.zeros((1, len(cols))), np.cumsum(seg[:, None] * tau, axis=0)])
+        # prompts: the requests admitted at each step, their compute and launches per chunk of K
+        steps_u, count = np.unique(starts, return_counts=True)
+        per_prompt = P * tau_p_f[cols] + save_f[cols]                            # (configs,)
+        prompt_u = count[:, None] * per_prompt[None, :] + extra_f[cols][None, :] * np.ceil(
+            count[:, None] * P / K_f[cols][None, :])
+        prompts_before = np.concatenate([np.zeros((1, len(cols))), np.cumsum(prompt_u, axis=0)])
+
+        def at(step):
+            """(decode time before ``step``, time of the prompts admitted before it): (steps, configs)."""
+            j = np.clip(np.searchsorted(bounds, step, side="right") - 1, 0, len(seg) - 1)
+            within = np.clip(step - bounds[j], 0.0, seg[j])
+            u = np.searchsorted(steps_u, step, side="left")
+            return decode_before[j] + within[:, None] * tau[j], prompts_before[u]
+
+        # TTFT: the request's admission step, the prompts admitted before it, and its own place among
+        # those admitted with it: their prompts fill what each step's budget leaves beside the b_u
+        # decoding sequences, in order, and its first token comes with the step that ends its prompt
+        # (those ahead of it decode in the steps before)
+        order = np.argsort(starts, kind="stable")
+        rank = np.empty(n)
+        rank[order] = np.arange(n) - np.repeat(np.cumsum(count) - count, count)
+        b_u = np.interp(steps_u, bounds[:-1], running, right=0.0)
+        g = np.searchsorted(steps_u, starts)
+        budget = np.maximum(K_f[cols][None, :] - b_u[g][:, None], 1.0)           # (requests, configs)
+        own_steps = np.ceil((rank[:, None] + 1.0) * P / budget)
+        own = (np.minimum(own_steps * budget, count[g][:, None] * P) * tau_p_f[cols][None, :]
+               + (rank[:, None] + 1.0) * save_f[cols][None, :] + own_steps * extra_f[cols][None, :]
+               + (own_steps - 1.0) * read(table, b_u[g] + rank))
+        dec0, pro0 = at(starts)
+        ttft = dec0 + pro0 + own + req_f[cols][None, :]
+        # then its decode steps, stalled by the prompts admitted while it decodes
+        dec1, pro1 = at(first)
+        dec2, pro2 = at(ends)
+        e2e = ttft + (dec2 - dec1) + (pro2 - pro1)
+        span = decode_before[-1] + prompts_before[-1] + req_f[cols]
+        tpot = (e2e - ttft) / np.maximum(lengths - 1.0, 1.0)[:, None]
+        weight = np.ones(n)
+        # the gaps between tokens: every segment's steps for each running sequence, and a step that
+        # carries prompts once more for those decoding beside them
+        gaps = np.concatenate([tau, read(table, b_u) + prompt_u])
+        gap_weights = np.concatenate([seg * running, b_u])
+        if rest:
+            # a batch larger than the schedule: the rest join the queue behind the first wave and run
+            # at the full batch, so the schedule's later requests come that much later; the rest's own
+            # requests start evenly over that time
+            full = read(table, np.array([running.max()]))[0]
+            each = (lengths.mean() - 1.0) / cap * full + per_prompt + extra_f[cols] * P / K_f[cols]
+            middle = rest * each
+            waited = (starts > 0)[:, None]
+            t_a = np.where(waited, ttft, np.inf).min(axis=0) if waited.any() else ttft.max(axis=0)
+            m = 64
+            inserted = t_a[None, :] + middle[None, :] * ((np.arange(m) + 0.5) / m)[:, None] + per_prompt[None, :]
+            ttft = np.concatenate([np.where(waited, ttft + middle, ttft), inserted])
+            e2e = np.concatenate([np.where(waited, e2e + middle, e2e),
+                                  inserted + (lengths.mean() - 1.0) * full[None, :]])
+            tpot = np.concatenate([tpot, np.broadcast_to(full, (m, len(cols)))])
+            weight = np.concatenate([weight, np.full(m, rest / m)])
+            gaps = np.concatenate([gaps, full[None, :]])
+            gap_weights = np.concatenate([gap_weights, [rest * (lengths.mean() - 1.0)]])
+            span = span + middle
+        w = weight[:, None] / weight.sum()
+        out["ttft"][cols], out["e2e"][cols], out["tpot"][cols] = ((x * w).sum(axis=0) for x in (ttft, e2e, tpot))
+        for key, x, q in (("p50", ttft, 0.5), ("p90", ttft, 0.9), ("p99", ttft, 0.99), ("tpot50", tpot, 0.5),
+                          ("itl90", gaps, 0.9), ("itl99", gaps, 0.99)):
+            out[key][cols] = _weighted_quantile(x, weight if x is not gaps else gap_weights, q)
+        out["itl"][cols] = (gaps * gap_weights[:, None]).sum(axis=0) / max(gap_weights.sum(), 1e-30)
+        out["span"][cols] = span
+        out["b"][cols] = (seg * running).sum() / max(float(seg[running > 0].sum()), 1e-30)
+        top = np.array([running.max()])
+        out["comp"][cols], out["mem"][cols] = read(comp_table, top)[0], read(mem_table, top)[0]
+    rs = lambda a: a.reshape(shape)  # noqa: E731
+    span = rs(out["span"])
+    cap_s = rs(cap_f)
+    waiting = np.maximum(n_all - cap_s, 0.0)
+    limit = np.where(np.broadcast_to(kv_cap, shape) <= np.broadcast_to(S, shape), "kv-capacity", "max-seqs")
+    busy_bound = np.where(rs(out["comp"]) > rs(out["mem"]), "compute", "memory-bandwidth")
+    return Serving(
+        ttft_ms=rs(out["ttft"]) * 1e3, ttft_p50_ms=rs(out["p50"]) * 1e3, ttft_p90_ms=rs(out["p90"]) * 1e3,
+        ttft_p99_ms=rs(out["p99"]) * 1e3, itl_ms=rs(out["itl"]) * 1e3, itl_p90_ms=rs(out["itl90"]) * 1e3,
+        itl_p99_ms=rs(out["itl99"]) * 1e3, e2e_ms=rs(out["e2e"]) * 1e3,
+        throughput_tok_s=float(lengths.sum()) * (n_all / n) / span, request_rate_rps=n_all / span,
+        running_batch=rs(out["b"]), queue=waiting, capacity=cap_s,
+        bound=np.where(waiting > 0, limit, busy_bound), saturated=waiting > 0,
+        tpot_ms=rs(out["tpot"]) * 1e3, tpot_p50_ms=rs(out["tpot50"]) * 1e3)
 
 
 def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, tau_p, extra, request_s,
@@ -549,9 +800,11 @@ def prompt_cache_of(rt, gpus) -> tuple:
     return prompt_cache_gb_s(rt), rt.server_prompt_cache_max_gb, gpus
 
 
-def runtime_scheduler(rt) -> tuple[int, int, bool]:
-    """(max sequences, tokens per step, paged KV) of a runtime's default scheduler."""
-    return rt.max_seqs, rt.chunk_tokens or rt.workspace_tokens, rt.paged_kv
+def runtime_scheduler(rt, hw=None) -> tuple[int, int, bool]:
+    """(max sequences, tokens per step, paged KV) of a runtime's default scheduler on ``hw`` (vLLM
+    starts smaller on GPUs under 70 GiB and on A100s: `Runtime.scheduler_on`)."""
+    seqs, chunk = rt.scheduler_on(hw)
+    return seqs, chunk, rt.paged_kv
 
 
 # ---- one configuration ----------------------------------------------------------------------------
@@ -599,6 +852,9 @@ class ServeReport:
     #: last prompts, the steps that carry a prompt chunk)
     ttft_p99_ms: float = math.nan
     itl_p99_ms: float = math.nan
+    #: a benchmark client's TPOT, each request's own mean gap, averaged and its median (`Serving.tpot_ms`)
+    tpot_ms: float = math.nan
+    tpot_p50_ms: float = math.nan
 
     @property
     def tok_s_per_user(self) -> float:
@@ -619,7 +875,9 @@ class ServeReport:
             return mid, self.ttft_low_ms * k, self.ttft_high_ms * k
         if metric in ("itl", "tpot"):
             per_gap = {"p90": self.itl_p90_ms, "p95": self.itl_p90_ms, "p99": self.itl_p99_ms}
-            mid = per_gap.get(stat, self.itl_ms) if metric == "itl" else self.itl_ms
+            per_request = {"p50": self.tpot_p50_ms}.get(stat, self.tpot_ms)
+            mid = per_gap.get(stat, self.itl_ms) if metric == "itl" else (
+                per_request if math.isfinite(per_request) else self.itl_ms)
             k = mid / self.itl_ms if self.itl_ms > 0 else 1.0
             return mid, self.itl_low_ms * k, self.itl_high_ms * k
         if metric == "e2e":
@@ -665,7 +923,8 @@ def serve(cat, cfg, load: Load) -> ServeReport:
 
 
 #: the fields of a report that come from the solve (estimate), and the band's (edge, field) pairs
-_SOLVED = ("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p90_ms", "itl_p99_ms", "e2e_ms",
+_SOLVED = ("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p90_ms", "itl_p99_ms", "tpot_ms",
+           "tpot_p50_ms", "e2e_ms",
            "throughput_tok_s", "request_rate_rps", "running_batch", "queue", "capacity")
 _BAND = {"ttft_high_ms": (1, "ttft_ms"), "itl_high_ms": (1, "itl_ms"), "throughput_low_tok_s": (1, "throughput_tok_s"),
          "ttft_low_ms": (2, "ttft_ms"), "itl_low_ms": (2, "itl_ms"), "throughput_high_tok_s": (2, "throughput_tok_s")}
@@ -684,7 +943,7 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     context = load.prompt_tokens + load.output_tokens
     backing, eff, r = _kernel(cat, cfg, load)   # checks the load; the clients do not change it: once for all
     P = load.new_prompt_tokens
-    seqs, chunk, paged = runtime_scheduler(cfg.runtime)
+    seqs, chunk, paged = runtime_scheduler(cfg.runtime, cfg.hardware)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
     sample_s = server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab)
     costs = costs_from_result(r, load, paged, seqs, chunk, sample_s, prompt_cache_of(cfg.runtime, cfg.gpus))

@@ -1161,9 +1161,9 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged
-    max_seqs = np.where(t.sets_max_seqs[rt], float(users), t.max_seqs[rt])
+    max_seqs = np.where(t.sets_max_seqs[rt], float(users), t.max_seqs[hw, rt])
     gpus = sub(grid.configurations[4])
-    costs = costs_from_result(kernel, load, t.paged_kv[rt] & ~t.fixed_slots[rt], max_seqs, t.chunk_tokens[rt],
+    costs = costs_from_result(kernel, load, t.paged_kv[rt] & ~t.fixed_slots[rt], max_seqs, t.chunk_tokens[hw, rt],
                               server_sample_s(t.server_sample_ns[rt], grid.model.vocab),
                               (t.server_cache_gb_s[rt], t.server_cache_max_gb[rt], gpus))
     s = solve(costs, load)

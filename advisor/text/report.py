@@ -278,8 +278,9 @@ def _sources(cat: "Catalog", configs) -> tuple[SourceEntry, ...]:
             f"claims {rt.memory_fraction:.0%} of memory ({rt.memory_fraction_of}), overhead {num(rt.overhead_gb)} GB, "
             f"workspace {rt.workspace_tokens:,} tokens", rt.source)
         if rt.scheduler_source:
-            add("scheduler", rt.key, rt.name, f"up to {rt.max_seqs:,} running sequences, "
-                f"{(rt.chunk_tokens or rt.workspace_tokens):,} tokens per step", rt.scheduler_source)
+            seqs, chunk = rt.scheduler_on(hw)
+            add("scheduler", f"{rt.key}:{seqs}:{chunk}", rt.name, f"up to {seqs:,} running sequences, "
+                f"{chunk:,} tokens per step on {hw.name}", rt.scheduler_source)
     for hw, model, quant, kv, rt in configs:
         found = select_profile(cat.profiles, rt, hw)
         if found is None:

@@ -40,10 +40,13 @@ def test_rows_map_to_a_configuration_and_a_load(cat):
     assert c.cfg.model.key == "qwen3-8b" and c.cfg.hardware.key == "h100-sxm5-80gb" and c.cfg.runtime.key == "vllm"
     assert c.load.kind == "closed" and c.load.concurrency == 4 and c.load.prompt_tokens == 233
     assert (c.metric, c.stat, c.value) == ("ttft", "p50", 27.3)
-    # all at once: as many clients as the notes say requests were sent, and only its throughput
+    # all at once: a batch of as many requests as the notes say were sent, its latencies compared too
     off = map_row(cat, row(load="offline", concurrency="", metric="output_throughput", stat="mean", value="3000",
                            unit="tok/s", notes="vllm bench serve, ShareGPT dataset, 1000 requests, all at once."))
-    assert off.load.kind == "closed" and off.load.concurrency == 1000 and off.metric == "throughput"
+    assert off.load.kind == "offline" and off.load.requests == 1000 and off.metric == "throughput"
+    assert off.load.output_points and max(off.load.output_points) <= 2044
+    late = map_row(cat, row(load="offline", concurrency="", notes="1000 requests, all at once."))
+    assert isinstance(late, ServingCase) and late.metric == "ttft" and late.load.requests == 1000
     for kw, why in ((dict(load="offline", concurrency=""), "all-at-once"),
                     (dict(parallel="TP1 + EAGLE3 spec decode"), "speculative"),
                     (dict(prompt_tokens=""), "length not stated"),
@@ -201,3 +204,25 @@ def test_moe_and_mla_layers_weigh_more_in_the_fixed_cost(cat):
     more = evaluate_config(cfg, eff.replace(layer_overhead_us=10.0), batch=1, prompt=100, depth=0, output=100)
     step = 1 / float(more.decode_tok_s) - 1 / float(base.decode_tok_s)
     assert math.isclose(step, fixed * 10e-6, rel_tol=1e-6)
+
+
+def test_vllm_starts_smaller_on_an_a100_and_on_gpus_under_70_gib(cat):
+    """`vllm serve` defaults to 1,024 sequences and 8,192 tokens a step on a GPU of 70 GiB or more,
+    but 256 and 2,048 on an A100 (by name) and on smaller GPUs (vllm/engine/arg_utils.py): serve,
+    the recommender's tables and the report's sources all use the GPU's own."""
+    from advisor.model.config import configure
+    from advisor.model.inputs import Tables
+    from advisor.model.serving import Load, serve
+
+    rt = cat.runtimes["vllm"]
+    assert rt.scheduler_on(cat.hardware["h100-sxm5-80gb"]) == (1024, 8192)
+    assert rt.scheduler_on(cat.hardware["a100-sxm4-80gb"]) == (256, 2048)
+    assert rt.scheduler_on(cat.hardware["rtx-4090"]) == (256, 2048)
+    assert cat.runtimes["sglang"].scheduler_on(cat.hardware["a100-sxm4-80gb"]) == cat.runtimes["sglang"].scheduler_on()
+    a100 = serve(cat, configure(cat, hardware="a100-sxm4-80gb", model="qwen3-8b", runtime="vllm"),
+                 Load(concurrency=8, prompt_tokens=512, output_tokens=128))
+    assert (a100.max_seqs, a100.chunk_tokens) == (256, 2048)
+    t = Tables(cat)
+    h, r = t.hw_index["a100-sxm4-80gb"], t.rt_index["vllm"]
+    assert (t.max_seqs[h, r], t.chunk_tokens[h, r]) == (256, 2048)
+    assert t.chunk_tokens[t.hw_index["h100-sxm5-80gb"], r] == 8192
