@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import subprocess
 import sys
@@ -157,7 +156,7 @@ def compare(path: Path, hardware: str) -> None:
     """Each batch beside the batch model's prediction and the steady state's."""
     from advisor.data.catalog import user_catalog
     from advisor.model.config import configure
-    from advisor.model.serving import Load, output_mix, serve
+    from advisor.model.serving import BATCH_MIX_POINTS, Load, output_mix, serve
 
     data = json.loads(path.read_text())
     cat = user_catalog()
@@ -165,7 +164,9 @@ def compare(path: Path, hardware: str) -> None:
     print(f"{'requests':>8} {'spread':>6} {'measured tok/s':>14} {'batch model':>12} {'error':>6} "
           f"{'steady state':>12} {'error':>6}")
     for b in data["batches"]:
-        mix = output_mix(b["mean_output"], b["cv"], top=MAX_OUTPUT)
+        # the batch's own lengths (what each request was asked to decode)
+        mix = output_mix(0, samples=[r["asked"] for r in b["per_request"]], points=BATCH_MIX_POINTS) \
+            if b["cv"] else output_mix(b["mean_output"])
         common = dict(prompt_tokens=b["prompt"], output_tokens=int(round(b["mean_output"])), max_seqs=data["slots"],
                       prompt_cache=False, **{k: v for k, v in mix.items() if k != "output_tokens"})
         batch_rep = serve(cat, cfg, Load(kind="offline", requests=b["requests"], **common))
