@@ -48,7 +48,8 @@ __all__ = [
     "Requirements", "Recommendation", "Candidate", "recommend", "DEFAULT_MIN_BITS", "DEFAULT_CHAT_CONTEXT", "HardwareGroup", "by_hardware", "Shortlist",
     "Costs", "costs", "why_first", "candidate_record", "candidate_verdict", "reason_text", "VERDICTS", "EVIDENCE_WORDS", "EVIDENCE_TEXT",
     "WillItRun", "FitRow", "will_it_run", "WILL_IT_RUN_MODES", "Explanation", "explain",
-    "Load", "ServeReport", "serve", "concurrency_sweep", "prompt_mix", "prompt_cache_gb_s",
+    "Load", "ServeReport", "serve", "concurrency_sweep", "prompt_mix", "output_mix", "BATCH_MIX_POINTS",
+    "prompt_cache_gb_s",
     "ReportContent", "ReportTable", "SourceEntry", "report_from_config", "report_from_requirements",
     "catalog_data_date",
     "Techniques", "TechniqueEffect", "TechniqueFigures", "techniques", "techniques_from", "speculative_curve",
@@ -111,7 +112,7 @@ from advisor.text.explain import Explanation, explain
 from advisor.text.verdicts import (EVIDENCE_TEXT, EVIDENCE_WORDS, VERDICTS, candidate_record, candidate_verdict,
                                    reason_text, why_first)
 from advisor.model.inputs import prompt_cache_gb_s
-from advisor.model.serving import Load, ServeReport, concurrency_sweep, prompt_mix, serve
+from advisor.model.serving import BATCH_MIX_POINTS, Load, ServeReport, concurrency_sweep, output_mix, prompt_mix, serve
 from advisor.model.techniques import (Effect as TechniqueEffect, Figures as TechniqueFigures, OffloadCurve,
                                       SpeculativeCurve, Techniques, attention_variant, expected_tokens, offload_curve,
                                       speculative_curve, techniques_from, tokenizer_refusal as draft_refusal,

@@ -133,3 +133,28 @@ def test_llama_servers_prompt_cache_is_an_undoable_input_that_costs_each_request
     before = s.state
     assert not s.set_inputs(prompt_cache="maybe")
     assert s.state == before and "prompt cache" in s.last_error
+
+
+def test_a_batch_sent_at_once_says_when_its_last_answer_comes(window, qtbot):
+    """The Serving tab's third load: N requests at once, timed to the last answer (`serve` with an
+    offline load of N requests), longer the more the answers' lengths vary."""
+    s = window.session
+    window.show_view("serving")
+    view = window.serving
+    view.kind.setCurrentIndex(view.kind.findData("batch"))
+    assert view.requests.isEnabled() and view.out_spread.isEnabled()
+    assert not view.think.isEnabled() and not view.rate.isEnabled()
+    view.requests.setValue(500)
+    fixed = view.report
+    assert fixed.load.kind == "offline" and fixed.load.requests == 500 and not fixed.load.output_points
+    core = api.serve(s.cat, s.cfg, fixed.load)
+    assert math.isclose(fixed.throughput_tok_s, core.throughput_tok_s, rel_tol=1e-9)
+    text = view.summary.text()
+    assert "500 requests at once" in text and "all answered in" in text
+    view.out_spread.setValue(1.0)
+    varied = view.report
+    assert len(varied.load.output_points) == api.BATCH_MIX_POINTS
+    assert varied.throughput_tok_s < fixed.throughput_tok_s
+    assert "answers" in view.summary.text()
+    view.kind.setCurrentIndex(view.kind.findData("closed"))
+    assert not view.requests.isEnabled() and view.report.load.kind == "closed"

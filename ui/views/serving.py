@@ -1,6 +1,7 @@
 """Serving under load: the current configuration as a server with continuous batching.
 
-The steady state for the users on screen (closed loop with think time, or a Poisson rate), and the
+The steady state for the users on screen (closed loop with think time, or a Poisson rate), or a
+batch of requests sent at once (its time to the last answer, its outputs' lengths spread), and the
 throughput–latency curve over concurrency 1, 2, 4 … until past saturation: aggregate throughput,
 per-user decode speed and TTFT p90 against concurrency, with the point where the KV cache or the
 max-sequences setting starts to queue users. One `api.concurrency_sweep` per input change (~1 ms a
@@ -15,7 +16,8 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QSplitter,
+                               QVBoxLayout)
 
 from advisor import api
 from advisor.text.format import duration_ms, num
@@ -60,8 +62,11 @@ class ServingView(LazyView, RowsTab):
         self.kind = QComboBox()
         self.kind.addItem("Users in a closed loop", "closed")
         self.kind.addItem("Poisson arrivals", "open")
+        self.kind.addItem("A batch sent at once", "batch")
         self.kind.setToolTip("Closed loop: each user sends the next request when the last one is answered "
-                             "(after the think time). Poisson: requests arrive at random at a fixed rate.")
+                             "(after the think time). Poisson: requests arrive at random at a fixed rate. A batch: "
+                             "that many requests sent together (an offline job, or a benchmark with no rate limit), "
+                             "timed to the last answer.")
         self.think = QDoubleSpinBox()
         self.think.setRange(0.0, 3600.0)
         self.think.setDecimals(1)
@@ -73,6 +78,23 @@ class ServingView(LazyView, RowsTab):
         self.rate.setValue(1.0)
         self.rate.setSuffix(" req/s")
         self.rate.setToolTip("Poisson arrivals: requests per second")
+        self.requests = QSpinBox()
+        self.requests.setObjectName("batch_requests")
+        self.requests.setRange(1, 10_000_000)
+        self.requests.setValue(1000)
+        self.requests.setGroupSeparatorShown(True)
+        self.requests.setSuffix(" requests")
+        self.requests.setToolTip("A batch: how many requests are sent at once")
+        self.out_spread = QDoubleSpinBox()
+        self.out_spread.setObjectName("output_spread")
+        self.out_spread.setRange(0.0, 10.0)
+        self.out_spread.setDecimals(2)
+        self.out_spread.setSingleStep(0.25)
+        self.out_spread.setPrefix("output spread ")
+        self.out_spread.setToolTip("A batch: how much the answers' lengths vary around the output input (the "
+                                   "coefficient of variation of a log-normal; 0 = all the same, 1 = a reply that "
+                                   "ends at any token with the same chance). The batch ends with its longest "
+                                   "answers running at a small batch: the more they vary, the longer it takes.")
         self.spread = QDoubleSpinBox()
         self.spread.setObjectName("prompt_spread")
         self.spread.setRange(0.0, 10.0)
@@ -90,7 +112,12 @@ class ServingView(LazyView, RowsTab):
                               "cache out to it, at about 1.3 GB/s, and every running sequence waits. It pays back "
                               "only where requests share long prefixes. A recommendation's launch line turns it "
                               "off unless they do.")
-        for w in (self.kind, self.think, self.rate, self.spread, self.cache):
+        self.kind.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        for box, widest in ((self.out_spread, "output spread 10.00"), (self.spread, "prompt spread 10.00"),
+                            (self.requests, "1,000,000 requests")):
+            # room for the prefix and the widest value: a crowded bar squeezes them to their first letters
+            box.setMinimumWidth(box.fontMetrics().horizontalAdvance(widest) + 36)
+        for w in (self.kind, self.think, self.rate, self.requests, self.out_spread, self.spread, self.cache):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
@@ -142,7 +169,7 @@ class ServingView(LazyView, RowsTab):
         lay.addWidget(split, 1)
         self.report: api.ServeReport | None = None
         self.sweep: list[api.ServeReport] = []
-        for w in (self.kind, self.think, self.rate):
+        for w in (self.kind, self.think, self.rate, self.requests, self.out_spread):
             (w.currentIndexChanged if w is self.kind else w.valueChanged).connect(lambda *_: self.refresh())
         # the spread is an input of the sizing (undoable, saved, seen by the result cards)
         self.spread.valueChanged.connect(
@@ -151,15 +178,22 @@ class ServingView(LazyView, RowsTab):
         self._sync_enabled()
 
     def _sync_enabled(self) -> None:
-        closed = self.kind.currentData() == "closed"
-        self.think.setEnabled(closed)
-        self.rate.setEnabled(not closed)
+        kind = self.kind.currentData()
+        # the inputs of the load kind on screen, the others out of the way (the bar has little room)
+        for w, own in ((self.think, "closed"), (self.rate, "open"), (self.requests, "batch"), (self.out_spread, "batch")):
+            w.setEnabled(kind == own)
+            w.setVisible(kind == own)
 
     def load(self) -> "api.Load":
-        """The load on screen: the users input as clients, or the rate; prompts of the input's mean
-        length, spread as the session has it."""
-        if self.kind.currentData() == "open":
+        """The load on screen: the users input as clients, the rate, or a batch of requests sent at
+        once; prompts of the input's mean length, spread as the session has it."""
+        kind = self.kind.currentData()
+        if kind == "open":
             return self.session.load("open", rate_rps=self.rate.value())
+        if kind == "batch":
+            load = self.session.load("offline", requests=int(self.requests.value()))
+            mix = api.output_mix(load.output_tokens, float(self.out_spread.value()), points=api.BATCH_MIX_POINTS)
+            return dataclasses.replace(load, **mix)
         return self.session.load(concurrency=float(self.session.cfg.workload.batch), think_s=self.think.value())
 
     def render(self) -> None:
@@ -220,6 +254,8 @@ class ServingView(LazyView, RowsTab):
         if not r.fits:
             return f"<b>Does not fit.</b> {r.notes[0] if r.notes else ''}"
         load = r.load
+        if load.kind == "offline" and load.requests:
+            return self._batch_summary(r)
         who = (f"{load.concurrency:g} users" + (f" ({num(load.think_s)} s think)" if load.think_s else "")
                if load.kind == "closed" else f"{num(load.rate_rps)} requests/s")
         queue = "" if not r.queue else (" · <b>the queue grows without bound</b>" if math.isinf(r.queue)
@@ -235,6 +271,24 @@ class ServingView(LazyView, RowsTab):
                 f"{num(r.running_batch)} of {num(r.capacity)} running{queue} · limited by <b>{r.bound}</b>"
                 f"<br>scheduler: up to {r.max_seqs:,} sequences, {r.chunk_tokens:,} tokens per step; the KV cache "
                 f"holds {num(r.kv_capacity)} sequences at this length{notes}")
+
+    def _batch_summary(self, r: "api.ServeReport") -> str:
+        """A batch: when its last answer comes, with the band, and what its requests see meanwhile."""
+        load = r.load
+        done_s = load.requests / r.request_rate_rps if r.request_rate_rps > 0 else math.inf
+        slow, fast = (load.requests * load.output_tokens / t if t > 0 else math.inf
+                      for t in (r.throughput_low_tok_s, r.throughput_high_tok_s))
+        spread = (f", answers {num(min(load.output_points))}–{num(max(load.output_points))} tokens"
+                  if load.output_points else "")
+        notes = "".join(f"<br><span style='color:#888'>{n}</span>" for n in r.notes)
+        return (f"<b>{load.requests:,} requests at once{spread}</b>: all answered in "
+                f"<b>{duration_ms(done_s * 1e3)}</b>{_band(fast * 1e3, slow * 1e3, duration_ms)} · "
+                f"{num(r.throughput_tok_s)} tok/s{_band(r.throughput_low_tok_s, r.throughput_high_tok_s, num)} · "
+                f"TTFT {duration_ms(r.ttft_ms)} mean (p90 {duration_ms(r.ttft_p90_ms)}) · TPOT "
+                f"{duration_ms(r.tpot_ms)} per request · {r.capacity:,.0f} run at once, limited by <b>{r.bound}</b>"
+                f"<br>scheduler: up to {r.max_seqs:,} sequences, {r.chunk_tokens:,} tokens per step; the KV cache "
+                f"holds {num(r.kv_capacity)} sequences at this length. The chart is the same server under "
+                f"users in a closed loop.{notes}")
 
     def _draw(self, rows: list) -> None:
         self.model.set_rows(rows)
