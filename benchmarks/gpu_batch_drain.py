@@ -14,12 +14,13 @@ decodes exactly its length). Each request's send and receive times, and the serv
 go to ``batches.json``; the makespan and output throughput to run.log.
 
     python benchmarks/gpu_batch_drain.py --src .device/llama-src.tar.xz --out OUT
-    python benchmarks/gpu_batch_drain.py --compare OUT/batches.json   (beside the predictions)
+    python benchmarks/gpu_batch_drain.py --compare OUT/batches.json[.gz]   (beside the predictions)
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import shutil
 import subprocess
@@ -158,7 +159,9 @@ def compare(path: Path, hardware: str) -> None:
     from advisor.model.config import configure
     from advisor.model.serving import BATCH_MIX_POINTS, Load, output_mix, serve
 
-    data = json.loads(path.read_text())
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        data = json.load(f)
     cat = user_catalog()
     cfg = configure(cat, hardware=hardware, model="llama-3.1-8b", quant="F16", runtime="llama.cpp")
     print(f"{'requests':>8} {'spread':>6} {'measured tok/s':>14} {'batch model':>12} {'error':>6} "

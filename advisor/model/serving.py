@@ -477,9 +477,9 @@ BATCH_SCHEDULE_MAX = 20_000
 
 def batch_lengths(load: Load, n: int) -> np.ndarray:
     """The output lengths of a batch of ``n`` requests, in the order they are sent: ``n``
-    equal-probability quantiles of the load's output distribution (each the mean without one), the
-    mean kept, in an order shuffled with a fixed seed (a benchmark client samples its dataset at
-    random; a seed keeps the prediction repeatable)."""
+    equal-probability quantiles of the load's output distribution with its mean kept (every one the
+    mean where the load has no distribution), in an order shuffled with a fixed seed (a benchmark
+    client samples its dataset at random; a seed keeps the prediction repeatable)."""
     if not load.output_points:
         return np.full(n, float(load.output_tokens))
     pts, w = np.asarray(load.output_points, float), np.asarray(load.output_weights, float)
