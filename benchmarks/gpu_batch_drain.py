@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_llama_cpp import build, log, unpack, use_tree_gguf  # noqa: E402
+from gpu_llama_cpp import build, build_beside, log, unpack, use_tree_gguf  # noqa: E402
 from tests.llama_model import free_port, stop, wait_healthy  # noqa: E402
 
 PROMPT = 128
@@ -111,15 +111,10 @@ def run(args) -> int:
         log(out, f"wrote {path.name} ({path.stat().st_size / 1e9:.2f} GB) in {time.time() - t0:.0f} s")
         return path
 
-    with ThreadPoolExecutor(2) as pool:
-        built = pool.submit(lambda: args.bin or build(tree, work, out, args.arch, args.cpu_only, ["llama-server"]))
-        written = pool.submit(model)
-        try:
-            bin_dir = built.result()
-        except subprocess.CalledProcessError as e:
-            log(out, f"build failed: {e}; the end of build.log says why")
-            return 1
-        gguf = written.result()
+    done = build_beside(out, lambda: args.bin or build(tree, work, out, args.arch, args.cpu_only, ["llama-server"]), model)
+    if done is None:
+        return 1
+    bin_dir, gguf = done
     slots = args.slots
     ctx = slots * (PROMPT + MAX_OUTPUT + 16)
     port = free_port()

@@ -93,6 +93,21 @@ def build(tree: Path, work: Path, out: Path, arch: str, cpu_only: bool, targets=
     return bdir / "bin"
 
 
+def build_beside(out: Path, build_call, write_call):
+    """llama.cpp's build and the model files at the same time (the writer is one core; the build the
+    rest): (binaries' folder, what ``write_call`` returned), or None where the build failed (logged)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        built, written = pool.submit(build_call), pool.submit(write_call)
+        try:
+            bin_dir = built.result()
+        except subprocess.CalledProcessError as e:
+            log(out, f"build failed: {e}; the end of build.log says why")
+            return None
+        return bin_dir, written.result()
+
+
 def write_models(work: Path, out: Path, small: bool) -> Path:
     from tests.llama_model import LLAMA_8B, TINY, write_llama
 
@@ -150,21 +165,15 @@ def main() -> int:
                      "--format=csv"], 30)
         log(out, q.stdout.strip())
 
-    # 2 and 3: the build and the model file at the same time (the writer is one core; the build the rest).
-    # The `gguf` package is llama.cpp's own gguf-py, where none is installed (the device machine has none)
-    from concurrent.futures import ThreadPoolExecutor
-
+    # 2 and 3: the build and the model file at the same time. The `gguf` package is llama.cpp's own
+    # gguf-py, where none is installed (the device machine has none)
     tree = unpack(args.src, work) if args.src.exists() else None
     use_tree_gguf(tree)
-    with ThreadPoolExecutor(2) as pool:
-        built = pool.submit(lambda: args.bin or build(tree, work, out, args.arch, args.cpu_only))
-        written = pool.submit(write_models, work, out, args.cpu_only)
-        try:
-            bin_dir = built.result()
-        except subprocess.CalledProcessError as e:
-            log(out, f"build failed: {e}; the end of build.log says why")
-            return 1
-        f16 = written.result()
+    done = build_beside(out, lambda: args.bin or build(tree, work, out, args.arch, args.cpu_only),
+                        lambda: write_models(work, out, args.cpu_only))
+    if done is None:
+        return 1
+    bin_dir, f16 = done
     ngl = [] if args.cpu_only else ["-ngl", "99"]
     models = {"F16": f16}
     for quant in ("Q8_0", "Q4_K_M"):

@@ -34,14 +34,13 @@ import subprocess
 import sys
 import tarfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_llama_cpp import START, advisor, build, compare, log, sh, unpack, use_tree_gguf  # noqa: E402
+from gpu_llama_cpp import START, advisor, build, build_beside, compare, log, sh, unpack, use_tree_gguf  # noqa: E402
 from tests.llama_model import free_port, save_times, stop, wait_healthy  # noqa: E402
 
 TARGETS = ("llama-bench", "llama-batched-bench", "llama-server")
@@ -158,15 +157,10 @@ def main() -> int:
         log(out, f"wrote {dense.name} ({dense.stat().st_size / 1e9:.2f} GB) in {time.time() - t0:.0f} s")
         return moe, dense
 
-    with ThreadPoolExecutor(2) as pool:
-        built = pool.submit(lambda: args.bin or build(tree, work, out, args.arch, args.cpu_only, TARGETS))
-        written = pool.submit(models)
-        try:
-            bin_dir = built.result()
-        except subprocess.CalledProcessError as e:
-            log(out, f"build failed: {e}; the end of build.log says why")
-            return 1
-        moe, dense = written.result()
+    done = build_beside(out, lambda: args.bin or build(tree, work, out, args.arch, args.cpu_only, TARGETS), models)
+    if done is None:
+        return 1
+    bin_dir, (moe, dense) = done
     ngl = [] if args.cpu_only else ["-ngl", "99"]
     small = args.cpu_only
     moe_args = ["--model", "qwen3-30b-a3b", "--quant", "Q8_0", *hw]

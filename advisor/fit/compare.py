@@ -108,7 +108,8 @@ def load_text(r: BenchRecord) -> str:
     if r.concurrency:
         who = f"{r.concurrency:g} clients"
     elif r.request_rate_rps is not None:
-        who = "all at once" if math.isinf(r.request_rate_rps) else f"{r.request_rate_rps:g} req/s"
+        who = ((f"{r.requests_completed:,} at once" if r.requests_completed else "all at once")
+               if math.isinf(r.request_rate_rps) else f"{r.request_rate_rps:g} req/s")
     else:
         who = f"batch {r.batch or 1}"
     return f"{who} · {lengths}{depth}".strip(" ·")
@@ -192,10 +193,11 @@ def _load(r: BenchRecord, max_seqs: int | None = None, prompt_cache: bool = True
                     requests=n if n and n >= r.concurrency else None, **seqs)
     rate = r.request_rate_rps
     if rate is not None and math.isinf(rate):
-        if n:   # every request at once: as many clients as requests (the server queues what does not fit)
-            return Load(kind="closed", concurrency=float(min(n, 100_000)), prompt_tokens=prompt,
-                        output_tokens=output, **seqs)
-        return Load(kind="offline", prompt_tokens=prompt, output_tokens=output, **seqs)
+        # every request at once: a batch of them, timed to the last answer (`serving.batch_run`; the
+        # file gives the mean lengths only, so every request is taken at them); without a count, the
+        # server at capacity
+        return Load(kind="offline", prompt_tokens=prompt, output_tokens=output,
+                    requests=min(n, 100_000_000) if n else None, **seqs)
     if rate and rate > 0:
         return Load(kind="open", rate_rps=float(rate), prompt_tokens=prompt, output_tokens=output, **seqs)
     raise AdvisorError("the file gives neither a concurrency nor a request rate")

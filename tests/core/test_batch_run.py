@@ -16,6 +16,7 @@ import pytest
 from advisor.data.errors import AdvisorError
 from advisor.model import serving
 from advisor.model.serving import STEP_GRID, Load, StepCosts, batch_lengths, batch_run, output_mix
+from tests.scheduler_steps import fill_prompt_budget
 
 
 def costs(kv=64.5, tau_p=5e-5, chunk=2048, max_seqs=256, base=0.02, per_seq=3e-4, prompt_step=0.0, save=0.0):
@@ -44,13 +45,7 @@ def simulate_batch(c: StepCosts, load: Load) -> dict:
         while waiting and len(prefill) + n_dec < cap:
             prefill.append([waiting.popleft(), P])
             admitted += 1
-        budget, pi = max(K - n_dec, 1), 0
-        for r in prefill:
-            take = min(r[1], budget - pi)
-            if take <= 0:
-                break
-            r[1] -= take
-            pi += take
+        pi = fill_prompt_budget(prefill, n_dec, K)
         t += tdec[n_dec] * (n_dec > 0) + pi * tau_p + (extra if pi else 0.0) + admitted * save
         step += 1
         for i in finishes.pop(step, ()):

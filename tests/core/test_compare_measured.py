@@ -84,6 +84,10 @@ def test_serving_metrics_and_statistics(cat):
     assert got[1].predicted >= got[0].predicted                    # p99 from the p90 tail (the model has no p99)
     assert got[3].predicted == pytest.approx(got[2].predicted / 200)
     assert got[4].predicted > got[5].predicted                     # all at once queues; 4 req/s does not
+    # all at once is a batch of the file's requests, as serve --offline --requests predicts it
+    batch = serve(cat, configure(cat, hardware="H100 SXM", model="llama-3.1-8b", runtime="vllm"),
+                  Load(kind="offline", requests=400, prompt_tokens=1000, output_tokens=200))
+    assert got[4].predicted == pytest.approx(batch.ttft_ms, rel=1e-6)
     assert "std" in got[6].skipped
     s = summarise(got)
     assert s.rows == 7 and s.compared == 6 and s.median_abs_error is not None

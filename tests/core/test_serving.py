@@ -25,6 +25,7 @@ from advisor.model import serving
 from advisor.model.efficiency import efficiency_for
 from advisor.model.predict import evaluate_config
 from advisor.model.serving import STEP_GRID, Load, StepCosts
+from tests.scheduler_steps import fill_prompt_budget
 
 
 def decode_step_s(costs: StepCosts, batches) -> list[float]:
@@ -98,13 +99,7 @@ def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, w
             continue
         # the step decodes n_dec sequences and fills the rest of its budget with prompt tokens, FCFS
         # (at least one, as in the analytic model, so prompts always move)
-        budget, pi = max(K - n_dec, 1), 0
-        for r in prefill:
-            take = min(r[1], budget - pi)
-            if take <= 0:
-                break
-            r[1] -= take
-            pi += take
+        pi = fill_prompt_budget(prefill, n_dec, K)
         # a step that carries prompt tokens is an eager pass: its launches on top (prompt_step_s)
         # and each request admitted before it costs the server its own work first (everyone waits)
         dt = tdec[n_dec] + pi * tau_p + (extra if pi else 0.0) + admitted * save
