@@ -26,7 +26,8 @@ class EntryError(ValueError):
 #: Fields holding a list of sub-entries: kind → (their spec, what the error calls them).
 _ENTRY_LISTS = {"support": (specs.Support, "rules (vendor, families, reason, source)"),
                 "model_support": (specs.ModelSupport, "rules (quants, architectures, reason, source)"),
-                "builds": (specs.Build, "builds (build, date, source)")}
+                "builds": (specs.Build, "builds (build, date, source)"),
+                "scheduler_tiers": (specs.SchedulerTier, "scheduler tiers (min_gib, not_names, max_seqs, chunk_tokens)")}
 
 
 def _coerce(name: str, value: Any, meta: Mapping[str, Any]) -> Any:

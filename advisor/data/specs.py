@@ -328,6 +328,18 @@ class Build:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SchedulerTier:
+    """A runtime's scheduler defaults on some GPUs (`Runtime.scheduler_on`): the first tier a GPU
+    matches applies, one of at least ``min_gib`` of memory whose name contains none of ``not_names``;
+    an empty figure keeps the runtime's own."""
+
+    min_gib: float = _f("num", default=0.0, min=0, max=100_000)
+    not_names: tuple[str, ...] = _f("strlist")
+    max_seqs: int | None = _f("int", min=1, max=1_000_000)
+    chunk_tokens: int | None = _f("int", min=1, max=10_000_000)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Runtime:
     """An inference engine and its memory behaviour and default efficiencies.
 
@@ -391,13 +403,10 @@ class Runtime:
     #: True: the KV cache is paged, a sequence holds only the blocks of its current length;
     #: False: each slot reserves its whole context up front (llama-server)
     paged_kv: bool = _f("bool", default=True)
-    #: A second set of scheduler defaults for smaller GPUs: on a GPU with less memory than
-    #: ``large_gpu_min_gib``, or whose name contains one of ``small_gpu_names``, the runtime starts
-    #: with ``small_gpu_max_seqs`` and ``small_gpu_chunk_tokens`` instead (`scheduler_on`)
-    large_gpu_min_gib: float | None = _f("num", min=0, max=100_000)
-    small_gpu_names: tuple[str, ...] = _f("strlist")
-    small_gpu_max_seqs: int | None = _f("int", min=1, max=1_000_000)
-    small_gpu_chunk_tokens: int | None = _f("int", min=1, max=10_000_000)
+    #: The scheduler defaults by GPU, where the runtime sizes them by the GPU's memory or name (vLLM,
+    #: SGLang): ordered, the first that matches applies (`scheduler_on`); none: ``max_seqs`` and
+    #: ``chunk_tokens`` everywhere
+    scheduler_tiers: tuple[SchedulerTier, ...] = field(default=(), metadata={"kind": "scheduler_tiers"})
     #: where the three scheduler figures come from; without it they are the spec's defaults
     scheduler_source: str = _f("str")
     launch: str = _f("str")
@@ -501,15 +510,16 @@ class Runtime:
         return self.formats_of or self.key
 
     def scheduler_on(self, hw: "Hardware | None" = None) -> tuple[int, int]:
-        """(running sequences at most, tokens per step) by default on ``hw`` (None: the large-GPU
-        figures, ``max_seqs`` and ``chunk_tokens``)."""
-        chunk = self.chunk_tokens or self.workspace_tokens
-        if hw is None or self.large_gpu_min_gib is None:
-            return self.max_seqs, chunk
+        """(running sequences at most, tokens per step) by default on ``hw``: the first of
+        ``scheduler_tiers`` it matches (None: ``max_seqs`` and ``chunk_tokens``)."""
+        seqs, chunk = self.max_seqs, self.chunk_tokens or self.workspace_tokens
+        if hw is None:
+            return seqs, chunk
         names = f"{hw.key} {hw.name}".lower()
-        if hw.memory_gib < self.large_gpu_min_gib or any(n.lower() in names for n in self.small_gpu_names):
-            return self.small_gpu_max_seqs or self.max_seqs, self.small_gpu_chunk_tokens or chunk
-        return self.max_seqs, chunk
+        for t in self.scheduler_tiers:
+            if hw.memory_gib >= t.min_gib and not any(n.lower() in names for n in t.not_names):
+                return t.max_seqs or seqs, t.chunk_tokens or chunk
+        return seqs, chunk
 
     def compute_for(self, quant: "Quant", vendor: str) -> str:
         """The dtype whose peak bounds this runtime's matrix products for ``quant`` on ``vendor``."""

@@ -226,3 +226,21 @@ def test_vllm_starts_smaller_on_an_a100_and_on_gpus_under_70_gib(cat):
     h, r = t.hw_index["a100-sxm4-80gb"], t.rt_index["vllm"]
     assert (t.max_seqs[h, r], t.chunk_tokens[h, r]) == (256, 2048)
     assert t.chunk_tokens[t.hw_index["h100-sxm5-80gb"], r] == 8192
+
+
+def test_a_runtimes_scheduler_tiers_are_checked_as_they_are_read():
+    """`scheduler_tiers` in a runtime entry: a list of tiers, each figure in range; one line otherwise."""
+    import yaml
+
+    from advisor.data import specs
+    from advisor.data.entries import EntryError, build_entry
+    from advisor.data.catalog import CATALOG_DIR
+
+    raw = next(r for r in yaml.safe_load((CATALOG_DIR / "runtimes.yaml").read_text())["runtimes"] if r["key"] == "vllm")
+    rt = build_entry(specs.Runtime, raw)
+    assert rt.scheduler_tiers[0].not_names == ("a100",) and rt.scheduler_tiers[1].max_seqs == 256
+    for bad, why in (([{"max_seqs": 0}], "max_seqs"), ({"max_seqs": 8}, "scheduler tiers"),
+                     ([{"min_gib": "lots"}], "min_gib")):
+        with pytest.raises(EntryError) as e:
+            build_entry(specs.Runtime, {**raw, "scheduler_tiers": bad})
+        assert why in f"{e.value.field} {e.value}"
