@@ -255,6 +255,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.disaggregate or any(v is not None for v in (args.prefill_instances, args.decode_instances,
                                                         getattr(args, "prefill_gpus", None),
                                                         getattr(args, "prefill_hardware", None))):
+        if load.kind == "offline" and load.requests:
+            raise AdvisorError("--disaggregate sizes prefill and decode pools for a steady load; a batch of "
+                               "--requests sent at once is not one: drop --requests (the server at capacity) "
+                               "or --disaggregate")
         return _disaggregated(cat, cfg, load, args)
     for flag, value in (("--ttft-ms", args.ttft_ms), ("--tok-s", args.tok_s)):
         if value is not None:   # once silently ignored

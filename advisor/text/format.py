@@ -29,8 +29,14 @@ def num(x: Any, digits: int = 3) -> str:
 
 
 def duration_ms(ms: float) -> str:
+    """A duration given in ms, in the unit a reader takes in: ms, s, then h from two hours on and days
+    from two days (a batch job of a million requests runs for days)."""
     if ms is None or not math.isfinite(ms):
         return "—"
+    if ms >= 2 * 86_400_000:
+        return f"{num(ms / 86_400_000)} days"
+    if ms >= 2 * 3_600_000:
+        return f"{num(ms / 3_600_000)} h"
     if ms >= 1000:
         return f"{num(ms / 1000)} s"
     return f"{num(ms)} ms"

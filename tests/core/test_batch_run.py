@@ -183,6 +183,19 @@ def test_serve_a_batch_on_the_command_line(capsys, tmp_path):
     assert main(["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 8b", "--offline", "--requests", "9",
                  "--output-spread", "x"]) == 2
     assert "output-spread must be a number" in capsys.readouterr().err
+    assert main(["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 8b", "--offline", "--requests", "50",
+                 "--disaggregate"]) == 2
+    err = capsys.readouterr().err
+    assert "not one: drop --requests" in err and err.count("\n") == 1
+
+
+def test_long_durations_read_in_hours_and_days():
+    """A batch of a million requests runs for days: durations say so instead of "850,229 s"."""
+    from advisor.text.format import duration_ms
+
+    assert duration_ms(850.0) == "850 ms" and duration_ms(90_000.0) == "90.0 s"
+    assert duration_ms(3 * 3_600_000.0) == "3.00 h" and duration_ms(850_229_000.0) == "9.84 days"
+    assert duration_ms(float("nan")) == "—"
 
 
 @pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
