@@ -534,6 +534,8 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
     and the more so the fewer requests it has per slot. The steady state (b = cap throughout) is
     this model's limit for a batch of many times ``cap`` requests of one length.
 
+    The front end hands the engine one request per ``request_s`` (a serial process: HTTP, template,
+    tokenizer), which caps a burst of short requests and sets when the late ones can start.
     TTFT is each request's wait for a slot plus the prompts admitted before it and beside it; ITL is
     the token-weighted step time (a step that carries prompts counts their time); TPOT each request's
     own mean gap; end to end its finish. Vectorised over the configurations of ``costs``: one
@@ -611,12 +613,20 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
                + (rank[:, None] + 1.0) * save_f[cols][None, :] + own_steps * extra_f[cols][None, :]
                + (own_steps - 1.0) * read(table, b_u[g] + rank))
         dec0, pro0 = at(starts)
-        ttft = dec0 + pro0 + own + req_f[cols][None, :]
+        # the front end (HTTP, chat template, tokenizer: one process in vLLM, SGLang and trtllm-serve)
+        # takes a burst's requests one at a time, ``request_s`` each (the per-request cost fitted on a
+        # lone client's first token), so the i-th request sent reaches the engine at (i + 1)·request_s
+        # at the earliest, behind the rest of the batch's requests beyond the schedule if any came first
+        ahead = (np.arange(n) + 1.0 + np.where(starts > 0, rest, 0))[:, None]
+        reach = ahead * req_f[cols][None, :]
+        engine = dec0 + pro0 + req_f[cols][None, :]
+        ttft = np.maximum(engine, reach) + own
         # then its decode steps, stalled by the prompts admitted while it decodes
         dec1, pro1 = at(first)
         dec2, pro2 = at(ends)
-        e2e = ttft + (dec2 - dec1) + (pro2 - pro1)
-        span = decode_before[-1] + prompts_before[-1] + req_f[cols]
+        after = (dec2 - dec1) + (pro2 - pro1)
+        e2e = ttft + after
+        span = np.maximum(decode_before[-1] + prompts_before[-1] + req_f[cols], e2e.max(axis=0))
         tpot = (e2e - ttft) / np.maximum(lengths - 1.0, 1.0)[:, None]
         weight = np.ones(n)
         # the gaps between tokens: every segment's steps for each running sequence, and a step that
@@ -631,17 +641,21 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
             each = (lengths.mean() - 1.0) / cap * full + per_prompt + extra_f[cols] * P / K_f[cols]
             middle = rest * each
             waited = (starts > 0)[:, None]
-            t_a = np.where(waited, ttft, np.inf).min(axis=0) if waited.any() else ttft.max(axis=0)
+            t_a = np.where(waited, engine + own, np.inf).min(axis=0) if waited.any() else ttft.max(axis=0)
             m = 64
-            inserted = t_a[None, :] + middle[None, :] * ((np.arange(m) + 0.5) / m)[:, None] + per_prompt[None, :]
-            ttft = np.concatenate([np.where(waited, ttft + middle, ttft), inserted])
-            e2e = np.concatenate([np.where(waited, e2e + middle, e2e),
-                                  inserted + (lengths.mean() - 1.0) * full[None, :]])
+            share = ((np.arange(m) + 0.5) / m)[:, None]
+            # sent after the first wave (those that started at once) and before the schedule's later ones
+            inserted = np.maximum(t_a[None, :] + middle[None, :] * share,
+                                  (np.count_nonzero(starts == 0) + share * rest) * req_f[cols][None, :]) \
+                + per_prompt[None, :]
+            late = np.where(waited, np.maximum(engine + middle, reach), np.maximum(engine, reach)) + own
+            ttft = np.concatenate([late, inserted])
+            e2e = np.concatenate([late + after, inserted + (lengths.mean() - 1.0) * full[None, :]])
             tpot = np.concatenate([tpot, np.broadcast_to(full, (m, len(cols)))])
             weight = np.concatenate([weight, np.full(m, rest / m)])
             gaps = np.concatenate([gaps, full[None, :]])
             gap_weights = np.concatenate([gap_weights, [rest * (lengths.mean() - 1.0)]])
-            span = span + middle
+            span = np.maximum(span + middle, n_all * req_f[cols] + (lengths.mean() - 1.0) * full)
         w = weight[:, None] / weight.sum()
         out["ttft"][cols], out["e2e"][cols], out["tpot"][cols] = ((x * w).sum(axis=0) for x in (ttft, e2e, tpot))
         for key, x, q in (("p50", ttft, 0.5), ("p90", ttft, 0.9), ("p99", ttft, 0.99), ("tpot50", tpot, 0.5),

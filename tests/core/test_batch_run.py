@@ -121,6 +121,25 @@ def test_a_batch_larger_than_the_schedule_runs_its_rest_at_the_full_batch(monkey
     assert part["ttft_ms"] == pytest.approx(whole["ttft_ms"], rel=0.1)
 
 
+def test_a_serial_front_end_paces_a_burst_of_short_requests(monkeypatch):
+    """The front end takes a burst's requests one at a time (`StepCosts.request_s` each): a batch of
+    short requests on a fast engine finishes at about one request per request_s, its last first token
+    after about N·request_s, and a batch larger than the schedule says the same."""
+    import dataclasses
+
+    c = dataclasses.replace(costs(base=0.001, per_seq=1e-6, tau_p=1e-6), request_s=0.01)
+    kw = dict(requests=2000, prompt_tokens=16, output_tokens=4)
+    whole = batch_run(c, Load(kind="offline", **kw))
+    assert float(whole.request_rate_rps) == pytest.approx(100.0, rel=0.05)
+    assert float(whole.ttft_p99_ms) == pytest.approx(0.99 * 2000 * 10.0, rel=0.05)
+    free = batch_run(dataclasses.replace(c, request_s=0.0), Load(kind="offline", **kw))
+    assert float(free.request_rate_rps) > 5 * float(whole.request_rate_rps)
+    monkeypatch.setattr(serving, "BATCH_SCHEDULE_MAX", 500)
+    part = batch_run(c, Load(kind="offline", **kw))
+    assert float(part.request_rate_rps) == pytest.approx(float(whole.request_rate_rps), rel=0.05)
+    assert float(part.ttft_ms) == pytest.approx(float(whole.ttft_ms), rel=0.1)
+
+
 def test_short_requests_of_a_batch_see_the_slow_steps_tpot_above_itl():
     """TPOT (each request's own mean gap, averaged over requests) weighs the short requests that finish
     while the queue's prompts are still being computed; ITL (every gap) weighs the long ones."""
