@@ -87,7 +87,9 @@ def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=
                   think_s=_fraction("think-s", think_s), prefix_hit=_fraction("prefix-hit", prefix_hit),
                   max_seqs=whole_number("max-seqs", max_seqs, 0) or None,
                   chunk_tokens=whole_number("chunk-tokens", chunk_tokens, 0) or None, prompt_cache=prompt_cache)
-    n = (whole_number("requests", requests, 0) or None) if requests not in (None, "") else None
+    n = whole_number("requests", requests, 0) if requests not in (None, "") else None
+    if n is not None and n < 1:
+        raise AdvisorError(f"requests must be a whole number from 1 to 1e8, got {requests!r}")
     if offline:
         load = Load(kind="offline", requests=n, **common)
     elif rate_text:

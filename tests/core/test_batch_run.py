@@ -202,6 +202,8 @@ def test_serve_a_batch_on_the_command_line(capsys, tmp_path):
     assert main(["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 8b", "--offline", "--requests", "9",
                  "--output-spread", "x"]) == 2
     assert "output-spread must be a number" in capsys.readouterr().err
+    assert main(["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 8b", "--offline", "--requests", "0"]) == 2
+    assert "from 1 to 1e8" in capsys.readouterr().err
     assert main(["serve", "--hardware", "H100 SXM", "--model", "llama 3.1 8b", "--offline", "--requests", "50",
                  "--disaggregate"]) == 2
     err = capsys.readouterr().err
