@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.data.catalog import user_catalog  # noqa: E402
-from advisor.fit.serving_cases import SHAREGPT_OUTPUT_SPREAD, ServingCase, load_serving_cases  # noqa: E402
+from advisor.fit.serving_cases import SHAREGPT_OUTPUT_SPREAD, ServingCase, load_serving_cases, map_row  # noqa: E402
 from advisor.fit.serving_fit import _design, fit_from_design, floor_cases, with_terms  # noqa: E402
 from advisor.model.serving import serve  # noqa: E402
 from advisor.text.format import markdown_table as markdown, table  # noqa: E402
@@ -297,10 +297,10 @@ def main() -> None:
                 print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
     print("\nall at once: ShareGPT's output spread (an assumption) against the error, the catalog as shipped\n")
     spread_rows, groups = [], [m for m in ORDER if m.endswith("all at once") and by_metric[m]]
+    burst_rows = [c.row for c in cases if is_burst(c)]   # the all-at-once rows, mapped again at each spread
     for spread in SPREADS:
-        burst, _ = load_serving_cases(cat, args.data, output_spread=spread)
         got = defaultdict(list)
-        for r in evaluate(cat, [c for c in burst if is_burst(c)]):
+        for r in evaluate(cat, [map_row(cat, row, spread) for row in burst_rows]):
             got[group_of(r[0])].append(r)
         spread_rows.append([f"{spread:g}" + (" (used)" if spread == SHAREGPT_OUTPUT_SPREAD else "")]
                            + [fmt_row(m, got[m])[3] if got[m] else "–" for m in groups])

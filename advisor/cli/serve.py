@@ -13,7 +13,7 @@ from advisor.data.catalog import Catalog, user_catalog
 from advisor.data.errors import AdvisorError
 from advisor.model.config import configure, whole_number
 from advisor.model.disaggregation import disaggregate
-from advisor.model.serving import Load, concurrency_sweep, serve
+from advisor.model.serving import BATCH_MIX_POINTS, Load, concurrency_sweep, output_mix, prompt_mix, serve
 from advisor.text.format import duration_ms, json_text, num, table
 from advisor.cli.exit_codes import EXIT_OK, EXIT_UNMET
 
@@ -59,26 +59,19 @@ def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=
     mix: dict[str, Any] = {}
     if lengths:
         from advisor.data.lengths import read_lengths
-        from advisor.model.serving import prompt_mix
 
         if prompt not in (None, "") or prompt_spread not in (None, ""):
             raise AdvisorError("give --lengths, or --prompt (and --prompt-spread): not both")
         trace = read_lengths(lengths)
         mix = prompt_mix(trace.mean_prompt, samples=trace.prompts)
         if trace.mean_output is not None:
-            from advisor.model.serving import BATCH_MIX_POINTS, output_mix
-
             if output not in (None, "") or output_spread not in (None, ""):
                 raise AdvisorError("--lengths already gives the output lengths: drop --output and --output-spread")
             mix.update(output_mix(0, samples=[max(x, 2) for x in trace.outputs], points=BATCH_MIX_POINTS))
             output = mix.pop("output_tokens")
     elif prompt_spread not in (None, ""):
-        from advisor.model.serving import prompt_mix
-
         mix = prompt_mix(whole_number("prompt", prompt, DEFAULT_PROMPT), _fraction("prompt-spread", prompt_spread))
     if output_spread not in (None, "") and not lengths:
-        from advisor.model.serving import BATCH_MIX_POINTS, output_mix
-
         mix.update(output_mix(whole_number("output", output, DEFAULT_OUTPUT), _fraction("output-spread", output_spread),
                               points=BATCH_MIX_POINTS))
         output = mix.pop("output_tokens")

@@ -245,9 +245,9 @@ class Serving:
     #: each request's mean gap between its tokens, (end to end − TTFT) / (output − 1), averaged over
     #: requests (a benchmark client's TPOT) and its median: the ITL in a steady state, where every
     #: request sees the same steps; a batch's short requests run while the queue's prompts are computed
-    #: and see the slowest steps (None: as ITL)
-    tpot_ms: Any = None
-    tpot_p50_ms: Any = None
+    #: and see the slowest steps
+    tpot_ms: Any
+    tpot_p50_ms: Any
 
 
 class _StepTable:
@@ -272,12 +272,20 @@ class _StepTable:
         self.segments, self.last = rows - 1, grid[-1]
         self.shape = shape
 
-    def at(self, b):
-        bb = np.clip(np.asarray(b, float).reshape(-1), 1.0, self.last)
+    def _read(self, b, row0):
+        bb = np.clip(b, 1.0, self.last)
         # the grid is the powers of two from 1: the segment is the integer part of log2
         i = np.minimum(np.log2(bb).astype(np.intp), self.segments - 1)
-        j = self.row0 + i
-        return (self.start[j] + self.slope[j] * (bb - np.exp2(i))).reshape(self.shape)
+        j = row0 + i
+        return self.start[j] + self.slope[j] * (bb - np.exp2(i))
+
+    def at(self, b):
+        """The value at batch ``b`` (one per configuration, or one for all)."""
+        return self._read(np.asarray(b, float).reshape(-1), self.row0).reshape(self.shape)
+
+    def at_batches(self, batches, cols):
+        """The value at each of ``batches`` (n,) for the flattened configurations ``cols``: (n, cols)."""
+        return self._read(np.asarray(batches, float)[:, None], self.row0[cols][None, :])
 
 
 #: The prompt budget's utilisation at which the batch stops growing (`solve`): the M/D/1 wait for the
@@ -575,14 +583,7 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
                    - np.searchsorted(np.sort(ends), bounds[:-1], side="right")).astype(float)
         seg = np.diff(bounds)
 
-        def read(t, batch, cols=cols):
-            """The table ``t`` at each of ``batch`` (n,) for these configurations: (n, configs)."""
-            bb = np.clip(np.maximum(batch, 1.0), 1.0, t.last)
-            i = np.minimum(np.log2(bb).astype(np.intp), t.segments - 1)
-            j = t.row0[cols][None, :] + i[:, None]
-            return t.start[j] + t.slope[j] * (bb - np.exp2(i))[:, None]
-
-        tau = np.where((running > 0)[:, None], read(table, running), 0.0)        # (segments, configs)
+        tau = np.where((running > 0)[:, None], table.at_batches(running, cols), 0.0)   # (segments, configs)
         decode_before = np.concatenate([np.zeros((1, len(cols))), np.cumsum(seg[:, None] * tau, axis=0)])
         # prompts: the requests admitted at each step, their compute and launches per chunk of K
         steps_u, count = np.unique(starts, return_counts=True)
@@ -611,7 +612,7 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
         own_steps = np.ceil((rank[:, None] + 1.0) * P / budget)
         own = (np.minimum(own_steps * budget, count[g][:, None] * P) * tau_p_f[cols][None, :]
                + (rank[:, None] + 1.0) * save_f[cols][None, :] + own_steps * extra_f[cols][None, :]
-               + (own_steps - 1.0) * read(table, b_u[g] + rank))
+               + (own_steps - 1.0) * table.at_batches(b_u[g] + rank, cols))
         dec0, pro0 = at(starts)
         # the front end (HTTP, chat template, tokenizer: one process in vLLM, SGLang and trtllm-serve)
         # takes a burst's requests one at a time, ``request_s`` each (the per-request cost fitted on a
@@ -631,13 +632,13 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
         weight = np.ones(n)
         # the gaps between tokens: every segment's steps for each running sequence, and a step that
         # carries prompts once more for those decoding beside them
-        gaps = np.concatenate([tau, read(table, b_u) + prompt_u])
+        gaps = np.concatenate([tau, table.at_batches(b_u, cols) + prompt_u])
         gap_weights = np.concatenate([seg * running, b_u])
         if rest:
             # a batch larger than the schedule: the rest join the queue behind the first wave and run
             # at the full batch, so the schedule's later requests come that much later; the rest's own
             # requests start evenly over that time
-            full = read(table, np.array([running.max()]))[0]
+            full = table.at_batches([running.max()], cols)[0]
             each = (lengths.mean() - 1.0) / cap * full + per_prompt + extra_f[cols] * P / K_f[cols]
             middle = rest * each
             waited = (starts > 0)[:, None]
@@ -664,8 +665,8 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
         out["itl"][cols] = (gaps * gap_weights[:, None]).sum(axis=0) / max(gap_weights.sum(), 1e-30)
         out["span"][cols] = span
         out["b"][cols] = (seg * running).sum() / max(float(seg[running > 0].sum()), 1e-30)
-        top = np.array([running.max()])
-        out["comp"][cols], out["mem"][cols] = read(comp_table, top)[0], read(mem_table, top)[0]
+        top = [running.max()]
+        out["comp"][cols], out["mem"][cols] = comp_table.at_batches(top, cols)[0], mem_table.at_batches(top, cols)[0]
     rs = lambda a: a.reshape(shape)  # noqa: E731
     span = rs(out["span"])
     cap_s = rs(cap_f)
