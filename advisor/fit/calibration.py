@@ -39,7 +39,7 @@ import numpy as np
 import yaml
 
 from advisor.data.catalog import Catalog
-from advisor.fit.measurements import Case
+from advisor.fit.cases import Case
 from advisor.model.devices import tier
 from advisor.model.efficiency import (EXTRAPOLATION_BAND_WIDENING, IDEAL, SIBLING_BAND_WIDENING,
                                       UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND, Efficiency,
@@ -416,16 +416,21 @@ def _groups(cases: Sequence[Case]) -> list[Group]:
     by: dict[tuple, list[int]] = defaultdict(list)
     for i in fit_rows:
         c = cases[i]
-        if c.hardware.kind != "cpu":
+        if c.hardware.kind != "cpu" and not c.family_only:
             # a runtime's catch-all speaks for accelerators it has not seen; CPUs (main memory,
             # vector units, no kernel launches) are a kind apart and have their own vendor group
             by[(c.runtime.key, "", "", "")].append(i)
-        by[(c.runtime.key, c.hardware.vendor, "", "")].append(i)
+        if not c.family_only:
+            by[(c.runtime.key, c.hardware.vendor, "", "")].append(i)
         by[(c.runtime.key, c.hardware.vendor, c.hardware.family, tier(c.hardware))].append(i)
+    # rows that speak for their family alone join the groups the other rows make, and make none
+    # themselves: with or without them, the same profiles exist (a group they alone kept alive would
+    # predict the other phase from its parent's figures at its own band)
+    own = {i for i in fit_rows if not cases[i].family_only}
     groups = []
     for (rt, vendor, family, tr), rows in sorted(by.items()):
-        devices = {cases[i].device for i in rows}
-        if family and len(devices) < MIN_DEVICES_FOR_FAMILY:
+        devices = {cases[i].device for i in rows if not cases[i].family_only}
+        if family and len(devices) < MIN_DEVICES_FOR_FAMILY or not devices:
             continue
         level = "family" if family else ("vendor" if vendor else "runtime")
         groups.append(Group(level, rt, vendor, family, np.array(rows), tier=tr))
@@ -434,7 +439,8 @@ def _groups(cases: Sequence[Case]) -> list[Group]:
         c = cases[i]
         per_device[(c.runtime.key, c.hardware.vendor, c.hardware.family, tier(c.hardware), c.device)].append(i)
     for (rt, vendor, family, tr, dev), rows in sorted(per_device.items()):
-        if len(rows) >= MIN_ROWS_FOR_DEVICE and len({cases[i].model.key for i in rows}) >= MIN_MODELS_FOR_DEVICE:
+        base = [i for i in rows if i in own]
+        if len(base) >= MIN_ROWS_FOR_DEVICE and len({cases[i].model.key for i in base}) >= MIN_MODELS_FOR_DEVICE:
             groups.append(Group("hardware", rt, vendor, family, np.array(rows), hardware=dev, tier=tr))
     return groups
 
@@ -644,7 +650,8 @@ def predict_held_out(cat: Catalog, cases: Sequence[Case], by: str) -> list[HeldO
         for c, e, p, cl in zip(test, effs, predictions(test, effs), ceilings(test)):
             if math.isfinite(p) and p > 0:
                 seen = evidence(profiles, c.runtime, c.hardware, c.quant, cat.quants)
-                out.append(HeldOut(c, unit, float(p), e.level, e.basis, float(cl), seen))
+                # a phase lent by a coarser profile is that profile's prediction (its band class)
+                out.append(HeldOut(c, unit, float(p), e.level_of(band_kind(c.metric)), e.basis, float(cl), seen))
     return out
 
 

@@ -28,6 +28,10 @@ class Case:
     #: the prompt micro-batch the run used (llama.cpp -ub / n_ubatch), where the source states one;
     #: None = the runtime's default (`Runtime.workspace_tokens`)
     ubatch_tokens: int | None = None
+    #: a figure about its hardware family alone (derived from one source's servers, numerous enough to
+    #: outweigh every other family's rows): the runtime's and vendor's profiles, which speak for
+    #: families without data, do not fit it
+    family_only: bool = False
 
     @property
     def device(self) -> str:

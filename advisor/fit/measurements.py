@@ -21,8 +21,9 @@ from advisor.data.catalog import CATALOG_DIR, Catalog, with_threads
 from advisor.data.errors import AdvisorError, UnknownName
 from advisor.model.config import Config
 from advisor.model.predict import predict
+from advisor.fit.calibration import fit_profiles
 from advisor.fit.cases import Case, Unmapped
-from advisor.fit.serving_cases import decode_cases, load_serving_cases
+from advisor.fit.serving_cases import decode_cases, load_serving_cases, prefill_cases
 from advisor.model.roofline import Workload
 from advisor.data.specs import Hardware, Model, Quant, Runtime
 
@@ -317,8 +318,12 @@ def map_rows(cat: Catalog, rows: list[dict[str, str]]) -> tuple[list[Case], list
 def load_cases(cat: Catalog, path: str | Path | None = None) -> tuple[list[Case], list[Unmapped]]:
     """The rows of ``path`` (default: the shipped calibration data) as cases; with the shipped data
     also the decode steps servers were measured at (`advisor.fit.serving_cases.decode_cases`:
-    lone or lightly loaded vLLM and SGLang servers' inter-token latency)."""
+    lone or lightly loaded vLLM and SGLang servers' inter-token latency) and their prompt rates in
+    batches of long prompts (`advisor.fit.serving_cases.prefill_cases`), derived with profiles
+    fitted to the rest first (never the catalog's own, so a refit does not feed on itself)."""
     cases, unmapped = map_rows(cat, read_rows(path or DEFAULT_DATA))
     if Path(path or DEFAULT_DATA).resolve() == DEFAULT_DATA.resolve():
-        cases += decode_cases(load_serving_cases(cat)[0])
+        serving = load_serving_cases(cat)[0]
+        cases += decode_cases(serving)
+        cases += prefill_cases(serving, dataclasses.replace(cat, profiles=fit_profiles(cat, cases)))
     return cases, unmapped

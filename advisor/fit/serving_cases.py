@@ -278,3 +278,92 @@ def decode_cases(cases: list[ServingCase]):
                         "decode", 1e3 / c.value, c.source,
                         f"serving.csv: {c.row['metric']} {c.stat} {c.value:g} ms at {L.concurrency:g} clients"))
     return out
+
+
+#: a batch of prompts at least this long, sent at once, is mostly prompt work: its makespan measures
+#: the server's prompt rate under load (`prefill_cases`)
+PREFILL_MIN_PROMPT_TOKENS = 1000
+#: … where the model puts at least this share of the makespan in the prompts (the rest, the decode
+#: steps, is the model's and taken off the measurement: the smaller it is, the less it matters)
+PREFILL_MIN_SHARE = 0.5
+#: the preferred figure of a batch's makespan, first first (each run prints it several ways)
+_MAKESPAN_PREFERENCE = ("request_rate", "throughput", "total_throughput")
+
+
+def _prompt_rates_scaled(cat: Catalog, factor: float) -> Catalog:
+    """The catalog with every profile's prompt compute fractions times ``factor``."""
+    from dataclasses import replace
+
+    def scaled(v):
+        return None if v is None else v * factor
+
+    return replace(cat, profiles={k: replace(p, prefill_compute_fraction=scaled(p.prefill_compute_fraction),
+                                             attention_compute_fraction=scaled(p.attention_compute_fraction),
+                                             expert_compute_fraction=scaled(p.expert_compute_fraction),
+                                             int8_compute_fraction=scaled(p.int8_compute_fraction))
+                                  for k, p in cat.profiles.items()})
+
+
+def prefill_cases(cases: list[ServingCase], cat: Catalog) -> list[Case]:
+    """Batches of long prompts sent at once as prompt-rate measurements for the calibration (`Case`,
+    metric ``prefill``: one prompt's tok/s at batch 1). GPUStack's 2,000-, 4,000- and 32,000-token
+    batches with ~100-token answers spend most of their time computing prompts, in steps of the
+    scheduler's budget beside the others' decode; they are the only prompt rates under load the data
+    has for vLLM, SGLang and TensorRT-LLM on A100s and Hoppers.
+
+    Derived, not read: the batch model (`advisor.model.serving.batch_run`) with ``cat``'s profiles
+    splits its makespan into the prompts' compute, N·P·τ_p (exactly linear in τ_p: the schedule in
+    steps does not depend on what a step costs), and the rest (decode steps, the server's own work).
+    The measured makespan less the rest gives the measured τ_p; the case's value is one prompt's rate
+    with that compute (its weight reads and fixed costs as the model has them). Only batches whose
+    prompts the model puts at `PREFILL_MIN_SHARE` or more of the makespan, in a plain tensor-parallel
+    layout (the calibration's `Case` has no other), one per run, labelled with their source so that a
+    source held out of a fit takes its derived rows with it. They speak for their hardware family only
+    (`Case.family_only`): one source's Hoppers reach a third of the BF16 peak in prompts, its A100s two
+    thirds, and fifty such rows would otherwise set the vendor's prior for every family without data."""
+    from advisor.model.serving import _first, _kernel, serve
+
+    halved = _prompt_rates_scaled(cat, 0.5)
+    best: dict[tuple, tuple[int, ServingCase]] = {}
+    for c in cases:
+        L = c.load
+        if (c.row.get("load") != "offline" or c.metric not in _MAKESPAN_PREFERENCE or c.cfg.layout is not None
+                or L.prompt_tokens < PREFILL_MIN_PROMPT_TOKENS):
+            continue
+        rank = _MAKESPAN_PREFERENCE.index(c.metric)
+        where = re.search(r"line \d+", c.row.get("notes", ""))
+        key = (c.source, c.cfg, L, c.parallel, where.group(0) if where else c.row.get("notes", "")[:80])
+        if key not in best or rank < best[key][0]:
+            best[key] = (rank, c)
+    out = []
+    for _, c in best.values():
+        L = c.load
+        try:
+            now, slow = serve(cat, c.cfg, L), serve(halved, c.cfg, L)
+        except AdvisorError:
+            continue
+        if not (now.fits and slow.fits):
+            continue
+        # the makespan of the batch, predicted (τ_p) and with τ_p doubled; measured from the figure
+        per_request = {"request_rate": 1.0, "throughput": L.output_tokens,
+                       "total_throughput": L.prompt_tokens + L.output_tokens}[c.metric]
+        span, span2 = L.requests / float(now.request_rate_rps), L.requests / float(slow.request_rate_rps)
+        measured = L.requests * per_request / c.value
+        prompts = span2 - span                 # N·P·τ_p
+        if prompts <= 0 or prompts < PREFILL_MIN_SHARE * span:
+            continue
+        ratio = (measured - (span - prompts)) / prompts   # measured τ_p over the model's
+        if not 0.1 <= ratio <= 10.0:
+            continue
+        _, _, r = _kernel(cat, c.cfg, Load(kind="closed", concurrency=1.0, prompt_tokens=L.prompt_tokens,
+                                           output_tokens=max(L.output_tokens, 2.0)))
+        t_pass, t_compute = float(_first(r.prefill_s)), float(_first(r.prefill_compute_s))
+        tok_s = L.prompt_tokens / (t_pass + (ratio - 1.0) * t_compute)
+        cfg = c.cfg
+        out.append(Case(int(c.row.get("_line", 0)), cfg.hardware, cfg.model, cfg.quant, cfg.kv_dtype, cfg.runtime,
+                        cfg.gpus, Workload(batch=1, prompt_tokens=L.prompt_tokens, output_tokens=0),
+                        "prefill", tok_s, c.source,
+                        f"serving.csv: derived from a batch of {L.requests:,} prompts of {L.prompt_tokens:,.0f} tokens "
+                        f"sent at once ({c.metric} {c.value:g}); the model's decode steps taken off",
+                        family_only=True))
+    return out

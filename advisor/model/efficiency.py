@@ -82,6 +82,14 @@ class Efficiency:
     basis: str = ""
     #: how specific the match is: hardware, family, vendor, sibling-*, runtime, or none (defaults)
     level: str = "none"
+    #: the level of the profile that lent a phase its figures, where one did (`efficiency_for`: a
+    #: profile without rows of that phase borrows it); "" = ``level``
+    decode_level: str = ""
+    prefill_level: str = ""
+
+    def level_of(self, phase: str) -> str:
+        """The level that the ``phase`` (decode | prefill) figures come from."""
+        return (self.decode_level if phase == "decode" else self.prefill_level) or self.level
 
     @property
     def calibrated(self) -> bool:
@@ -283,7 +291,7 @@ def _efficiency_of(ranked: list, runtime: Runtime) -> Efficiency:
             donor = next(((q, lv) for q, lv in ranked[1:] if getattr(q, rows) > 0), None)
             if donor is not None:
                 lent = _of(donor[0], runtime, donor[1])
-                eff = eff.replace(**{f: getattr(lent, f) for f in fields},
+                eff = eff.replace(**{f: getattr(lent, f) for f in fields}, **{f"{part}_level": donor[1]},
                                   basis=f"{eff.basis} ({part} from {donor[0].key})")
     return eff
 

@@ -499,22 +499,38 @@ def batch_lengths(load: Load, n: int) -> np.ndarray:
     return np.maximum(np.round(x), 2.0)
 
 
-def batch_schedule(occupancy: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """When each request of a batch takes a slot and gives it back, in engine steps from the batch's
-    start: first come first served on ``slots`` running sequences, each request holding its slot for
-    ``occupancy`` steps (its prompt's step and its decode steps). Every running sequence moves one
-    token per step, so the order of events in steps does not depend on how long each step takes."""
-    n = len(occupancy)
+def batch_schedule(lengths: np.ndarray, slots: int, prompt_tokens: float, step_tokens: float):
+    """When each request of a batch takes a slot, has its prompt computed, and gives the slot back, in
+    engine steps from the batch's start: first come first served on ``slots`` running sequences, every
+    running sequence one token a step. The prompts share each step's token budget (``step_tokens``
+    less the sequences decoding beside them) first come first served, one after another, so prompts
+    admitted together finish one after another, and a long prompt's chunks ride along with the decode
+    of everyone else for as many steps as they take (vLLM's and TensorRT-LLM's chunked prefill).
+    Returns (slot taken, prompt begun, prompt done: a position within its last step, first decode
+    step = the step after the one that finishes its prompt, slot freed), each (n,). Positions are in
+    steps and do not depend on how long each step takes."""
+    n = len(lengths)
     k = min(int(slots), n)
-    starts, ends = np.zeros(n), np.empty(n)
-    ends[:k] = occupancy[:k]
-    heap = [float(x) for x in ends[:k]]
-    heapq.heapify(heap)
-    for i in range(k, n):
-        t = heapq.heappop(heap)
-        starts[i], ends[i] = t, t + occupancy[i]
-        heapq.heappush(heap, float(ends[i]))
-    return starts, ends
+    each = max(float(prompt_tokens), 1.0)
+    starts, begun, done, first, ends = (np.zeros(n) for _ in range(5))
+    slots_heap: list[float] = []       # when the running requests give their slots back
+    decoding: list[float] = []         # when the requests decoding at the pipeline's position finish
+    pipe, seen = 0.0, 0
+    for i in range(n):
+        t = heapq.heappop(slots_heap) if i >= k else 0.0
+        b = max(t, pipe)
+        # the budget this prompt finds: the step's tokens less the sequences decoding then (their
+        # prompts done before its own begins: ``first`` rises with the order)
+        while seen < i and first[seen] <= b:
+            heapq.heappush(decoding, float(ends[seen]))
+            seen += 1
+        while decoding and decoding[0] <= b:
+            heapq.heappop(decoding)
+        pipe = b + each / max(step_tokens - len(decoding), 1.0)
+        f = math.ceil(pipe - 1e-9)      # its first token comes out with the step that ends its prompt
+        starts[i], begun[i], done[i], first[i], ends[i] = t, b, pipe, f, f + lengths[i] - 1.0
+        heapq.heappush(slots_heap, float(ends[i]))
+    return starts, begun, done, first, ends
 
 
 def _weighted_quantile(values, weights, q: float):
@@ -564,92 +580,73 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
     flat = lambda a: np.broadcast_to(np.asarray(a, float), shape).reshape(M)  # noqa: E731
     cap_f, K_f, tau_p_f = np.maximum(flat(np.minimum(kv_cap, S)), 1.0), np.maximum(flat(K), 1.0), flat(tau_p)
     req_f, extra_f, save_f = flat(request_s), flat(extra), flat(save)
-    # the steps a prompt's chunks take beside a full batch of decoding sequences (it holds its slot
-    # meanwhile and decodes only after)
-    psteps_f = np.maximum(np.ceil(P / np.maximum(K_f - cap_f, 1.0)), 1.0)
 
     n = min(n_all, BATCH_SCHEDULE_MAX)
     rest = n_all - n
     lengths = batch_lengths(load, n)
     out = {k: np.full(M, np.nan) for k in ("ttft", "p50", "p90", "p99", "itl", "itl90", "itl99", "e2e", "span",
                                            "b", "comp", "mem", "tpot", "tpot50")}
-    for cap, psteps in sorted({(float(a), float(b)) for a, b in zip(cap_f, psteps_f)}):
-        cols = np.nonzero((cap_f == cap) & (psteps_f == psteps))[0]
-        starts, ends = batch_schedule(lengths + psteps - 1.0, int(cap))
-        first = starts + psteps              # the first decode step, after the prompt's chunks
-        # the running batch between events, in steps from the batch's start
-        bounds = np.unique(np.concatenate([[0.0], first, ends]))
-        running = (np.searchsorted(np.sort(first), bounds[:-1], side="right")
-                   - np.searchsorted(np.sort(ends), bounds[:-1], side="right")).astype(float)
+    per_prompt_f = P * tau_p_f + save_f
+    for cap, K in sorted({(float(a), float(b)) for a, b in zip(cap_f, K_f)}):
+        cols = np.nonzero((cap_f == cap) & (K_f == K))[0]
+        starts, begun, done, first, ends = batch_schedule(lengths, int(cap), P, K)
+        # each prompt's work spread over the steps that carry its chunks
+        lo = np.floor(begun)
+        hi = np.maximum(np.ceil(done - 1e-9), lo + 1.0)
+        bounds = np.unique(np.concatenate([[0.0], lo, hi, first, ends]))
+        at = bounds[:-1]
         seg = np.diff(bounds)
-
+        running = (np.searchsorted(np.sort(first), at, side="right")
+                   - np.searchsorted(np.sort(ends), at, side="right")).astype(float)
+        # prompts per step in each segment: the ramps of those whose steps it lies in
+        events = np.concatenate([lo, hi])
+        order = np.argsort(events, kind="stable")
+        rate = np.concatenate([1.0 / (hi - lo), -1.0 / (hi - lo)])[order].cumsum()
+        prompts = np.maximum(rate[np.searchsorted(events[order], at, side="right") - 1], 0.0)
+        busy = prompts > 1e-9
         tau = np.where((running > 0)[:, None], table.at_batches(running, cols), 0.0)   # (segments, configs)
-        decode_before = np.concatenate([np.zeros((1, len(cols))), np.cumsum(seg[:, None] * tau, axis=0)])
-        # prompts: the requests admitted at each step, their compute and launches per chunk of K
-        steps_u, count = np.unique(starts, return_counts=True)
-        per_prompt = P * tau_p_f[cols] + save_f[cols]                            # (configs,)
-        prompt_u = count[:, None] * per_prompt[None, :] + extra_f[cols][None, :] * np.ceil(
-            count[:, None] * P / K_f[cols][None, :])
-        prompts_before = np.concatenate([np.zeros((1, len(cols))), np.cumsum(prompt_u, axis=0)])
+        step = tau + prompts[:, None] * per_prompt_f[cols][None, :] + busy[:, None] * extra_f[cols][None, :]
+        clock = np.concatenate([np.zeros((1, len(cols))), np.cumsum(seg[:, None] * step, axis=0)])
 
-        def at(step):
-            """(decode time before ``step``, time of the prompts admitted before it): (steps, configs)."""
-            j = np.clip(np.searchsorted(bounds, step, side="right") - 1, 0, len(seg) - 1)
-            within = np.clip(step - bounds[j], 0.0, seg[j])
-            u = np.searchsorted(steps_u, step, side="left")
-            return decode_before[j] + within[:, None] * tau[j], prompts_before[u]
+        def T(pos):
+            """The time at step positions ``pos`` (each a bound): (n, configs)."""
+            return clock[np.searchsorted(bounds, pos)]
 
-        # TTFT: the request's admission step, the prompts admitted before it, and its own place among
-        # those admitted with it: their prompts fill what each step's budget leaves beside the b_u
-        # decoding sequences, in order, and its first token comes with the step that ends its prompt
-        # (those ahead of it decode in the steps before)
-        order = np.argsort(starts, kind="stable")
-        rank = np.empty(n)
-        rank[order] = np.arange(n) - np.repeat(np.cumsum(count) - count, count)
-        b_u = np.interp(steps_u, bounds[:-1], running, right=0.0)
-        g = np.searchsorted(steps_u, starts)
-        budget = np.maximum(K_f[cols][None, :] - b_u[g][:, None], 1.0)           # (requests, configs)
-        own_steps = np.ceil((rank[:, None] + 1.0) * P / budget)
-        own = (np.minimum(own_steps * budget, count[g][:, None] * P) * tau_p_f[cols][None, :]
-               + (rank[:, None] + 1.0) * save_f[cols][None, :] + own_steps * extra_f[cols][None, :]
-               + (own_steps - 1.0) * table.at_batches(b_u[g] + rank, cols))
-        dec0, pro0 = at(starts)
+        t_first, t_end = T(first), T(ends)
         # the front end (HTTP, chat template, tokenizer: one process in vLLM, SGLang and trtllm-serve)
         # takes a burst's requests one at a time, ``request_s`` each (the per-request cost fitted on a
         # lone client's first token), so the i-th request sent reaches the engine at (i + 1)·request_s
-        # at the earliest, behind the rest of the batch's requests beyond the schedule if any came first
+        # at the earliest, behind the rest of the batch's requests beyond the schedule if any came first;
+        # one that reaches it late still takes its own prompt's steps
         ahead = (np.arange(n) + 1.0 + np.where(starts > 0, rest, 0))[:, None]
         reach = ahead * req_f[cols][None, :]
-        engine = dec0 + pro0 + req_f[cols][None, :]
-        ttft = np.maximum(engine, reach) + own
-        # then its decode steps, stalled by the prompts admitted while it decodes
-        dec1, pro1 = at(first)
-        dec2, pro2 = at(ends)
-        after = (dec2 - dec1) + (pro2 - pro1)
+        own = t_first - T(lo)
+        engine = t_first + req_f[cols][None, :]
+        ttft = np.maximum(engine, reach + own)
+        after = t_end - t_first
         e2e = ttft + after
-        span = np.maximum(decode_before[-1] + prompts_before[-1] + req_f[cols], e2e.max(axis=0))
-        tpot = (e2e - ttft) / np.maximum(lengths - 1.0, 1.0)[:, None]
+        span = np.maximum(clock[-1] + req_f[cols], e2e.max(axis=0))
+        tpot = after / np.maximum(lengths - 1.0, 1.0)[:, None]
         weight = np.ones(n)
-        # the gaps between tokens: every segment's steps for each running sequence, and a step that
-        # carries prompts once more for those decoding beside them
-        gaps = np.concatenate([tau, table.at_batches(b_u, cols) + prompt_u])
-        gap_weights = np.concatenate([seg * running, b_u])
+        # the gaps between tokens: each segment's step, once per step for each sequence decoding in it
+        live = running > 0
+        gaps, gap_weights = step[live], (seg * running)[live]
         if rest:
             # a batch larger than the schedule: the rest join the queue behind the first wave and run
             # at the full batch, so the schedule's later requests come that much later; the rest's own
             # requests start evenly over that time
             full = table.at_batches([running.max()], cols)[0]
-            each = (lengths.mean() - 1.0) / cap * full + per_prompt + extra_f[cols] * P / K_f[cols]
+            each = (lengths.mean() - 1.0) / cap * full + per_prompt_f[cols] + extra_f[cols] * P / K
             middle = rest * each
             waited = (starts > 0)[:, None]
-            t_a = np.where(waited, engine + own, np.inf).min(axis=0) if waited.any() else ttft.max(axis=0)
+            t_a = np.where(waited, engine, np.inf).min(axis=0) if waited.any() else ttft.max(axis=0)
             m = 64
             share = ((np.arange(m) + 0.5) / m)[:, None]
             # sent after the first wave (those that started at once) and before the schedule's later ones
             inserted = np.maximum(t_a[None, :] + middle[None, :] * share,
                                   (np.count_nonzero(starts == 0) + share * rest) * req_f[cols][None, :]) \
-                + per_prompt[None, :]
-            late = np.where(waited, np.maximum(engine + middle, reach), np.maximum(engine, reach)) + own
+                + per_prompt_f[cols][None, :]
+            late = np.where(waited, np.maximum(engine + middle, reach + own), ttft)
             ttft = np.concatenate([late, inserted])
             e2e = np.concatenate([late + after, inserted + (lengths.mean() - 1.0) * full[None, :]])
             tpot = np.concatenate([tpot, np.broadcast_to(full, (m, len(cols)))])
@@ -664,7 +661,10 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
             out[key][cols] = _weighted_quantile(x, weight if x is not gaps else gap_weights, q)
         out["itl"][cols] = (gaps * gap_weights[:, None]).sum(axis=0) / max(gap_weights.sum(), 1e-30)
         out["span"][cols] = span
-        out["b"][cols] = (seg * running).sum() / max(float(seg[running > 0].sum()), 1e-30)
+        # the running batch over the time anything decodes (the drain's long small-batch tail counts by
+        # its time, not by its steps)
+        busy_time = seg[live][:, None] * step[live]
+        out["b"][cols] = (busy_time * running[live][:, None]).sum(axis=0) / np.maximum(busy_time.sum(axis=0), 1e-30)
         top = [running.max()]
         out["comp"][cols], out["mem"][cols] = comp_table.at_batches(top, cols)[0], mem_table.at_batches(top, cols)[0]
     rs = lambda a: a.reshape(shape)  # noqa: E731

@@ -137,10 +137,15 @@ def test_every_row_is_either_compared_or_listed_with_a_reason(cat):
 
     with open(DEFAULT_DATA, newline="") as fh:
         n = len(list(csv.DictReader(fh)))
-    # the shipped data also brings servers' decode steps (serving.csv), labelled with their source
+    # the shipped data also brings servers' decode steps and their prompt rates in batches of long
+    # prompts (serving.csv), labelled with their source; the prompt rates speak for their family only
     from_servers = [c for c in cases if c.note.startswith("serving.csv")]
-    assert from_servers and all(c.metric == "decode" and c.runtime.key in ("vllm", "sglang", "tensorrt-llm", "vllm-neuron")
-                                for c in from_servers)
+    assert from_servers and all(c.runtime.key in ("vllm", "sglang", "tensorrt-llm", "vllm-neuron") for c in from_servers)
+    decode = [c for c in from_servers if c.metric == "decode"]
+    prompts = [c for c in from_servers if c.metric == "prefill"]
+    assert decode and prompts and len(decode) + len(prompts) == len(from_servers)
+    assert all(c.family_only and c.workload.batch == 1 and c.workload.prompt_tokens >= 1000 for c in prompts)
+    assert not any(c.family_only for c in decode)
     assert len(cases) - len(from_servers) + len(unmapped) == n
     assert all(u.reason for u in unmapped)
     reasons = " ".join(u.reason for u in unmapped)
