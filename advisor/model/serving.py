@@ -549,21 +549,24 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
     response (what a benchmark client of N prompts with no rate limit, or an offline batch, measures).
 
     The server runs at most ``cap`` = min(KV capacity, max sequences) at once and admits the rest
-    first come first served as slots free (`batch_schedule`). Every running sequence makes one token
-    a step, so the running batch b(k) at each step k follows from the lengths alone; the time is then
-    Σ τ_dec(b(k)) over the steps plus each request's prompt (P′·τ_p, the server's own per-request
-    work, and a prompt pass's launches per chunk of K tokens). Once the queue is empty the batch
-    drains: the longest outputs finish last, at a small batch whose steps cost nearly what a full
-    one's do, so a batch of varied lengths (`output_mix`) takes longer than one of its mean length,
-    and the more so the fewer requests it has per slot. The steady state (b = cap throughout) is
-    this model's limit for a batch of many times ``cap`` requests of one length.
+    first come first served as slots free; the prompts queue for each step's token budget, one after
+    another (`batch_schedule`). Every running sequence makes one token a step, so where each request
+    is at each step follows from the lengths alone; one clock over the schedule's segments then
+    charges each step τ_dec(b) for the b sequences decoding in it, the prompt work of the chunks it
+    carries (P′·τ_p and the server's own per-request work, spread over the steps of each prompt) and a
+    prompt pass's launches where it carries any. Once the queue is empty the batch drains: the
+    longest outputs finish last, at a small batch whose steps cost nearly what a full one's do, so a
+    batch of varied lengths (`output_mix`) takes longer than one of its mean length, and the more so
+    the fewer requests it has per slot. The steady state (b = cap throughout) is this model's limit
+    for a batch of many times ``cap`` requests of one length.
 
     The front end hands the engine one request per ``request_s`` (a serial process: HTTP, template,
     tokenizer), which caps a burst of short requests and sets when the late ones can start.
-    TTFT is each request's wait for a slot plus the prompts admitted before it and beside it; ITL is
-    the token-weighted step time (a step that carries prompts counts their time); TPOT each request's
+    TTFT is the clock at the step that ends a request's prompt (its wait for a slot and for the
+    prompts ahead of it included); ITL the step time of every step, once for each sequence decoding
+    in it (a step carrying a long prompt's chunk is a long gap for all of them); TPOT each request's
     own mean gap; end to end its finish. Vectorised over the configurations of ``costs``: one
-    schedule per distinct (cap, steps a prompt's chunks take)."""
+    schedule per distinct (cap, step budget)."""
     n_all = int(load.requests)
     P = load.new_prompt_tokens
     tau_p = np.asarray(costs.prompt_token_s, float)

@@ -244,3 +244,34 @@ def test_a_runtimes_scheduler_tiers_are_checked_as_they_are_read():
         with pytest.raises(EntryError) as e:
             build_entry(specs.Runtime, {**raw, "scheduler_tiers": bad})
         assert why in f"{e.value.field} {e.value}"
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_a_batchs_prompt_rate_is_recovered_from_its_makespan(cat, cases):
+    """`prefill_cases` reads a long-prompt batch's prompt rate off its makespan: a batch measured at
+    what the model predicts with every prompt fraction at 0.6× gives back the prompt rate `predict`
+    gives at 0.6× (the makespan is linear in the prompt cost), labelled with its source and its family
+    only; short-prompt batches and steady loads give none."""
+    from dataclasses import replace
+
+    from advisor.fit.serving_cases import _prompt_rates_scaled, prefill_cases
+    from advisor.model.predict import predict
+    from advisor.model.roofline import Workload
+
+    long_batch = next(c for c in cases[0] if c.row.get("load") == "offline" and c.metric == "request_rate"
+                      and c.load.prompt_tokens >= 30000 and c.cfg.layout is None and c.cfg.runtime.key == "vllm")
+    slower = _prompt_rates_scaled(cat, 0.6)
+    measured = float(api.serve(slower, long_batch.cfg, long_batch.load).request_rate_rps)
+    derived = prefill_cases([replace(long_batch, value=measured)], cat)
+    assert len(derived) == 1 and derived[0].family_only and derived[0].source == long_batch.source
+    wl = Workload(batch=1, prompt_tokens=long_batch.load.prompt_tokens, output_tokens=2)
+    expected = float(predict(slower, long_batch.cfg.replace(workload=wl)).prefill_tok_s)
+    assert derived[0].metric == "prefill" and derived[0].measured == pytest.approx(expected, rel=0.02)
+    # a batch measured at the model's own figure gives back the model's own prompt rate
+    same = prefill_cases([replace(long_batch, value=float(api.serve(cat, long_batch.cfg, long_batch.load)
+                                                            .request_rate_rps))], cat)
+    assert same[0].measured == pytest.approx(float(predict(cat, long_batch.cfg.replace(workload=wl)).prefill_tok_s),
+                                             rel=0.02)
+    others = [c for c in cases[0] if c.metric == "request_rate" and (c.row.get("load") != "offline"
+                                                                      or c.load.prompt_tokens < 1000)][:20]
+    assert others and prefill_cases(others, cat) == []
