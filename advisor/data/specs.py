@@ -431,6 +431,10 @@ class Runtime:
     speculative_decoding: bool = _f("bool")
     #: with an FP8 KV cache, its attention kernels compute in FP8 where the GPU has FP8 tensor cores
     fp8_attention: bool = _f("bool")
+    #: its scheduler runs waiting prompts as prefill batches of their own, ahead of the decode, rather
+    #: than inside the decode steps (SGLang without --enable-mixed-chunk): a batch job's decoders see
+    #: few, long gaps (`advisor.model.serving.batch_schedule`)
+    prefill_first: bool = _f("bool")
     #: where its int8 matrix kernels reach no more than this many times the GPU's FP32 rate,
     #: whatever the datasheet's int8 peak (`advisor.model.inputs.compute_peak`; empty: the peak)
     int8_peak_per_fp32: float | None = _f("num", min=1, max=64)

@@ -33,6 +33,7 @@ vectorised over configurations: the recommender solves the whole catalog in one 
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from dataclasses import dataclass
@@ -221,6 +222,9 @@ class StepCosts:
     #: every sequence (llama-server saving a finished request's KV to its prompt cache,
     #: `prompt_cache_save_s`): server time, once per request; everyone running waits through it
     request_server_s: Any = 0.0
+    #: the scheduler runs a waiting prompt's chunks as prefill batches of their own, ahead of the
+    #: decode (SGLang: `Runtime.prefill_first`), not inside the decode steps (vLLM, TensorRT-LLM)
+    prefill_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,6 +252,9 @@ class Serving:
     #: and see the slowest steps
     tpot_ms: Any
     tpot_p50_ms: Any
+    #: the median gap between tokens: a plain decode step where fewer than half the steps carry a
+    #: prompt's chunk (the mean ITL spreads the prompts' time over every gap; the median does not)
+    itl_p50_ms: Any
 
 
 class _StepTable:
@@ -466,6 +473,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     full_chunk_step = t_dec + extra + np.maximum(K - b, 0.0) * tau_p
     itl_p90 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P90, np.maximum(full_chunk_step, tau), tau)
     itl_p99 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P99, np.maximum(full_chunk_step, tau), tau)
+    itl_p50 = np.where(mixed_share > 0.5, np.maximum(full_chunk_step, tau), t_dec)
     e2e = ttft + D * tau
     limit = np.where(b_hi < kv_or_seqs * (1 - 1e-9), "prefill-budget", np.where(kv_cap <= S, "kv-capacity", "max-seqs"))
     busy = np.where(t_comp + P * tau_p * X * tau > t_mem, "compute", "memory-bandwidth")
@@ -475,7 +483,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         itl_ms=tau * 1e3, itl_p90_ms=itl_p90 * 1e3, itl_p99_ms=itl_p99 * 1e3, e2e_ms=e2e * 1e3,
         throughput_tok_s=X * load.output_tokens, request_rate_rps=X,
         running_batch=b, queue=queue, capacity=cap, bound=bound, saturated=saturated, tpot_ms=tau * 1e3,
-        tpot_p50_ms=tau * 1e3)
+        tpot_p50_ms=tau * 1e3, itl_p50_ms=itl_p50 * 1e3)
 
 
 #: The most requests of a batch whose schedule is worked out one by one (`batch_run`); a larger
@@ -499,7 +507,8 @@ def batch_lengths(load: Load, n: int) -> np.ndarray:
     return np.maximum(np.round(x), 2.0)
 
 
-def batch_schedule(lengths: np.ndarray, slots: int, prompt_tokens: float, step_tokens: float):
+def batch_schedule(lengths: np.ndarray, slots: int, prompt_tokens: float, step_tokens: float,
+                   prefill_first: bool = False):
     """When each request of a batch takes a slot, has its prompt computed, and gives the slot back, in
     engine steps from the batch's start: first come first served on ``slots`` running sequences, every
     running sequence one token a step. The prompts share each step's token budget (``step_tokens``
@@ -508,9 +517,20 @@ def batch_schedule(lengths: np.ndarray, slots: int, prompt_tokens: float, step_t
     of everyone else for as many steps as they take (vLLM's and TensorRT-LLM's chunked prefill).
     Returns (slot taken, prompt begun, prompt done: a position within its last step, first decode
     step = the step after the one that finishes its prompt, slot freed), each (n,). Positions are in
-    steps and do not depend on how long each step takes."""
+    steps and do not depend on how long each step takes.
+
+    ``prefill_first`` (SGLang): the prompts of the requests a free slot admits run as prefill batches
+    of their own before the next decode step, and nobody decodes meanwhile; positions then count
+    decode steps only, and a prompt takes none of them (begun = done = the slot's position)."""
     n = len(lengths)
     k = min(int(slots), n)
+    if prefill_first:
+        heap = [0.0] * k
+        starts = np.zeros(n)
+        for i in range(n):
+            starts[i] = heapq.heappop(heap)
+            heapq.heappush(heap, float(starts[i] + lengths[i] - 1.0))
+        return starts, starts.copy(), starts.copy(), starts.copy(), starts + lengths - 1.0
     each = max(float(prompt_tokens), 1.0)
     starts, begun, done, first, ends = (np.zeros(n) for _ in range(5))
     slots_heap: list[float] = []       # when the running requests give their slots back
@@ -531,6 +551,103 @@ def batch_schedule(lengths: np.ndarray, slots: int, prompt_tokens: float, step_t
         starts[i], begun[i], done[i], first[i], ends[i] = t, b, pipe, f, f + lengths[i] - 1.0
         heapq.heappush(slots_heap, float(ends[i]))
     return starts, begun, done, first, ends
+
+
+@dataclass(frozen=True)
+class _BatchClock:
+    """A batch schedule's times for some configurations: each request's first token and finish
+    (n, configs) and its own prompt's share of the first (``own``), the whole run (configs), the
+    gaps between tokens with their weights, and per segment of decode steps the running batch, its
+    length in steps, whether anything decodes in it and the time that decoding takes."""
+
+    t_first: Any
+    t_end: Any
+    own: Any
+    total: Any
+    gaps: Any
+    gap_weights: Any
+    running: Any
+    seg: Any
+    live: Any
+    busy_time: Any
+
+
+def _segments(bounds, first, ends):
+    """The running batch in each segment between ``bounds``, and the segments' lengths in steps."""
+    at = bounds[:-1]
+    running = (np.searchsorted(np.sort(first), at, side="right")
+               - np.searchsorted(np.sort(ends), at, side="right")).astype(float)
+    return running, np.diff(bounds)
+
+
+def _clock_mixed(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends) -> _BatchClock:
+    """vLLM's and TensorRT-LLM's steps: each carries the decode of everyone running and the prompt
+    chunks the budget leaves room for, so a step's time is τ_dec(b) plus the prompt work of the
+    chunks in it (each prompt's spread over the steps that carry it) and a prompt pass's launches."""
+    lo = np.floor(begun)
+    hi = np.maximum(np.ceil(done - 1e-9), lo + 1.0)
+    bounds = np.unique(np.concatenate([[0.0], lo, hi, first, ends]))
+    running, seg = _segments(bounds, first, ends)
+    # prompts per step in each segment: the ramps of those whose steps it lies in
+    events = np.concatenate([lo, hi])
+    order = np.argsort(events, kind="stable")
+    rate = np.concatenate([1.0 / (hi - lo), -1.0 / (hi - lo)])[order].cumsum()
+    prompts = np.maximum(rate[np.searchsorted(events[order], bounds[:-1], side="right") - 1], 0.0)
+    busy = prompts > 1e-9
+    tau = np.where((running > 0)[:, None], table.at_batches(running, cols), 0.0)   # (segments, configs)
+    step = tau + prompts[:, None] * per_prompt[None, :] + busy[:, None] * extra[None, :]
+    clock = np.concatenate([np.zeros((1, len(cols))), np.cumsum(seg[:, None] * step, axis=0)])
+
+    def T(pos):
+        return clock[np.searchsorted(bounds, pos)]
+
+    t_first = T(first)
+    live = running > 0
+    # the gaps between tokens: each segment's step, once per step for each sequence decoding in it
+    return _BatchClock(t_first, T(ends), t_first - T(lo), clock[-1], step[live], (seg * running)[live],
+                       running, seg, live, seg[live][:, None] * step[live])
+
+
+def _clock_prefill_first(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends) -> _BatchClock:
+    """SGLang's steps: the prompts a free slot admits run as prefill batches of K tokens before the
+    next decode step, while nobody decodes (a lump of prompt time at that position), and a decode
+    step is τ_dec(b). Those admitted together get their first tokens one prefill batch after
+    another; everyone decoding sees the lump as one long gap."""
+    bounds = np.unique(np.concatenate([[0.0], first, ends]))
+    running, seg = _segments(bounds, first, ends)
+    tau = np.where((running > 0)[:, None], table.at_batches(running, cols), 0.0)   # (segments, configs)
+    steps_u, count = np.unique(starts, return_counts=True)
+    lump_u = count[:, None] * per_prompt[None, :] + extra[None, :] * np.ceil(count * P / K)[:, None]
+    lump = np.zeros((len(bounds), len(cols)))
+    lump[np.searchsorted(bounds, steps_u)] = lump_u
+    # the time at each bound, before the prompts admitted there
+    clock = np.concatenate([np.zeros((1, len(cols))), np.cumsum(lump[:-1] + seg[:, None] * tau, axis=0)])
+    # a request's place among those admitted with it: its prompt ends with the prefill batch that
+    # carries its last token, and those of one batch get their first tokens together
+    order = np.argsort(starts, kind="stable")
+    rank, together = np.empty(len(starts)), np.empty(len(starts))
+    rank[order] = np.arange(len(starts)) - np.repeat(np.cumsum(count) - count, count)
+    together[order] = np.repeat(count, count)
+    batches = np.ceil((rank + 1.0) * P / K)
+    done_tokens = np.minimum(batches * K, together * P)
+    per_token = (per_prompt / max(P, 1e-30))[None, :]
+    ahead = done_tokens[:, None] * per_token + batches[:, None] * extra[None, :]
+    j = np.searchsorted(bounds, starts)
+    t_first = clock[j] + ahead
+    # its own prompt's batches (what one that reaches the server late still waits for)
+    own = np.broadcast_to(per_prompt[None, :] + math.ceil(P / K) * extra[None, :], ahead.shape)
+    live = running > 0
+    # a segment's first step comes after the lump before it: one gap of both for everyone already
+    # decoding, and for each request admitted there the rest of the lump after its own first token;
+    # the segment's other steps are τ_dec
+    admitted = np.zeros(len(bounds))
+    admitted[np.searchsorted(bounds, steps_u)] = count
+    first_gap = tau + lump[:-1]
+    gaps = np.concatenate([first_gap[live], tau[live], lump[j] - ahead + tau[np.minimum(j, len(seg) - 1)]])
+    gap_weights = np.concatenate([(running - admitted[:-1])[live], ((seg - 1.0) * running)[live],
+                                  np.ones(len(starts))])
+    return _BatchClock(t_first, clock[np.searchsorted(bounds, ends)], own, clock[-1], gaps, gap_weights,
+                       running, seg, live, lump[:-1][live] + seg[live][:, None] * tau[live])
 
 
 def _weighted_quantile(values, weights, q: float):
@@ -587,35 +704,15 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
     n = min(n_all, BATCH_SCHEDULE_MAX)
     rest = n_all - n
     lengths = batch_lengths(load, n)
-    out = {k: np.full(M, np.nan) for k in ("ttft", "p50", "p90", "p99", "itl", "itl90", "itl99", "e2e", "span",
+    out = {k: np.full(M, np.nan) for k in ("ttft", "p50", "p90", "p99", "itl", "itl50", "itl90", "itl99", "e2e", "span",
                                            "b", "comp", "mem", "tpot", "tpot50")}
     per_prompt_f = P * tau_p_f + save_f
     for cap, K in sorted({(float(a), float(b)) for a, b in zip(cap_f, K_f)}):
         cols = np.nonzero((cap_f == cap) & (K_f == K))[0]
-        starts, begun, done, first, ends = batch_schedule(lengths, int(cap), P, K)
-        # each prompt's work spread over the steps that carry its chunks
-        lo = np.floor(begun)
-        hi = np.maximum(np.ceil(done - 1e-9), lo + 1.0)
-        bounds = np.unique(np.concatenate([[0.0], lo, hi, first, ends]))
-        at = bounds[:-1]
-        seg = np.diff(bounds)
-        running = (np.searchsorted(np.sort(first), at, side="right")
-                   - np.searchsorted(np.sort(ends), at, side="right")).astype(float)
-        # prompts per step in each segment: the ramps of those whose steps it lies in
-        events = np.concatenate([lo, hi])
-        order = np.argsort(events, kind="stable")
-        rate = np.concatenate([1.0 / (hi - lo), -1.0 / (hi - lo)])[order].cumsum()
-        prompts = np.maximum(rate[np.searchsorted(events[order], at, side="right") - 1], 0.0)
-        busy = prompts > 1e-9
-        tau = np.where((running > 0)[:, None], table.at_batches(running, cols), 0.0)   # (segments, configs)
-        step = tau + prompts[:, None] * per_prompt_f[cols][None, :] + busy[:, None] * extra_f[cols][None, :]
-        clock = np.concatenate([np.zeros((1, len(cols))), np.cumsum(seg[:, None] * step, axis=0)])
-
-        def T(pos):
-            """The time at step positions ``pos`` (each a bound): (n, configs)."""
-            return clock[np.searchsorted(bounds, pos)]
-
-        t_first, t_end = T(first), T(ends)
+        starts, begun, done, first, ends = batch_schedule(lengths, int(cap), P, K, bool(costs.prefill_first))
+        clock_of = _clock_prefill_first if costs.prefill_first else _clock_mixed
+        c = clock_of(table, cols, P, K, per_prompt_f[cols], extra_f[cols], starts, begun, done, first, ends)
+        t_first, t_end, own, running, live = c.t_first, c.t_end, c.own, c.running, c.live
         # the front end (HTTP, chat template, tokenizer: one process in vLLM, SGLang and trtllm-serve)
         # takes a burst's requests one at a time, ``request_s`` each (the per-request cost fitted on a
         # lone client's first token), so the i-th request sent reaches the engine at (i + 1)·request_s
@@ -623,17 +720,14 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
         # one that reaches it late still takes its own prompt's steps
         ahead = (np.arange(n) + 1.0 + np.where(starts > 0, rest, 0))[:, None]
         reach = ahead * req_f[cols][None, :]
-        own = t_first - T(lo)
         engine = t_first + req_f[cols][None, :]
         ttft = np.maximum(engine, reach + own)
         after = t_end - t_first
         e2e = ttft + after
-        span = np.maximum(clock[-1] + req_f[cols], e2e.max(axis=0))
+        span = np.maximum(c.total + req_f[cols], e2e.max(axis=0))
         tpot = after / np.maximum(lengths - 1.0, 1.0)[:, None]
         weight = np.ones(n)
-        # the gaps between tokens: each segment's step, once per step for each sequence decoding in it
-        live = running > 0
-        gaps, gap_weights = step[live], (seg * running)[live]
+        gaps, gap_weights = c.gaps, c.gap_weights
         if rest:
             # a batch larger than the schedule: the rest join the queue behind the first wave and run
             # at the full batch, so the schedule's later requests come that much later; the rest's own
@@ -660,14 +754,13 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
         w = weight[:, None] / weight.sum()
         out["ttft"][cols], out["e2e"][cols], out["tpot"][cols] = ((x * w).sum(axis=0) for x in (ttft, e2e, tpot))
         for key, x, q in (("p50", ttft, 0.5), ("p90", ttft, 0.9), ("p99", ttft, 0.99), ("tpot50", tpot, 0.5),
-                          ("itl90", gaps, 0.9), ("itl99", gaps, 0.99)):
+                          ("itl50", gaps, 0.5), ("itl90", gaps, 0.9), ("itl99", gaps, 0.99)):
             out[key][cols] = _weighted_quantile(x, weight if x is not gaps else gap_weights, q)
         out["itl"][cols] = (gaps * gap_weights[:, None]).sum(axis=0) / max(gap_weights.sum(), 1e-30)
         out["span"][cols] = span
         # the running batch over the time anything decodes (the drain's long small-batch tail counts by
         # its time, not by its steps)
-        busy_time = seg[live][:, None] * step[live]
-        out["b"][cols] = (busy_time * running[live][:, None]).sum(axis=0) / np.maximum(busy_time.sum(axis=0), 1e-30)
+        out["b"][cols] = (c.busy_time * running[live][:, None]).sum(axis=0) / np.maximum(c.busy_time.sum(axis=0), 1e-30)
         top = [running.max()]
         out["comp"][cols], out["mem"][cols] = comp_table.at_batches(top, cols)[0], mem_table.at_batches(top, cols)[0]
     rs = lambda a: a.reshape(shape)  # noqa: E731
@@ -683,7 +776,7 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
         throughput_tok_s=float(lengths.sum()) * (n_all / n) / span, request_rate_rps=n_all / span,
         running_batch=rs(out["b"]), queue=waiting, capacity=cap_s,
         bound=np.where(waiting > 0, limit, busy_bound), saturated=waiting > 0,
-        tpot_ms=rs(out["tpot"]) * 1e3, tpot_p50_ms=rs(out["tpot50"]) * 1e3)
+        tpot_ms=rs(out["tpot"]) * 1e3, tpot_p50_ms=rs(out["tpot50"]) * 1e3, itl_p50_ms=rs(out["itl50"]) * 1e3)
 
 
 def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, tau_p, extra, request_s,
@@ -873,6 +966,8 @@ class ServeReport:
     #: a benchmark client's TPOT, each request's own mean gap, averaged and its median (`Serving.tpot_ms`)
     tpot_ms: float = math.nan
     tpot_p50_ms: float = math.nan
+    #: the median gap between tokens (`Serving.itl_p50_ms`)
+    itl_p50_ms: float = math.nan
 
     @property
     def tok_s_per_user(self) -> float:
@@ -892,7 +987,7 @@ class ServeReport:
             k = mid / self.ttft_ms if self.ttft_ms > 0 else 1.0
             return mid, self.ttft_low_ms * k, self.ttft_high_ms * k
         if metric in ("itl", "tpot"):
-            per_gap = {"p90": self.itl_p90_ms, "p95": self.itl_p90_ms, "p99": self.itl_p99_ms}
+            per_gap = {"p50": self.itl_p50_ms, "p90": self.itl_p90_ms, "p95": self.itl_p90_ms, "p99": self.itl_p99_ms}
             per_request = {"p50": self.tpot_p50_ms}.get(stat, self.tpot_ms)
             mid = per_gap.get(stat, self.itl_ms) if metric == "itl" else (
                 per_request if math.isfinite(per_request) else self.itl_ms)
@@ -941,7 +1036,7 @@ def serve(cat, cfg, load: Load) -> ServeReport:
 
 
 #: the fields of a report that come from the solve (estimate), and the band's (edge, field) pairs
-_SOLVED = ("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p90_ms", "itl_p99_ms", "tpot_ms",
+_SOLVED = ("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "tpot_ms",
            "tpot_p50_ms", "e2e_ms",
            "throughput_tok_s", "request_rate_rps", "running_batch", "queue", "capacity")
 _BAND = {"ttft_high_ms": (1, "ttft_ms"), "itl_high_ms": (1, "itl_ms"), "throughput_low_tok_s": (1, "throughput_tok_s"),
@@ -964,7 +1059,9 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     seqs, chunk, paged = runtime_scheduler(cfg.runtime, cfg.hardware)
     seqs, chunk = load.max_seqs or seqs, load.chunk_tokens or chunk
     sample_s = server_sample_s(cfg.runtime.server_sample_ns_per_vocab or 0.0, cfg.model.vocab)
-    costs = costs_from_result(r, load, paged, seqs, chunk, sample_s, prompt_cache_of(cfg.runtime, cfg.gpus))
+    costs = dataclasses.replace(costs_from_result(r, load, paged, seqs, chunk, sample_s,
+                                                  prompt_cache_of(cfg.runtime, cfg.gpus)),
+                                prefill_first=cfg.runtime.prefill_first)
     fits = float(costs.kv_capacity) >= 1
     loads = [load] if clients is None else [Load(**{**load.__dict__, "kind": "closed", "concurrency": float(c)})
                                             for c in clients]
