@@ -20,7 +20,7 @@ from advisor.cli.exit_codes import EXIT_OK, EXIT_UNMET
 SERVE_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "parallel", "prompt", "output", "concurrency",
                     "rate", "requests"]
 SERVE_CSV_OUTPUTS = ["ttft_ms", "ttft_low_ms", "ttft_high_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "itl_low_ms",
-                     "itl_high_ms", "itl_p90_ms", "itl_p99_ms", "e2e_ms", "throughput_tok_s", "throughput_low_tok_s",
+                     "itl_high_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "e2e_ms", "throughput_tok_s", "throughput_low_tok_s",
                      "throughput_high_tok_s", "request_rate_rps", "running_batch", "bound", "error"]
 DEFAULT_PROMPT, DEFAULT_OUTPUT = 1024, 256
 #: serve's flags that --cases would ignore (its file names every configuration and load)
@@ -129,7 +129,7 @@ def _print_report(rep) -> None:
               f"p50 {duration_ms(rep.ttft_p50_ms)} · p90 {duration_ms(rep.ttft_p90_ms)} · "
               f"p99 {duration_ms(rep.ttft_p99_ms)}")
         print(f"Inter-token latency: {duration_ms(rep.itl_ms)} mean ({_band(rep.itl_low_ms, rep.itl_high_ms, duration_ms)})"
-              f" · p90 {duration_ms(rep.itl_p90_ms)} · p99 {duration_ms(rep.itl_p99_ms)} "
+              f" · p50 {duration_ms(rep.itl_p50_ms)} · p90 {duration_ms(rep.itl_p90_ms)} · p99 {duration_ms(rep.itl_p99_ms)} "
               f"({num(rep.tok_s_per_user)} tok/s per user)")
         if math.isfinite(rep.e2e_ms):
             print(f"End to end: {duration_ms(rep.e2e_ms)} per request")
