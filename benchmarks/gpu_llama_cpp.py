@@ -128,24 +128,44 @@ def compare(out: Path, name: str, files: list[Path], args: list[str]) -> None:
         log(out, f"compare {name} ({fmt}): rc {r.returncode}")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def device_args(ap: argparse.ArgumentParser) -> None:
+    """The flags every device script of this kind takes: where the source, results and work go, the
+    CUDA architecture, the catalog hardware, a CPU rehearsal, binaries already built."""
     ap.add_argument("--src", type=Path, required=True, help="llama.cpp source: an archive or a folder")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--work", type=Path, help="where the build and the model files go (default: /dev/shm when it "
                     "has 40 GB free, which loads the models from memory, else /tmp)")
     ap.add_argument("--arch", default="90", help="CUDA architecture (90: Hopper)")
-    ap.add_argument("--hardware", default="", help="catalog hardware, where the probe's match is not wanted")
+    ap.add_argument("--hardware", default="", help="catalog hardware, where the probe's (or the file's) match is not wanted")
     ap.add_argument("--cpu-only", action="store_true", help="a rehearsal on a machine without a GPU (tiny model)")
     ap.add_argument("--bin", type=Path, help="already built llama.cpp binaries (skips the build)")
-    ap.add_argument("--measure-budget-s", type=float, default=150, help="time for advisor measure on the server")
-    args = ap.parse_args()
-    out, work = args.out, args.work
+
+
+def log_gpu(out: Path) -> None:
+    """What nvidia-smi says of the GPU (name, memory, clocks, power limit, driver), where it runs."""
+    if shutil.which("nvidia-smi"):
+        q = sh(out, ["nvidia-smi", "--query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,power.limit,driver_version",
+                     "--format=csv"], 30)
+        log(out, q.stdout.strip())
+
+
+def folders(args, name: str) -> tuple[Path, Path]:
+    """(results, work) made: the work folder in /dev/shm where it has 40 GB free, else /tmp."""
+    work = args.work
     if work is None:
         shm = Path("/dev/shm")
-        work = (shm if shm.is_dir() and shutil.disk_usage(shm).free > 40e9 else Path("/tmp")) / "gpu-llama"
-    out.mkdir(parents=True, exist_ok=True)
+        work = (shm if shm.is_dir() and shutil.disk_usage(shm).free > 40e9 else Path("/tmp")) / name
+    args.out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
+    return args.out, work
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    device_args(ap)
+    ap.add_argument("--measure-budget-s", type=float, default=150, help="time for advisor measure on the server")
+    args = ap.parse_args()
+    out, work = folders(args, "gpu-llama")
     hw = ["--hardware", args.hardware] if args.hardware else []
 
     # 1. what the probe reads
@@ -160,10 +180,7 @@ def main() -> int:
         if matches:
             hw = ["--hardware", matches[0]["catalog_key"]]
         log(out, f"the probe's catalog matches: {matches}")
-    if shutil.which("nvidia-smi"):
-        q = sh(out, ["nvidia-smi", "--query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,power.limit,driver_version",
-                     "--format=csv"], 30)
-        log(out, q.stdout.strip())
+    log_gpu(out)
 
     # 2 and 3: the build and the model file at the same time. The `gguf` package is llama.cpp's own
     # gguf-py, where none is installed (the device machine has none)

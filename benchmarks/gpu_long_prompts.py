@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpu_llama_cpp import DENSE, build, build_beside, compare, log, sh, unpack, use_tree_gguf, write_models  # noqa: E402
+from gpu_llama_cpp import (DENSE, build, build_beside, compare, device_args, folders, log, log_gpu, sh,  # noqa: E402
+                           unpack, use_tree_gguf, write_models)
 
 PROMPTS = "4096,16384,32768"
 UBATCHES = "512,2048"
@@ -38,25 +38,10 @@ UBATCHES = "512,2048"
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--src", type=Path, required=True, help="llama.cpp source: an archive or a folder")
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--work", type=Path, help="where the build and the model files go (default: /dev/shm when it "
-                    "has 40 GB free, else /tmp)")
-    ap.add_argument("--arch", default="90", help="CUDA architecture (90: Hopper)")
-    ap.add_argument("--hardware", default="", help="catalog hardware for the comparison (default: the file's own)")
-    ap.add_argument("--cpu-only", action="store_true", help="a rehearsal on a machine without a GPU (tiny model)")
-    ap.add_argument("--bin", type=Path, help="already built llama.cpp binaries (skips the build)")
+    device_args(ap)
     args = ap.parse_args()
-    out, work = args.out, args.work
-    if work is None:
-        shm = Path("/dev/shm")
-        work = (shm if shm.is_dir() and shutil.disk_usage(shm).free > 40e9 else Path("/tmp")) / "gpu-long"
-    out.mkdir(parents=True, exist_ok=True)
-    work.mkdir(parents=True, exist_ok=True)
-    if shutil.which("nvidia-smi"):
-        q = sh(out, ["nvidia-smi", "--query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,power.limit,driver_version",
-                     "--format=csv"], 30)
-        log(out, q.stdout.strip())
+    out, work = folders(args, "gpu-long")
+    log_gpu(out)
 
     tree = unpack(args.src, work) if args.src.exists() else None
     use_tree_gguf(tree)
