@@ -977,9 +977,10 @@ class ServeReport:
     def latency(self, metric: str, stat: str = "mean") -> tuple[float, float, float]:
         """(figure, band low, band high), ms, of a latency a benchmark client reports: ``metric`` ttft,
         itl, tpot or e2e; ``stat`` mean, p50 (or median), p90, p95 or p99 (p95 is given its p90).
-        Percentiles of the gaps (ITL) land on the steps that carry a prompt chunk; those of TPOT (each
-        request's own mean gap) average those steps in, which the mean ITL already does. A percentile's
-        band is the mean's, scaled."""
+        The high percentiles of the gaps (ITL) land on the steps that carry a prompt chunk, their median
+        on a plain decode step (unless most steps carry one); those of TPOT (each request's own mean
+        gap) average those steps in, which the mean ITL already does. A percentile's band is the
+        mean's, scaled."""
         stat = "p50" if stat == "median" else stat
         if metric == "ttft":
             mid = {"p50": self.ttft_p50_ms, "p90": self.ttft_p90_ms, "p95": self.ttft_p90_ms,
