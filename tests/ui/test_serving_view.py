@@ -151,6 +151,7 @@ def test_a_batch_sent_at_once_says_when_its_last_answer_comes(window, qtbot):
     assert math.isclose(fixed.throughput_tok_s, core.throughput_tok_s, rel_tol=1e-9)
     text = view.summary.text()
     assert "500 requests at once" in text and "all answered in" in text
+    assert f"{api_duration(core.itl_p50_ms)} median" in text and core.itl_p50_ms <= core.itl_ms * (1 + 1e-9)
     view.out_spread.setValue(1.0)
     varied = view.report
     assert len(varied.load.output_points) == api.BATCH_MIX_POINTS

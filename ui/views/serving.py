@@ -285,7 +285,8 @@ class ServingView(LazyView, RowsTab):
                 f"<b>{duration_ms(done_s * 1e3)}</b>{_band(fast * 1e3, slow * 1e3, duration_ms)} · "
                 f"{num(r.throughput_tok_s)} tok/s{_band(r.throughput_low_tok_s, r.throughput_high_tok_s, num)} · "
                 f"TTFT {duration_ms(r.ttft_ms)} mean (p90 {duration_ms(r.ttft_p90_ms)}) · TPOT "
-                f"{duration_ms(r.tpot_ms)} per request · {r.capacity:,.0f} run at once, limited by <b>{r.bound}</b>"
+                f"{duration_ms(r.tpot_ms)} per request · between tokens {duration_ms(r.itl_ms)} mean, "
+                f"{duration_ms(r.itl_p50_ms)} median · {r.capacity:,.0f} run at once, limited by <b>{r.bound}</b>"
                 f"<br>scheduler: up to {r.max_seqs:,} sequences, {r.chunk_tokens:,} tokens per step; the KV cache "
                 f"holds {num(r.kv_capacity)} sequences at this length. The chart is the same server under "
                 f"users in a closed loop.{notes}")
