@@ -37,3 +37,20 @@ def test_the_gpu_run_rehearses_on_the_cpu(tmp_path):
     assert all(level["completed"] > 0 for level in measured["levels"])
     compared = (out / "compare.txt").read_text()
     assert "### bench (text), rc 0" in compared and "### measure (text), rc 0" in compared
+
+
+@pytest.mark.skipif(not (BIN / "llama-bench").is_file(),
+                    reason="ADVISOR_LLAMA_CPP_BIN is not set to a built llama.cpp (scripts/llama_cpp.sh)")
+def test_the_long_prompt_run_rehearses_on_the_cpu(tmp_path):
+    """`benchmarks/gpu_long_prompts.py` likewise: both formats at both micro-batches, compared."""
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_long_prompts.py"), "--src", str(tmp_path / "none"),
+                          "--out", str(out), "--work", str(tmp_path / "work"), "--cpu-only", "--bin", str(BIN),
+                          "--hardware", "epyc-9654"], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, HOME=str(tmp_path)))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.stdout.rstrip().endswith("done")
+    bench = json.loads((out / "llama-bench.json").read_text())
+    assert {(t["model_type"].split(" ", 2)[2], t["n_ubatch"]) for t in bench} == \
+        {(f, u) for f in ("F16", "Q4_K - Medium") for u in (512, 2048)}
+    assert "### long prompts (text), rc 0" in (out / "compare.txt").read_text()
