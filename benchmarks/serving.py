@@ -30,7 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.data.catalog import user_catalog  # noqa: E402
-from advisor.fit.serving_cases import SHAREGPT_OUTPUT_SPREAD, ServingCase, load_serving_cases, map_row  # noqa: E402
+from advisor.fit.serving_cases import (SHAREGPT_OUTPUT_SPREAD, ServingCase, load_serving_cases, map_row,  # noqa: E402
+                                       run_key)
 from advisor.fit.serving_fit import _design, fit_from_design, floor_cases, with_terms  # noqa: E402
 from advisor.model.serving import serve  # noqa: E402
 from advisor.text.format import markdown_table as markdown, table  # noqa: E402
@@ -68,13 +69,6 @@ def predicted(case: ServingCase, rep) -> tuple[float, float, float]:
 def is_burst(case: ServingCase) -> bool:
     """Every request sent at once (the data's ``offline`` load)."""
     return case.row.get("load") == "offline"
-
-
-def run_key(case: ServingCase) -> tuple:
-    """One measured run (its throughput is printed three ways: output, total, requests/s)."""
-    where = re.search(r"line \d+", case.row.get("notes", ""))
-    return (case.source, case.cfg.keys().__repr__(), case.load, case.parallel,
-            where.group(0) if where else case.row.get("notes", "")[:80])
 
 
 def evaluate(cat, cases):

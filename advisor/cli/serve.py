@@ -136,9 +136,7 @@ def _print_report(rep) -> None:
         print(f"Throughput: {num(rep.throughput_tok_s)} output tok/s "
               f"({_band(rep.throughput_low_tok_s, rep.throughput_high_tok_s, num)}) · {num(rep.request_rate_rps)} requests/s")
         if ld.kind == "offline" and ld.requests and rep.request_rate_rps > 0:
-            done = ld.requests / rep.request_rate_rps
-            slow, fast = (ld.requests * ld.output_tokens / t if t > 0 else math.nan
-                          for t in (rep.throughput_low_tok_s, rep.throughput_high_tok_s))
+            done, fast, slow = rep.batch_seconds()
             print(f"Batch: all {ld.requests:,} done in {duration_ms(done * 1e3)} "
                   f"({_band(fast * 1e3, slow * 1e3, duration_ms)}) · TPOT {duration_ms(rep.tpot_ms)} mean per request")
         queue = "" if not rep.queue or not math.isfinite(rep.queue) else f" · {num(rep.queue)} waiting"

@@ -280,6 +280,14 @@ def decode_cases(cases: list[ServingCase]):
     return out
 
 
+def run_key(case: ServingCase) -> tuple:
+    """One measured run: the figures a source prints of it (its throughput three ways: output, total,
+    requests/s) share it."""
+    where = re.search(r"line \d+", case.row.get("notes", ""))
+    return (case.source, case.cfg.keys().__repr__(), case.load, case.parallel,
+            where.group(0) if where else case.row.get("notes", "")[:80])
+
+
 #: a batch of prompts at least this long, sent at once, is mostly prompt work: its makespan measures
 #: the server's prompt rate under load (`prefill_cases`)
 PREFILL_MIN_PROMPT_TOKENS = 1000
@@ -331,8 +339,7 @@ def prefill_cases(cases: list[ServingCase], cat: Catalog) -> list[Case]:
                 or L.prompt_tokens < PREFILL_MIN_PROMPT_TOKENS):
             continue
         rank = _MAKESPAN_PREFERENCE.index(c.metric)
-        where = re.search(r"line \d+", c.row.get("notes", ""))
-        key = (c.source, c.cfg, L, c.parallel, where.group(0) if where else c.row.get("notes", "")[:80])
+        key = run_key(c)
         if key not in best or rank < best[key][0]:
             best[key] = (rank, c)
     out = []

@@ -557,8 +557,9 @@ def batch_schedule(lengths: np.ndarray, slots: int, prompt_tokens: float, step_t
 class _BatchClock:
     """A batch schedule's times for some configurations: each request's first token and finish
     (n, configs) and its own prompt's share of the first (``own``), the whole run (configs), the
-    gaps between tokens with their weights, and per segment of decode steps the running batch, its
-    length in steps, whether anything decodes in it and the time that decoding takes."""
+    gaps between tokens with their weights, the running batch averaged over the time anything
+    decodes (configs; the drain's long small-batch tail counts by its time, not its steps) and the
+    largest running batch."""
 
     t_first: Any
     t_end: Any
@@ -566,10 +567,8 @@ class _BatchClock:
     total: Any
     gaps: Any
     gap_weights: Any
-    running: Any
-    seg: Any
-    live: Any
-    busy_time: Any
+    running_mean: Any
+    running_max: float
 
 
 def _segments(bounds, first, ends):
@@ -578,6 +577,12 @@ def _segments(bounds, first, ends):
     running = (np.searchsorted(np.sort(first), at, side="right")
                - np.searchsorted(np.sort(ends), at, side="right")).astype(float)
     return running, np.diff(bounds)
+
+
+def _time_averaged(running, decode_time):
+    """The running batch averaged over ``decode_time`` (segments, configs), the time each segment's
+    decoding takes: (configs,)."""
+    return (decode_time * running[:, None]).sum(axis=0) / np.maximum(decode_time.sum(axis=0), 1e-30)
 
 
 def _clock_mixed(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends) -> _BatchClock:
@@ -605,7 +610,7 @@ def _clock_mixed(table, cols, P, K, per_prompt, extra, starts, begun, done, firs
     live = running > 0
     # the gaps between tokens: each segment's step, once per step for each sequence decoding in it
     return _BatchClock(t_first, T(ends), t_first - T(lo), clock[-1], step[live], (seg * running)[live],
-                       running, seg, live, seg[live][:, None] * step[live])
+                       _time_averaged(running[live], seg[live][:, None] * step[live]), float(running.max()))
 
 
 def _clock_prefill_first(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends) -> _BatchClock:
@@ -647,7 +652,8 @@ def _clock_prefill_first(table, cols, P, K, per_prompt, extra, starts, begun, do
     gap_weights = np.concatenate([(running - admitted[:-1])[live], ((seg - 1.0) * running)[live],
                                   np.ones(len(starts))])
     return _BatchClock(t_first, clock[np.searchsorted(bounds, ends)], own, clock[-1], gaps, gap_weights,
-                       running, seg, live, lump[:-1][live] + seg[live][:, None] * tau[live])
+                       _time_averaged(running[live], lump[:-1][live] + seg[live][:, None] * tau[live]),
+                       float(running.max()))
 
 
 def _weighted_quantile(values, weights, q: float):
@@ -707,12 +713,12 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
     out = {k: np.full(M, np.nan) for k in ("ttft", "p50", "p90", "p99", "itl", "itl50", "itl90", "itl99", "e2e", "span",
                                            "b", "comp", "mem", "tpot", "tpot50")}
     per_prompt_f = P * tau_p_f + save_f
+    clock_of = _clock_prefill_first if costs.prefill_first else _clock_mixed
     for cap, K in sorted({(float(a), float(b)) for a, b in zip(cap_f, K_f)}):
         cols = np.nonzero((cap_f == cap) & (K_f == K))[0]
         starts, begun, done, first, ends = batch_schedule(lengths, int(cap), P, K, bool(costs.prefill_first))
-        clock_of = _clock_prefill_first if costs.prefill_first else _clock_mixed
         c = clock_of(table, cols, P, K, per_prompt_f[cols], extra_f[cols], starts, begun, done, first, ends)
-        t_first, t_end, own, running, live = c.t_first, c.t_end, c.own, c.running, c.live
+        t_first, t_end, own = c.t_first, c.t_end, c.own
         # the front end (HTTP, chat template, tokenizer: one process in vLLM, SGLang and trtllm-serve)
         # takes a burst's requests one at a time, ``request_s`` each (the per-request cost fitted on a
         # lone client's first token), so the i-th request sent reaches the engine at (i + 1)·request_s
@@ -732,7 +738,7 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
             # a batch larger than the schedule: the rest join the queue behind the first wave and run
             # at the full batch, so the schedule's later requests come that much later; the rest's own
             # requests start evenly over that time
-            full = table.at_batches([running.max()], cols)[0]
+            full = table.at_batches([c.running_max], cols)[0]
             each = (lengths.mean() - 1.0) / cap * full + per_prompt_f[cols] + extra_f[cols] * P / K
             middle = rest * each
             waited = (starts > 0)[:, None]
@@ -758,10 +764,8 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
             out[key][cols] = _weighted_quantile(x, weight if x is not gaps else gap_weights, q)
         out["itl"][cols] = (gaps * gap_weights[:, None]).sum(axis=0) / max(gap_weights.sum(), 1e-30)
         out["span"][cols] = span
-        # the running batch over the time anything decodes (the drain's long small-batch tail counts by
-        # its time, not by its steps)
-        out["b"][cols] = (c.busy_time * running[live][:, None]).sum(axis=0) / np.maximum(c.busy_time.sum(axis=0), 1e-30)
-        top = [running.max()]
+        out["b"][cols] = c.running_mean
+        top = [c.running_max]
         out["comp"][cols], out["mem"][cols] = comp_table.at_batches(top, cols)[0], mem_table.at_batches(top, cols)[0]
     rs = lambda a: a.reshape(shape)  # noqa: E731
     span = rs(out["span"])
@@ -973,6 +977,15 @@ class ServeReport:
     def tok_s_per_user(self) -> float:
         """Decode speed one user sees: one token per inter-token latency."""
         return 1e3 / self.itl_ms if self.itl_ms > 0 else math.nan
+
+    def batch_seconds(self) -> tuple[float, float, float]:
+        """A batch's time to its last answer, s: (estimate, at the band's fast edge, at its slow edge);
+        inf where a rate is 0."""
+        n = self.load.requests
+        done = n / self.request_rate_rps if self.request_rate_rps > 0 else math.inf
+        fast, slow = (n * self.load.output_tokens / t if t > 0 else math.inf
+                      for t in (self.throughput_high_tok_s, self.throughput_low_tok_s))
+        return done, fast, slow
 
     def latency(self, metric: str, stat: str = "mean") -> tuple[float, float, float]:
         """(figure, band low, band high), ms, of a latency a benchmark client reports: ``metric`` ttft,

@@ -18,15 +18,22 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("ADVISOR_LLAMA_CPP_BIN", "/nonexistent"))
 
 
-@pytest.mark.skipif(not (BIN / "llama-server").is_file(),
-                    reason="ADVISOR_LLAMA_CPP_BIN is not set to a built llama.cpp (scripts/llama_cpp.sh)")
-def test_the_gpu_run_rehearses_on_the_cpu(tmp_path):
+def rehearse(script: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """``benchmarks/<script>`` with ``--cpu-only --bin``: (the run, its results folder), the run
+    checked to have ended well."""
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_llama_cpp.py"), "--src", str(tmp_path / "none"),
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--src", str(tmp_path / "none"),
                           "--out", str(out), "--work", str(tmp_path / "work"), "--cpu-only", "--bin", str(BIN),
                           "--hardware", "epyc-9654"], capture_output=True, text=True, timeout=600,
                          env=dict(os.environ, HOME=str(tmp_path)))   # the probe's user data stays in the test's folder
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return run, out
+
+
+@pytest.mark.skipif(not (BIN / "llama-server").is_file(),
+                    reason="ADVISOR_LLAMA_CPP_BIN is not set to a built llama.cpp (scripts/llama_cpp.sh)")
+def test_the_gpu_run_rehearses_on_the_cpu(tmp_path):
+    run, out = rehearse("gpu_llama_cpp.py", tmp_path)
     assert {"run.log", "probe.json", "llama-bench.json", "batched-bench.txt", "measure.json", "compare.txt"} <= \
         {p.name for p in out.iterdir()}
     assert run.stdout.rstrip().endswith("done")
@@ -43,12 +50,7 @@ def test_the_gpu_run_rehearses_on_the_cpu(tmp_path):
                     reason="ADVISOR_LLAMA_CPP_BIN is not set to a built llama.cpp (scripts/llama_cpp.sh)")
 def test_the_long_prompt_run_rehearses_on_the_cpu(tmp_path):
     """`benchmarks/gpu_long_prompts.py` likewise: both formats at both micro-batches, compared."""
-    out = tmp_path / "out"
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_long_prompts.py"), "--src", str(tmp_path / "none"),
-                          "--out", str(out), "--work", str(tmp_path / "work"), "--cpu-only", "--bin", str(BIN),
-                          "--hardware", "epyc-9654"], capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, HOME=str(tmp_path)))
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    run, out = rehearse("gpu_long_prompts.py", tmp_path)
     assert run.stdout.rstrip().endswith("done")
     bench = json.loads((out / "llama-bench.json").read_text())
     assert {(t["model_type"].split(" ", 2)[2], t["n_ubatch"]) for t in bench} == \

@@ -49,6 +49,18 @@ def _band(low: float, high: float, fmt) -> str:
     return f" <span style='color:#888'>({fmt(low)}–{fmt(high)})</span>"
 
 
+def _spread_box(name: str, prefix: str, tip: str) -> QDoubleSpinBox:
+    """A length distribution's spread: its coefficient of variation, 0 to 10 in quarters."""
+    box = QDoubleSpinBox()
+    box.setObjectName(name)
+    box.setRange(0.0, 10.0)
+    box.setDecimals(2)
+    box.setSingleStep(0.25)
+    box.setPrefix(prefix)
+    box.setToolTip(tip)
+    return box
+
+
 class ServingView(LazyView, RowsTab):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
@@ -85,25 +97,16 @@ class ServingView(LazyView, RowsTab):
         self.requests.setGroupSeparatorShown(True)
         self.requests.setSuffix(" requests")
         self.requests.setToolTip("A batch: how many requests are sent at once")
-        self.out_spread = QDoubleSpinBox()
-        self.out_spread.setObjectName("output_spread")
-        self.out_spread.setRange(0.0, 10.0)
-        self.out_spread.setDecimals(2)
-        self.out_spread.setSingleStep(0.25)
-        self.out_spread.setPrefix("output spread ")
-        self.out_spread.setToolTip("A batch: how much the answers' lengths vary around the output input (the "
-                                   "coefficient of variation of a log-normal; 0 = all the same, 1 = a reply that "
-                                   "ends at any token with the same chance). The batch ends with its longest "
-                                   "answers running at a small batch: the more they vary, the longer it takes.")
-        self.spread = QDoubleSpinBox()
-        self.spread.setObjectName("prompt_spread")
-        self.spread.setRange(0.0, 10.0)
-        self.spread.setDecimals(2)
-        self.spread.setSingleStep(0.25)
-        self.spread.setPrefix("prompt spread ")
-        self.spread.setToolTip("How much prompt lengths vary around the prompt input: the coefficient of "
-                               "variation of a log-normal (0 = every prompt the same length; ~1 is typical "
-                               "of chat traces). A few long prompts set TTFT's tail and stall the queue.")
+        self.out_spread = _spread_box(
+            "output_spread", "output spread ",
+            "A batch: how much the answers' lengths vary around the output input (the coefficient of variation "
+            "of a log-normal; 0 = all the same, 1 = a reply that ends at any token with the same chance). The "
+            "batch ends with its longest answers running at a small batch: the more they vary, the longer it takes.")
+        self.spread = _spread_box(
+            "prompt_spread", "prompt spread ",
+            "How much prompt lengths vary around the prompt input: the coefficient of variation of a log-normal "
+            "(0 = every prompt the same length; ~1 is typical of chat traces). A few long prompts set TTFT's "
+            "tail and stall the queue.")
         # llama-server's host-memory prompt cache (--cache-ram): shown for runtimes that have one
         self.cache = QCheckBox("prompt cache")
         self.cache.setObjectName("prompt_cache")
@@ -275,9 +278,7 @@ class ServingView(LazyView, RowsTab):
     def _batch_summary(self, r: "api.ServeReport") -> str:
         """A batch: when its last answer comes, with the band, and what its requests see meanwhile."""
         load = r.load
-        done_s = load.requests / r.request_rate_rps if r.request_rate_rps > 0 else math.inf
-        slow, fast = (load.requests * load.output_tokens / t if t > 0 else math.inf
-                      for t in (r.throughput_low_tok_s, r.throughput_high_tok_s))
+        done_s, fast, slow = r.batch_seconds()
         spread = (f", answers {num(min(load.output_points))}–{num(max(load.output_points))} tokens"
                   if load.output_points else "")
         notes = "".join(f"<br><span style='color:#888'>{n}</span>" for n in r.notes)
