@@ -13,7 +13,11 @@ those sources).
 Error of a group = the median over its sources of each source's median absolute error (so a
 source with 200 rows counts once); bias = the median of predicted ÷ measured − 1 over the rows.
 
-Run: python benchmarks/serving.py [--markdown] [--rows] [--shipped]
+Bands: `serve` widens each band by how far past such edges servers were measured, per load (steady or a
+batch sent at once) and metric (`catalog/serving_bands.yaml`). Held out, each source's band is widened by
+factors fitted without it; `--write-bands` refits the file on every source (after a recalibration).
+
+Run: python benchmarks/serving.py [--markdown] [--rows] [--shipped] [--write-bands]
 """
 
 from __future__ import annotations
@@ -27,15 +31,19 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from advisor.data.catalog import user_catalog  # noqa: E402
 from advisor.fit.serving_cases import (SHAREGPT_OUTPUT_SPREAD, ServingCase, load_serving_cases, map_row,  # noqa: E402
                                        run_key)
-from advisor.fit.serving_fit import _design, fit_from_design, floor_cases, with_terms  # noqa: E402
+from advisor.fit.serving_fit import (BAND_METRIC, BandFigure, _design, band_widening, fit_from_design,  # noqa: E402
+                                     floor_cases, serving_bands_yaml, with_terms)
 from advisor.model.serving import serve  # noqa: E402
 from advisor.text.format import markdown_table as markdown, table  # noqa: E402
 
+#: the serving bands `--write-bands` writes
+BANDS_FILE = ROOT / "catalog" / "serving_bands.yaml"
 METRIC_GROUPS = {"ttft": "TTFT", "itl": "ITL", "e2e": "end to end", "throughput": "throughput",
                  "total_throughput": "throughput", "request_rate": "throughput"}
 #: all at once (N requests sent together) is a batch job, not a steady state (`advisor.model.serving.
@@ -97,8 +105,9 @@ def evaluate(cat, cases):
 
 
 def held_out(cat, cases, fmt):
-    """[(case, prediction, low, high)] with each source predicted by profiles and eager terms
-    fitted without it; prints the terms fitted on every source."""
+    """([(case, prediction, low, high)], [BandFigure]) with each source predicted by profiles and eager
+    terms fitted without it, its bands widened by serving bands fitted without it (the figures: the
+    bands before any widening, what `--write-bands` fits); prints the terms fitted on every source."""
     from dataclasses import replace
 
     from advisor.data.catalog import CATALOG_DIR, Catalog, load_catalog
@@ -117,18 +126,55 @@ def held_out(cat, cases, fmt):
     cal_cases, _ = load_cases(bare)
     calibrating = {c.source for c in cal_cases}
     band_fields = ("decode_low", "decode_high", "prefill_low", "prefill_high")
-    out = []
+    unwidened = replace(cat, serving_bands={})
+    held = []   # (source, catalog without it, its cases with terms fitted without it)
     for source in sorted({c.source for c in cases}):
         mine = [c for c in cases if c.source == source]
-        held_cat = cat
+        held_cat = unwidened
         if source in calibrating:
             refit = fit_profiles(bare, [c for c in cal_cases if c.source != source])
             profiles = {k: (replace(p, **{f: getattr(cat.profiles[k], f) for f in band_fields})
                             if k in cat.profiles else p) for k, p in refit.items()}
-            held_cat = replace(cat, profiles=profiles)
+            held_cat = replace(unwidened, profiles=profiles)
         t = fit_from_design([r for r in design if r[1] != source])
-        out += evaluate(held_cat, [replace(c, cfg=with_terms(c.cfg, t)) for c in mine])
-    return out
+        held.append((source, held_cat, [replace(c, cfg=with_terms(c.cfg, t)) for c in mine]))
+    figures = [band_figure(c, lo, hi) for _, held_cat, mine in held for c, _, lo, hi in evaluate(held_cat, mine)]
+    out = []
+    for source, held_cat, mine in held:
+        widening = band_widening(figures, leave_out=source)
+        out += evaluate(replace(held_cat, serving_bands=bands_of(widening, "held out")), mine)
+    return out, figures
+
+
+def band_figure(case: ServingCase, low: float, high: float) -> BandFigure:
+    return BandFigure(case.source, "batch" if is_burst(case) else "steady", case.metric, case.value, low, high)
+
+
+def bands_of(widening, basis: str) -> dict:
+    """A catalog's serving bands for ``widening`` ({(mode, metric): Widening})."""
+    from advisor.data.specs import ServingBand
+
+    return {f"{m}-{k}": ServingBand(key=f"{m}-{k}", mode=m, metric=k, below=w.below, above=w.above, rows=w.rows,
+                                    sources=w.sources, source=basis)
+            for (m, k), w in widening.items()}
+
+
+def bands_table(figures, rows):
+    """[[load, metric, below, above, figures, sources, in band unwidened, in band widened]]: each
+    (load, metric)'s widening fitted on every source, and how often the band holds the figure before
+    and after widening with the figure's own source held out of the widening's fit."""
+    widening = band_widening(figures)
+    inside = defaultdict(lambda: [0, 0, 0])
+    for f in figures:
+        k = (f.mode, BAND_METRIC.get(f.metric))
+        inside[k][0] += min(f.low, f.high) <= f.measured <= max(f.low, f.high)
+        inside[k][2] += 1
+    for c, _, lo, hi in rows:
+        k = ("batch" if is_burst(c) else "steady", BAND_METRIC.get(c.metric))
+        inside[k][1] += min(lo, hi) <= c.value <= max(lo, hi)
+    return [[m, k, f"÷{w.below:.2f}", f"×{w.above:.2f}", w.rows, w.sources,
+             f"{100 * inside[(m, k)][0] / inside[(m, k)][2]:.0f} %", f"{100 * inside[(m, k)][1] / inside[(m, k)][2]:.0f} %"]
+            for (m, k), w in sorted(widening.items())]
 
 
 def summarise(rows):
@@ -244,17 +290,19 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--rows", action="store_true", help="print every compared row")
     ap.add_argument("--shipped", action="store_true", help="the catalog as shipped (no refits per source)")
+    ap.add_argument("--write-bands", action="store_true",
+                    help=f"write the serving bands fitted on every source to {BANDS_FILE.relative_to(ROOT)}")
     args = ap.parse_args()
     fmt = markdown if args.markdown else table
     cat = user_catalog()
     t0 = time.perf_counter()
     cases, skipped = load_serving_cases(cat, args.data)
     if args.shipped:
-        rows = evaluate(cat, cases)
+        rows, figures = evaluate(cat, cases), []
         mode = "the catalog as shipped (in sample for the sources that calibrate it)"
     else:
-        rows = held_out(cat, cases, fmt)
-        mode = "each source held out of every fit"
+        rows, figures = held_out(cat, cases, fmt)
+        mode = "each source held out of every fit, the serving bands' widening too"
     seconds = time.perf_counter() - t0
     reasons = defaultdict(int)
     for s in skipped:
@@ -289,6 +337,18 @@ def main() -> None:
             if stats:
                 print(f"\n{m} by {title}\n")
                 print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
+    if figures:
+        print("\nserving bands: how far past the band's edges servers were measured (the factors of "
+              f"{BANDS_FILE.relative_to(ROOT)}, fitted on every source), and how often the band holds the figure "
+              "before widening and after it (each source's band widened by factors fitted without it)\n")
+        print(fmt(["load", "metric", "low edge", "high edge", "figures", "sources", "in band before", "in band after"],
+                  bands_table(figures, rows)))
+        if args.write_bands:
+            from advisor.data.userdata import write_atomic
+
+            write_atomic(BANDS_FILE, serving_bands_yaml(band_widening(figures), f"catalog/measured/serving.csv as of "
+                                                        f"{time.strftime('%Y-%m-%d')}"))
+            print(f"\nwrote {BANDS_FILE.relative_to(ROOT)}")
     print("\nall at once: ShareGPT's output spread (an assumption) against the error, the catalog as shipped\n")
     spread_rows, groups = [], [m for m in ORDER if m.endswith("all at once") and by_metric[m]]
     burst_rows = [c.row for c in cases if is_burst(c)]   # the all-at-once rows, mapped again at each spread

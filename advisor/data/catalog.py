@@ -180,6 +180,9 @@ class Catalog:
     quotes: Mapping[str, tuple[Quote, ...]] = field(default_factory=dict)
     #: servers and racks sold as one unit (catalog/systems.yaml): their power and fabric
     systems: Mapping[str, specs.System] = field(default_factory=dict)
+    #: how far past `serve`'s band edges servers were measured, by load and metric
+    #: (catalog/serving_bands.yaml, `advisor.model.serving.widen_band`)
+    serving_bands: Mapping[str, specs.ServingBand] = field(default_factory=dict)
 
     def systems_of(self, hardware_key: str) -> tuple[specs.System, ...]:
         """The systems built of this hardware, the smallest first."""

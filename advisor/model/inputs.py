@@ -172,6 +172,9 @@ class Tables:
         self.quants = list(cat.quants.values())
         self.quants_by_key = dict(cat.quants)
         self.kv_dtypes = list(cat.kv_dtypes.values())
+        #: (mode, metric) → (below, above): how far past serve's band edges servers were measured
+        self.serving_widening = {(b.mode, b.metric): (b.below, b.above)
+                                 for b in getattr(cat, "serving_bands", {}).values()}
         hw, rt, q, kv = self.hardware, self.runtimes, self.quants, self.kv_dtypes
         self.hw_index = {h.key: i for i, h in enumerate(hw)}
         self.rt_index = {r.key: i for i, r in enumerate(rt)}

@@ -956,7 +956,7 @@ class ServeReport:
     notes: tuple[str, ...] = ()
     #: the band of each figure: the same load solved with the decode and prompt speeds at the low and
     #: high edges of the profile's bands (the pessimistic edge gives the high latencies and the low
-    #: throughput)
+    #: throughput), widened by how far past such edges servers were measured (`widen_band`)
     ttft_low_ms: float = math.nan
     ttft_high_ms: float = math.nan
     itl_low_ms: float = math.nan
@@ -1119,6 +1119,8 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
             v = {k: float(solved[k][i, 0]) for k in _SOLVED}
             # the band: the load at the profile's slow and fast edges
             v.update({k: float(solved[f][i, edge]) for k, (edge, f) in _BAND.items()})
+            # … widened by how far past such edges servers were measured under this kind of load
+            widen_band(v, getattr(cat, "serving_bands", {}), band_mode(ld))
             bound, saturated = str(solved["bound"][i, 0]), bool(solved["saturated"][i, 0])
             if math.isfinite(cap):
                 # the band's optimistic edge stops at the vendor's published maximum as the estimate does
@@ -1151,6 +1153,32 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
             kv_capacity=float(costs.kv_capacity), fits=fits, bound=bound, saturated=saturated,
             efficiency_basis=eff.basis, notes=tuple(notes + shared), **v))
     return reports
+
+
+#: each metric's band fields in a report: (estimate, low edge, high edge)
+_BAND_FIELDS = {"ttft": ("ttft_ms", "ttft_low_ms", "ttft_high_ms"), "itl": ("itl_ms", "itl_low_ms", "itl_high_ms"),
+                "throughput": ("throughput_tok_s", "throughput_low_tok_s", "throughput_high_tok_s")}
+
+
+def band_mode(load: Load) -> str:
+    """The kind of load a serving band's widening is fitted for (`advisor.data.specs.SERVING_MODES`):
+    ``batch``, requests sent at once and timed to the last answer; ``steady``, anything else."""
+    return "batch" if load.kind == "offline" and load.requests else "steady"
+
+
+def widen_band(v: dict, bands, mode: str) -> None:
+    """Widen the band edges in ``v`` (a report's fields) in place by the catalog's serving bands for
+    ``mode`` (`advisor.data.specs.ServingBand`): the edges are the load solved at the efficiency
+    profile's edges, which leaves out the scheduling model's own error (how the steps fill, how the
+    front end paces requests); the factors are how far past those edges servers were measured, each
+    source held out. Without an entry for a metric its band stays as solved."""
+    for b in bands.values():
+        if b.mode != mode or b.metric not in _BAND_FIELDS:
+            continue
+        est, low, high = _BAND_FIELDS[b.metric]
+        if math.isfinite(v.get(est, math.nan)):
+            v[low] = min(v[low], v[est]) / b.below
+            v[high] = max(v[high], v[est]) * b.above
 
 
 def with_edges(costs: StepCosts, eff, slow_steps=None) -> StepCosts:

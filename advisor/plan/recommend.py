@@ -1082,14 +1082,21 @@ def _slots_fit(fixed_slots: np.ndarray, max_batch: np.ndarray, share: int) -> np
     return ~fixed_slots | (max_batch >= share)
 
 
+def _widening(tables, mode: str, metric: str) -> float:
+    """The factor by which `serve` widens the slow edge of ``metric``'s band under ``mode``'s load
+    (catalog/serving_bands.yaml: `advisor.model.serving.widen_band`); 1 without an entry."""
+    return tables.serving_widening.get((mode, metric), (1.0, 1.0))[1]
+
+
 def _judge_burst(speed) -> dict[str, np.ndarray]:
     """Speeds of all users' prompts processed together, then decoded as one static batch."""
     t, v = speed.tables, speed.values
     a: dict[str, np.ndarray] = {}
     a["ttft"] = v["ttft_s"] * 1e3
     a["tok"] = v["decode_tok_s"]
-    a["ttft_safe"] = v["ttft_high_s"] * 1e3
-    a["tok_safe"] = v["decode_low_tok_s"]
+    # the pessimistic edges as `serve` prints a batch's band (widened as its measurements were)
+    a["ttft_safe"] = v["ttft_high_s"] * 1e3 * _widening(t, "batch", "ttft")
+    a["tok_safe"] = v["decode_low_tok_s"] / _widening(t, "batch", "itl")
     a["throughput"] = v["throughput_tok_s"]
     a["max_context"] = v["max_context"]
     a["compute_share"] = v["prefill_compute_share"]
@@ -1172,8 +1179,9 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     a: dict[str, np.ndarray] = {}
     a["ttft"] = s.ttft_p90_ms                       # judged at the 90th percentile
     a["tok"] = 1e3 / s.itl_ms
-    a["ttft_safe"] = a["ttft"] / band.prefill_low
-    a["tok_safe"] = a["tok"] * band.decode_low
+    # the pessimistic edges as `serve` prints a steady state's band (widened as its measurements were)
+    a["ttft_safe"] = a["ttft"] / band.prefill_low * _widening(t, "steady", "ttft")
+    a["tok_safe"] = a["tok"] * band.decode_low / _widening(t, "steady", "itl")
     if grid.model.experts:   # a batched mixture of experts measured slower than modelled: the slow edge allows for it
         a["tok_safe"] = a["tok_safe"] / experts_slowdown(t.experts_slow[hw, rt], np.asarray(s.running_batch, float))
     a["throughput"] = s.throughput_tok_s

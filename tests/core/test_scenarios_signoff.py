@@ -339,3 +339,24 @@ def test_every_launch_line_the_suite_prints_starts(cat):
                            rec.requirements.context)
                 lines += 1
     assert lines > 100
+
+
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
+def test_the_pessimistic_edge_is_widened_as_serve_widens_its_band(cat):
+    """The recommender judges a row's pessimistic edge as `serve` prints it: the steady state's TTFT
+    band widened by catalog/serving_bands.yaml's factor (how far past such edges servers were
+    measured), so a TTFT that only the unwidened edge meets is a pass "if the estimate holds"."""
+    import dataclasses
+
+    kw = dict(users=16, prompt_tokens=2000, output_tokens=300, ttft_ms=2000, hardware=("h100-sxm5-80gb",), max_gpus=1)
+    bare = dataclasses.replace(cat, serving_bands={})
+    up = {(b.mode, b.metric): b.above for b in cat.serving_bands.values()}[("steady", "ttft")]
+    assert up > 1.0
+    wide, plain = _rec(cat, "Llama 3.1 8B", **kw), _rec(bare, "Llama 3.1 8B", **kw)
+    key = lambda c: (c.hardware.key, c.runtime.key, c.quant.key, c.kv_dtype.key, c.gpus)  # noqa: E731
+    plain_by = {key(c): c for c in plain.passing}
+    pairs = [(c, plain_by[key(c)]) for c in wide.passing if key(c) in plain_by]
+    assert pairs
+    for w, p in pairs:
+        assert w.ttft_ms == pytest.approx(p.ttft_ms)
+        assert w.ttft_safe_ms == pytest.approx(p.ttft_safe_ms * up)

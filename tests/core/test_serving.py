@@ -681,3 +681,37 @@ def test_serve_without_the_prompt_cache(capsys):
     assert cached["ttft_ms"] - off["ttft_ms"] == pytest.approx(271.0 / 1.3, rel=0.02)   # 271 MB at 1.3 GB/s
     assert any("prompt cache" in n for n in cached["notes"]) and not any("prompt cache" in n for n in off["notes"])
     assert off["ttft_ms"] == pytest.approx(102, rel=0.25)
+
+
+def test_serve_widens_its_band_by_the_catalogs_serving_bands(cat):
+    """`serve`'s band is the load solved at the profile's edges, widened by how far past such edges
+    servers were measured (catalog/serving_bands.yaml): a batch sent at once by the batch factors, a
+    steady state by the steady ones; the estimate never moves, and without entries nothing widens."""
+    from advisor.data.specs import ServingBand
+
+    cfg = api.configure(cat, hardware="H100 SXM", model="llama 3.1 8b", quant="fp8")
+    plain = dataclasses.replace(cat, serving_bands={})
+
+    def bands(mode, below, above):
+        return {f"{mode}-{m}": ServingBand(key=f"{mode}-{m}", mode=mode, metric=m, below=below, above=above, rows=100,
+                                           sources=5, source="test") for m in ("ttft", "itl", "throughput")}
+
+    batch = Load(kind="offline", requests=200, prompt_tokens=500, output_tokens=100)
+    steady = Load(kind="closed", concurrency=8, prompt_tokens=500, output_tokens=100)
+    wide = dataclasses.replace(cat, serving_bands={**bands("batch", 2.0, 3.0), **bands("steady", 1.5, 1.25)})
+    for load, (below, above) in ((batch, (2.0, 3.0)), (steady, (1.5, 1.25))):
+        assert serving.band_mode(load) == ("batch" if load is batch else "steady")
+        a, b = serving.serve(plain, cfg, load), serving.serve(wide, cfg, load)
+        assert b.ttft_ms == a.ttft_ms and b.itl_ms == a.itl_ms and b.throughput_tok_s == a.throughput_tok_s
+        for f in ("ttft", "itl"):
+            assert getattr(b, f"{f}_low_ms") == pytest.approx(getattr(a, f"{f}_low_ms") / below)
+            assert getattr(b, f"{f}_high_ms") == pytest.approx(getattr(a, f"{f}_high_ms") * above)
+        assert b.throughput_low_tok_s == pytest.approx(a.throughput_low_tok_s / below)
+        assert b.throughput_high_tok_s == pytest.approx(a.throughput_high_tok_s * above)
+        # a percentile's band and end to end follow
+        assert b.latency("ttft", "p99")[2] == pytest.approx(a.latency("ttft", "p99")[2] * above)
+        assert b.latency("e2e")[2] > a.latency("e2e")[2]
+    # the shipped catalog widens too (its factors are ≥ 1), so its band holds the plain one
+    shipped, bare = serving.serve(cat, cfg, batch), serving.serve(plain, cfg, batch)
+    assert shipped.itl_low_ms <= bare.itl_low_ms and shipped.itl_high_ms >= bare.itl_high_ms
+    assert shipped.throughput_high_tok_s >= bare.throughput_high_tok_s

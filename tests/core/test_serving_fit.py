@@ -275,3 +275,77 @@ def test_a_batchs_prompt_rate_is_recovered_from_its_makespan(cat, cases):
     others = [c for c in cases[0] if c.metric == "request_rate" and (c.row.get("load") != "offline"
                                                                       or c.load.prompt_tokens < 1000)][:20]
     assert others and prefill_cases(others, cat) == []
+
+
+# ---- the serving bands: how far past `serve`'s band edges servers were measured --------------------
+
+
+def _figures(source_count=4, per_source=10, mode="steady", metric="ttft"):
+    """Figures whose band is [90, 110]: per source, one in ten below it (measured 60), one in ten above
+    (measured 200) and the rest inside."""
+    from advisor.fit.serving_fit import BandFigure
+
+    out = []
+    for s in range(source_count):
+        for i in range(per_source):
+            measured = 60.0 if i == 0 else 200.0 if i == 1 else 100.0
+            out.append(BandFigure(f"src{s}", mode, metric, measured, 90.0, 110.0))
+    return out
+
+
+def test_band_widening_leaves_a_tenth_of_the_figures_past_each_edge():
+    """Each edge is widened until no more than `BAND_TAIL_SHARE` of the figures lie past it; a band
+    that already holds them is not widened; a group with too few figures or sources gets nothing."""
+    from advisor.fit.serving_fit import BAND_TAIL_SHARE, MIN_BAND_ROWS, band_widening
+
+    assert BAND_TAIL_SHARE == pytest.approx(0.10)
+    figs = _figures()                         # 40 figures from 4 sources, 10 % below and 10 % above
+    w = band_widening(figs)[("steady", "ttft")]
+    assert (w.rows, w.sources) == (40, 4)
+    # exactly a tenth is outside already: no widening needed on either side
+    assert w.below == pytest.approx(1.0) and w.above == pytest.approx(1.0)
+    # a fifth past each edge: widened to the 90th percentile of how far past they are
+    from advisor.fit.serving_fit import BandFigure
+    more = figs + [BandFigure(f"src{s}", "steady", "ttft", m, 90.0, 110.0) for s in range(4) for m in (45.0, 330.0)]
+    w = band_widening(more)[("steady", "ttft")]
+    lo = np.quantile([max(90 / f.measured, 1) for f in more], 0.9)
+    hi = np.quantile([max(f.measured / 110, 1) for f in more], 0.9)
+    assert w.below == pytest.approx(lo, abs=1e-3) and w.above == pytest.approx(hi, abs=1e-3)
+    assert w.below >= lo and w.above >= hi                                   # rounded outwards
+    assert w.below > 1.0 and w.above > 1.0
+    inside = sum(90 / w.below <= f.measured <= 110 * w.above for f in more) / len(more)
+    assert 0.78 <= inside <= 0.9
+    # a throughput printed three ways is one band; a band given high-to-low is read low-to-high
+    tp = [BandFigure(f.source, "batch", "request_rate", f.measured, 110.0, 90.0) for f in more]
+    assert set(band_widening(tp)) == {("batch", "throughput")}
+    # too few sources or figures: none; a source left out is not counted
+    assert band_widening(_figures(source_count=2, per_source=MIN_BAND_ROWS)) == {}
+    assert band_widening(_figures(source_count=4, per_source=5)) == {}
+    assert band_widening(_figures(source_count=4, per_source=12), leave_out="src0")[("steady", "ttft")].sources == 3
+
+
+def test_the_written_serving_bands_load_as_catalog_entries(tmp_path):
+    """`serving_bands_yaml` writes what the catalog reads back (the shipped file is made by it)."""
+    from advisor.data.catalog import load_catalog
+    from advisor.fit.serving_fit import Widening, serving_bands_yaml
+
+    text = serving_bands_yaml({("batch", "itl"): Widening(1.4, 1.17, 788, 17),
+                               ("steady", "ttft"): Widening(1.0, 1.19, 227, 21)}, "test data")
+    (tmp_path / "serving_bands.yaml").write_text(text)
+    c = load_catalog(tmp_path, user=None)
+    assert not c.issues
+    assert {(b.mode, b.metric, b.below, b.above) for b in c.serving_bands.values()} == {
+        ("batch", "itl", 1.4, 1.17), ("steady", "ttft", 1.0, 1.19)}
+    # a factor below 1 (a band narrowed) or an unknown load is refused with a clear issue
+    (tmp_path / "serving_bands.yaml").write_text(text.replace("below: 1.4", "below: 0.5").replace("mode: steady",
+                                                                                                 "mode: bursty"))
+    c = load_catalog(tmp_path, user=None)
+    assert c.serving_bands == {} and len(c.issues) == 2
+
+
+def test_the_shipped_serving_bands_cover_each_load_and_metric(cat):
+    """catalog/serving_bands.yaml has a widening for the steady state and for a batch, for TTFT, ITL
+    and throughput, none of them narrowing a band."""
+    got = {(b.mode, b.metric): b for b in cat.serving_bands.values()}
+    assert set(got) == {(m, k) for m in ("steady", "batch") for k in ("ttft", "itl", "throughput")}
+    assert all(b.below >= 1 and b.above >= 1 and b.rows >= 30 and b.sources >= 3 for b in got.values())
