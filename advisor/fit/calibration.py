@@ -87,6 +87,11 @@ PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allredu
 #: exceed ~0.95 (refresh, page and command overheads), compute fractions cannot exceed 1, costs ≥ 0.
 MAX_BW_FRACTION = 0.95
 MAX_COMPUTE_FRACTION = 1.0
+#: … and where we measured the kernels ourselves, what attention reached: on Hopper the best causal or
+#: chunked prefill attention of the first-party H100 and H200 runs came to 0.70 of the BF16 peak
+#: (catalog/measured/kernels_h100_device.md, kernels_h200_device.md; tests/core/test_kernel_ceilings.py
+#: holds every Hopper profile to it). A group all of one such family fits its attention fraction below it.
+MAX_ATTENTION_FRACTION = {"nvidia-hopper": 0.69}
 #: Relative noise of one measured row: estimated per group from the fit's residuals, never below
 #: this floor (repeated runs of one benchmark scatter by a few per cent).
 MIN_ROW_SD = 0.03
@@ -111,6 +116,9 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     bw = np.asarray(x.bandwidth_gb_s, float) * 1e9
     peak = np.asarray(x.peak_tflops, float) * 1e12
     apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12
+    # the format's products reach their own share of the peak (`advisor.model.devices.gemm_share`): the
+    # fitted fraction is the 16-bit products' one
+    peak = peak * np.asarray(x.gemm_share, float)
     lin = (r.prefill_linear_flops - r.prefill_expert_flops) / peak
     int8 = np.asarray(x.int8_linear, bool)
     return {
@@ -346,7 +354,10 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
                   [-ratio8 / w_i8, 0, 0, 0, 0, 1 / w_i8]])
     r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, 0.0, p.step_overhead_us / step_sd, p.request_overhead_us / req_sd,
                    0.0])
-    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 1 / MAX_COMPUTE_FRACTION, 0.0, 0.0,
+    families = {cases[i].hardware.family for i in rows}
+    att_max = MAX_ATTENTION_FRACTION.get(families.pop(), MAX_COMPUTE_FRACTION) if len(families) == 1 \
+        else MAX_COMPUTE_FRACTION
+    lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / att_max, 1 / MAX_COMPUTE_FRACTION, 0.0, 0.0,
                       1 / MAX_COMPUTE_FRACTION])
     post = map_solve(A[ok], rhs[ok], R, r0, lower)
     x = post.x

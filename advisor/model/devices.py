@@ -110,6 +110,36 @@ def network_gb_s(hw: Hardware, network: str | None = None) -> float:
     return gbit / 8.0 if gbit else math.nan
 
 
+#: The share of its datasheet peak a low-precision format's matrix products reach, relative to the
+#: share 16-bit products reach of theirs, per (compute dtype, hardware family) of the datacenter parts
+#: it was measured on, per engine (key None: over every engine, for the others). From aiconfigurator
+#: 0.12's published kernel measurements (NVIDIA's per-GPU, per-engine collection: vLLM 0.24.0, SGLang
+#: 0.5.6 and 0.5.14, TensorRT-LLM 1.3.0rc20 on H100, H200 and B200), as `benchmarks/gemm_shares.py`
+#: prints them: the median TFLOP/s over prompt-sized GEMMs (2,048-8,192 tokens, both other sides 4,096
+#: or more) as a share of the dtype's dense peak, over BF16's, the median over GPUs, versions and FP8
+#: scalings (per-tensor and block). BF16 reaches 0.65-0.81 of its peak; FP8 0.48-0.67 of its (Hopper
+#: vLLM 0.61-0.72 of BF16's share, SGLang 0.68-0.87, TensorRT-LLM 0.69-0.80); NVFP4 on B200 only
+#: 0.39-0.45 of the FP4 peak. So an FP8 prompt runs ~1.5× a BF16 one on Hopper, not 2×, and an NVFP4
+#: one ~2.5× on B200, not 4×. (cuBLASLt's per-tensor FP8 alone, on our own H100 and H200 runs,
+#: benchmarks/device_runs/2026-11-27-h1*0-kernels, reached 0.88 of BF16's share at 2,048+ tokens: the
+#: engines scale per token or per block and quantize activations on the fly.) Elsewhere (other vendors
+#: and tiers, nothing measured) 1: the fitted fraction applies as it is.
+LOW_PRECISION_GEMM_SHARE = {
+    ("fp8", "nvidia-hopper"): {"vllm": 0.70, "sglang": 0.81, "tensorrt-llm": 0.75, None: 0.74},
+    ("fp8", "nvidia-blackwell"): {"vllm": 0.69, "sglang": 0.81, "tensorrt-llm": 0.83, None: 0.76},
+    ("fp4", "nvidia-blackwell"): {"vllm": 0.63, "sglang": 0.69, "tensorrt-llm": 0.60, None: 0.63},
+}
+
+
+def gemm_share(hw: Hardware, runtime_key: str, dtype: str) -> float:
+    """`LOW_PRECISION_GEMM_SHARE` for runtime ``runtime_key`` on ``hw`` computing in ``dtype`` (1 where
+    nothing was measured)."""
+    by_engine = LOW_PRECISION_GEMM_SHARE.get((dtype, hw.family)) if hw.kind == "datacenter" else None
+    if not by_engine:
+        return 1.0
+    return by_engine.get(runtime_key, by_engine[None])
+
+
 def peak_for(hw: Hardware, dtype: str) -> tuple[float, str]:
     """Dense peak in TFLOP/s for ``dtype``, falling back to what the hardware has; (nan, '') if none."""
     fallback = DTYPE_FALLBACK_CPU if hw.kind == "cpu" else DTYPE_FALLBACK

@@ -19,7 +19,8 @@ from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
 from advisor.model.ceilings import ceiling_row
-from advisor.model.devices import domain_gpus, link_gb_s, max_gpus, network_gb_s, peak_for, usable_memory_gb
+from advisor.model.devices import (domain_gpus, gemm_share, link_gb_s, max_gpus, network_gb_s, peak_for,
+                                   usable_memory_gb)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence)
 from advisor.model.config import default_runtime
@@ -148,6 +149,8 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
     ``cap_tok_s``: a vendor's published maximum for the instance (`advisor.model.ceilings`)."""
     peak, used, _ = compute_peak(hw, runtime, quant)
     x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
+               # the plain roofline (IDEAL) stays at 100 % of every peak
+               gemm_share=1.0 if eff.level == "ideal" else gemm_share(hw, runtime.key, used),
                attn_peak_tflops=attention_peak(hw, runtime, kv),
                vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
                experts_slow_per_doubling=experts_slow(hw, runtime),
@@ -221,6 +224,11 @@ class Tables:
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
+        # the share of the peak the format's products reach relative to 16-bit ones', by the dtype in use
+        used_by_dtype = [[peak_for(h, d_)[1] for d_ in dtypes] for h in hw]
+        self.gemm_share = np.array([[[gemm_share(h, r_.key, used_by_dtype[i][dtype_idx[h.vendor][j, k]])
+                                      for k in range(len(q))] for j, r_ in enumerate(rt)] for i, h in enumerate(hw)],
+                                   dtype=float).reshape(len(hw), len(rt), len(q))
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)
         self.vector_peak = np.where(self.int8_linear, vec, np.inf)
@@ -271,6 +279,7 @@ class Tables:
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
             peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
+            gemm_share=self.gemm_share[h, r, q] if eff is None or eff.level != "ideal" else 1.0,
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
             bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),

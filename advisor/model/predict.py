@@ -21,6 +21,7 @@ from advisor.model.config import Config
 from advisor.model.efficiency import Efficiency, efficiency_for, evidence, linear_fraction, widened
 from advisor.model.geometry import geometry, weight_bits
 from advisor.model.ceilings import ceiling_note, ceiling_tok_s, config_ceiling
+from advisor.model.devices import gemm_share
 from advisor.model.inputs import compute_peak, inputs_for
 from advisor.model.notes import prediction_notes
 from advisor.model.roofline import MAX_BATCH, MAX_CONTEXT_TOKENS, Result, evaluate
@@ -353,7 +354,7 @@ def roofline(cat: "Catalog", cfg: Config) -> Roofline:
     roofs = {d: float(hw.peak_tflops(d)) for d in COMPUTE_DTYPES if hw.peak_tflops(d)}
     bw = hw.bandwidth_gb_s * 1e9
     eff_bw = bw * float(eff.decode_bw_fraction)
-    eff_c = peak * 1e12 * linear_fraction(eff, used) if math.isfinite(peak) else math.inf
+    eff_c = peak * 1e12 * linear_fraction(eff, used) * gemm_share(hw, cfg.runtime.key, used) if math.isfinite(peak) else math.inf
     dec_band = (float(eff.decode_low), float(eff.decode_high))
     pre_band = (float(eff.prefill_low), float(eff.prefill_high))
     points = []

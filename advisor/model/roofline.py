@@ -91,6 +91,10 @@ class Inputs:
     #: whether the linear layers' products run on int8 dot products (the compute dtype in force is
     #: int8: llama.cpp's quantized kernels); they then reach the efficiency's int8 fraction of the peak
     int8_linear: Any = False
+    #: the share of its peak the format's matrix products reach relative to 16-bit ones'
+    #: (`advisor.model.devices.gemm_share`: FP8 on Hopper 0.72); it multiplies the linear layers'
+    #: and the experts' compute fractions (capped at the peak), never the attention's
+    gemm_share: Any = 1.0
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies
     #: k drafted tokens (FLOPs and routed experts grow with B·q; the KV read stays B sequences')
     query_tokens: Any = 1.0
@@ -296,6 +300,10 @@ class _Arrays:
         exp = np.asarray(e.expert_compute_fraction, float)
         self.eta_exp = self.eta_c if not np.any(np.isfinite(exp)) else _arr(
             np.where(np.isfinite(exp), exp, e.prefill_compute_fraction), ft)
+        share = _arr(x.gemm_share, ft)
+        self.eta_c16 = self.eta_c   # the attention products' (their own dtype), unscaled
+        self.eta_c = np.minimum(self.eta_c * share, 1.0)
+        self.eta_exp = np.minimum(self.eta_exp * share, 1.0)
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
         self.bw_spread = _arr(e.bandwidth_spread, ft)   # the ceiling's memory roof: the best reading
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
@@ -607,7 +615,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         return (values[0] + 4.0 * values[1] + values[2]) / 6.0
 
     # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
-    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * eta_c)) for c in (c0, cm, c1)]
+    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_c16)) for c in (c0, cm, c1)]
     ideal = [np.fmax(*node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak)) for c in (c0, cm, c1)]
     fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
     t_step = simpson([np.fmax(m, f) for m, f in attained])
