@@ -354,7 +354,8 @@ def roofline(cat: "Catalog", cfg: Config) -> Roofline:
     roofs = {d: float(hw.peak_tflops(d)) for d in COMPUTE_DTYPES if hw.peak_tflops(d)}
     bw = hw.bandwidth_gb_s * 1e9
     eff_bw = bw * float(eff.decode_bw_fraction)
-    eff_c = peak * 1e12 * linear_fraction(eff, used) * gemm_share(hw, cfg.runtime.key, used) if math.isfinite(peak) else math.inf
+    eff_c = (peak * 1e12 * linear_fraction(eff, used) * gemm_share(hw, cfg.runtime.key, used) if math.isfinite(peak)
+             else math.inf)
     dec_band = (float(eff.decode_low), float(eff.decode_high))
     pre_band = (float(eff.prefill_low), float(eff.prefill_high))
     points = []

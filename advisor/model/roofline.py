@@ -92,7 +92,7 @@ class Inputs:
     #: int8: llama.cpp's quantized kernels); they then reach the efficiency's int8 fraction of the peak
     int8_linear: Any = False
     #: the share of its peak the format's matrix products reach relative to 16-bit ones'
-    #: (`advisor.model.devices.gemm_share`: FP8 on Hopper 0.72); it multiplies the linear layers'
+    #: (`advisor.model.devices.gemm_share`: FP8 on Hopper 0.70-0.81); it multiplies the linear layers'
     #: and the experts' compute fractions (capped at the peak), never the attention's
     gemm_share: Any = 1.0
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies

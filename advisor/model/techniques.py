@@ -496,7 +496,8 @@ def _offload_arrays(cfg: Config, eff: Efficiency, r: Result, gpu_layers, offload
     b = weight_bits(cfg.quant)
     peak, used, _ = compute_peak(hw, cfg.runtime, cfg.quant)
     eff_bw = hw.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)
-    eff_c = peak * 1e12 * linear_fraction(eff, used) * gemm_share(hw, cfg.runtime.key, used) if math.isfinite(peak) else math.inf
+    eff_c = (peak * 1e12 * linear_fraction(eff, used) * gemm_share(hw, cfg.runtime.key, used) if math.isfinite(peak)
+             else math.inf)
     pcie = pcie_gb_s(hw) * 1e9 * PCIE_READ_FRACTION
     host = host_bw_gb_s * 1e9 * HOST_BW_FRACTION
     t0 = 1.0 / _first(r.decode_tok_s)
