@@ -50,7 +50,10 @@ BANDS_TEXT = (
     "profile is borrowed from another build. Read a band as 'about 8 in 10 results from a source the fit never "
     "saw fell inside it'. TTFT's band follows "
     "the prefill band, per-user speed the decode band; the pessimistic edge is what the recommender's safe mode "
-    "judges by. Profiles fitted on few rows, borrowed from a sibling build, or extrapolated to another hardware "
+    "judges by. Under a load (the serving figures), TTFT's, inter-token latency's and throughput's bands are "
+    "widened further by how far past such edges servers were measured under that kind of load, a steady state "
+    "or a batch sent at once, so that about 8 in 10 server figures from sources the fit never saw fall inside. "
+    "Profiles fitted on few rows, borrowed from a sibling build, or extrapolated to another hardware "
     "family carry wider bands and say so in the notes. No prediction exceeds the 100 % roofline ceiling.")
 
 NOT_MODELLED = (
