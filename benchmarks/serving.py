@@ -38,7 +38,7 @@ from advisor.data.catalog import user_catalog  # noqa: E402
 from advisor.fit.serving_cases import (SHAREGPT_OUTPUT_SPREAD, ServingCase, load_serving_cases, map_row,  # noqa: E402
                                        run_key)
 from advisor.fit.serving_fit import (BAND_METRIC, BandFigure, _design, band_widening, fit_from_design,  # noqa: E402
-                                     floor_cases, serving_bands_yaml, with_terms)
+                                     floor_cases, serving_bands, serving_bands_yaml, with_terms)
 from advisor.model.serving import serve  # noqa: E402
 from advisor.text.format import markdown_table as markdown, table  # noqa: E402
 
@@ -142,7 +142,7 @@ def held_out(cat, cases, fmt):
     out = []
     for source, held_cat, mine in held:
         widening = band_widening(figures, leave_out=source)
-        out += evaluate(replace(held_cat, serving_bands=bands_of(widening, "held out")), mine)
+        out += evaluate(replace(held_cat, serving_bands=serving_bands(widening, "held out")), mine)
     return out, figures
 
 
@@ -150,20 +150,10 @@ def band_figure(case: ServingCase, low: float, high: float) -> BandFigure:
     return BandFigure(case.source, "batch" if is_burst(case) else "steady", case.metric, case.value, low, high)
 
 
-def bands_of(widening, basis: str) -> dict:
-    """A catalog's serving bands for ``widening`` ({(mode, metric): Widening})."""
-    from advisor.data.specs import ServingBand
-
-    return {f"{m}-{k}": ServingBand(key=f"{m}-{k}", mode=m, metric=k, below=w.below, above=w.above, rows=w.rows,
-                                    sources=w.sources, source=basis)
-            for (m, k), w in widening.items()}
-
-
-def bands_table(figures, rows):
+def bands_table(figures, rows, widening):
     """[[load, metric, below, above, figures, sources, in band unwidened, in band widened]]: each
-    (load, metric)'s widening fitted on every source, and how often the band holds the figure before
-    and after widening with the figure's own source held out of the widening's fit."""
-    widening = band_widening(figures)
+    (load, metric)'s ``widening`` (fitted on every source), and how often the band holds the figure
+    before and after widening with the figure's own source held out of the widening's fit."""
     inside = defaultdict(lambda: [0, 0, 0])
     for f in figures:
         k = (f.mode, BAND_METRIC.get(f.metric))
@@ -338,16 +328,17 @@ def main() -> None:
                 print(f"\n{m} by {title}\n")
                 print(fmt(headers, [fmt_row(k, v) for k, v in sorted(stats.items())]))
     if figures:
+        widening = band_widening(figures)
         print("\nserving bands: how far past the band's edges servers were measured (the factors of "
               f"{BANDS_FILE.relative_to(ROOT)}, fitted on every source), and how often the band holds the figure "
               "before widening and after it (each source's band widened by factors fitted without it)\n")
         print(fmt(["load", "metric", "low edge", "high edge", "figures", "sources", "in band before", "in band after"],
-                  bands_table(figures, rows)))
+                  bands_table(figures, rows, widening)))
         if args.write_bands:
             from advisor.data.userdata import write_atomic
 
-            write_atomic(BANDS_FILE, serving_bands_yaml(band_widening(figures), f"catalog/measured/serving.csv as of "
-                                                        f"{time.strftime('%Y-%m-%d')}"))
+            write_atomic(BANDS_FILE, serving_bands_yaml(widening, f"catalog/measured/serving.csv as of "
+                                                                  f"{time.strftime('%Y-%m-%d')}"))
             print(f"\nwrote {BANDS_FILE.relative_to(ROOT)}")
     print("\nall at once: ShareGPT's output spread (an assumption) against the error, the catalog as shipped\n")
     spread_rows, groups = [], [m for m in ORDER if m.endswith("all at once") and by_metric[m]]

@@ -355,8 +355,8 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     r0 = np.array([inv_c / PRIOR_SD["inv_c"], 0.0, 0.0, p.step_overhead_us / step_sd, p.request_overhead_us / req_sd,
                    0.0])
     families = {cases[i].hardware.family for i in rows}
-    att_max = MAX_ATTENTION_FRACTION.get(families.pop(), MAX_COMPUTE_FRACTION) if len(families) == 1 \
-        else MAX_COMPUTE_FRACTION
+    family = next(iter(families)) if len(families) == 1 else None
+    att_max = MAX_ATTENTION_FRACTION.get(family, MAX_COMPUTE_FRACTION)
     lower = np.array([1 / MAX_COMPUTE_FRACTION, 1 / att_max, 1 / MAX_COMPUTE_FRACTION, 0.0, 0.0,
                       1 / MAX_COMPUTE_FRACTION])
     post = map_solve(A[ok], rhs[ok], R, r0, lower)

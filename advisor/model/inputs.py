@@ -175,9 +175,8 @@ class Tables:
         self.quants = list(cat.quants.values())
         self.quants_by_key = dict(cat.quants)
         self.kv_dtypes = list(cat.kv_dtypes.values())
-        #: (mode, metric) → (below, above): how far past serve's band edges servers were measured
-        self.serving_widening = {(b.mode, b.metric): (b.below, b.above)
-                                 for b in getattr(cat, "serving_bands", {}).values()}
+        #: how far past serve's band edges servers were measured (`advisor.model.serving.band_factors`)
+        self.serving_bands = cat.serving_bands
         hw, rt, q, kv = self.hardware, self.runtimes, self.quants, self.kv_dtypes
         self.hw_index = {h.key: i for i, h in enumerate(hw)}
         self.rt_index = {r.key: i for i, r in enumerate(rt)}
@@ -212,23 +211,24 @@ class Tables:
         # peak per (hardware, runtime, quant): the runtime may run a format at another dtype. The
         # dtype depends on (runtime, quant, vendor) only, so look up per-hardware peaks by dtype.
         dtypes = list(COMPUTE_DTYPES)
-        peak_by_dtype = np.array([[peak_for(h, d_)[0] for d_ in dtypes] for h in hw]).reshape(len(hw), len(dtypes))
+        found = [[peak_for(h, d_) for d_ in dtypes] for h in hw]    # (peak, the dtype it is of)
+        peak_by_dtype = np.array([[p_ for p_, _ in row] for row in found]).reshape(len(hw), len(dtypes))
         vendors = sorted({h.vendor for h in hw})
         dtype_idx = {v_: np.array([[dtypes.index(r.compute_for(x, v_)) for x in q] for r in rt], dtype=int)
                      .reshape(len(rt), len(q)) for v_ in vendors}
-        dtype_by = np.array([[peak_for(h, d_)[1] == "int8" for d_ in dtypes] for h in hw]).reshape(len(hw), len(dtypes))
+        dtype_by = np.array([[used == "int8" for _, used in row] for row in found]).reshape(len(hw), len(dtypes))
+        # the share of the peak the format's products reach relative to 16-bit ones', by the dtype in use
+        share_by = np.array([[[gemm_share(h, r_.key, used) for _, used in row] for r_ in rt] for h, row in zip(hw, found)],
+                            dtype=float).reshape(len(hw), len(rt), len(dtypes))
         self.peak = np.empty((len(hw), len(rt), len(q)))
         self.int8_linear = np.empty((len(hw), len(rt), len(q)), dtype=bool)
+        self.gemm_share = np.empty((len(hw), len(rt), len(q)))
         caps = np.array([[int8_cap(h, r) for r in rt] for h in hw]).reshape(len(hw), len(rt), 1)
         for i, h in enumerate(hw):
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
+            self.gemm_share[i] = np.take_along_axis(share_by[i], dtype_idx[h.vendor], axis=1)
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
-        # the share of the peak the format's products reach relative to 16-bit ones', by the dtype in use
-        used_by_dtype = [[peak_for(h, d_)[1] for d_ in dtypes] for h in hw]
-        self.gemm_share = np.array([[[gemm_share(h, r_.key, used_by_dtype[i][dtype_idx[h.vendor][j, k]])
-                                      for k in range(len(q))] for j, r_ in enumerate(rt)] for i, h in enumerate(hw)],
-                                   dtype=float).reshape(len(hw), len(rt), len(q))
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)
         self.vector_peak = np.where(self.int8_linear, vec, np.inf)
@@ -279,7 +279,7 @@ class Tables:
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
             peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
-            gemm_share=self.gemm_share[h, r, q] if eff is None or eff.level != "ideal" else 1.0,
+            gemm_share=self.gemm_share[h, r, q],
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
             bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),

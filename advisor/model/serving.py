@@ -1120,7 +1120,7 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
             # the band: the load at the profile's slow and fast edges
             v.update({k: float(solved[f][i, edge]) for k, (edge, f) in _BAND.items()})
             # … widened by how far past such edges servers were measured under this kind of load
-            widen_band(v, getattr(cat, "serving_bands", {}), band_mode(ld))
+            widen_band(v, cat.serving_bands, band_mode(ld))
             bound, saturated = str(solved["bound"][i, 0]), bool(solved["saturated"][i, 0])
             if math.isfinite(cap):
                 # the band's optimistic edge stops at the vendor's published maximum as the estimate does
@@ -1166,19 +1166,26 @@ def band_mode(load: Load) -> str:
     return "batch" if load.kind == "offline" and load.requests else "steady"
 
 
-def widen_band(v: dict, bands, mode: str) -> None:
-    """Widen the band edges in ``v`` (a report's fields) in place by the catalog's serving bands for
-    ``mode`` (`advisor.data.specs.ServingBand`): the edges are the load solved at the efficiency
-    profile's edges, which leaves out the scheduling model's own error (how the steps fill, how the
-    front end paces requests); the factors are how far past those edges servers were measured, each
-    source held out. Without an entry for a metric its band stays as solved."""
+def band_factors(bands, mode: str, metric: str) -> tuple[float, float]:
+    """(below, above): how far past the band edges of ``metric`` under ``mode``'s load servers were
+    measured, from the catalog's serving bands (`advisor.data.specs.ServingBand`); (1, 1) without an
+    entry."""
     for b in bands.values():
-        if b.mode != mode or b.metric not in _BAND_FIELDS:
-            continue
-        est, low, high = _BAND_FIELDS[b.metric]
-        if math.isfinite(v.get(est, math.nan)):
-            v[low] = min(v[low], v[est]) / b.below
-            v[high] = max(v[high], v[est]) * b.above
+        if (b.mode, b.metric) == (mode, metric):
+            return b.below, b.above
+    return 1.0, 1.0
+
+
+def widen_band(v: dict, bands, mode: str) -> None:
+    """Widen the band edges in ``v`` (a report's fields) in place by `band_factors`: the edges are the
+    load solved at the efficiency profile's edges, which leaves out the scheduling model's own error
+    (how the steps fill, how the front end paces requests); the factors are how far past those edges
+    servers were measured, each source held out."""
+    for metric, (est, low, high) in _BAND_FIELDS.items():
+        below, above = band_factors(bands, mode, metric)
+        if (below, above) != (1.0, 1.0) and math.isfinite(v.get(est, math.nan)):
+            v[low] = min(v[low], v[est]) / below
+            v[high] = max(v[high], v[est]) * above
 
 
 def with_edges(costs: StepCosts, eff, slow_steps=None) -> StepCosts:

@@ -27,7 +27,7 @@ from advisor.model.efficiency import EVIDENCE_LEVELS
 from advisor.model.roofline import MAX_BATCH, Workload, experts_slowdown
 from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.model.serving import STEP_GRID, Load, costs_from_result, server_sample_s, solve
+from advisor.model.serving import STEP_GRID, Load, band_factors, costs_from_result, server_sample_s, solve
 from advisor.model.devices import NETWORKS_GBIT_S, domain_gpus, max_gpus
 from advisor.model.sweep import Layouts, sweep
 from advisor.plan import pricing
@@ -1084,8 +1084,8 @@ def _slots_fit(fixed_slots: np.ndarray, max_batch: np.ndarray, share: int) -> np
 
 def _widening(tables, mode: str, metric: str) -> float:
     """The factor by which `serve` widens the slow edge of ``metric``'s band under ``mode``'s load
-    (catalog/serving_bands.yaml: `advisor.model.serving.widen_band`); 1 without an entry."""
-    return tables.serving_widening.get((mode, metric), (1.0, 1.0))[1]
+    (`advisor.model.serving.band_factors`)."""
+    return band_factors(tables.serving_bands, mode, metric)[1]
 
 
 def _judge_burst(speed) -> dict[str, np.ndarray]:
