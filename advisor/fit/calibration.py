@@ -122,7 +122,6 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
     lin = (r.prefill_linear_flops - r.prefill_expert_flops) / peak
     int8 = np.asarray(x.int8_linear, bool)
     return {
-        "dec_mem_ideal_s": r.decode_bytes / bw,
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
         "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
         "pf_lin_ideal_s": np.where(int8, 0.0, lin), "pf_i8_ideal_s": np.where(int8, lin, 0.0),
@@ -242,9 +241,10 @@ def _prior_rows(centre: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray,
-                prior: Efficiency) -> tuple[Efficiency, dict[str, float]]:
+                prior: Efficiency, at: Efficiency | None = None) -> tuple[Efficiency, dict[str, float]]:
     """MAP fit of 1/η_bw, τ_layer, τ_step, the all-reduce latency and τ_seq (per running sequence)
-    to the decode rows ``rows``.
+    to the decode rows ``rows``; ``parts`` were evaluated at the efficiencies ``at`` (default the
+    prior), whose compute fractions price the compute-bound kernels.
 
     End-to-end latency rows count as decode rows: (latency − predicted TTFT) / (output − 1) is
     their time per step, and for short prompts and long outputs it dominates the latency.
@@ -269,14 +269,15 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
     t = np.array([step_time(i) for i in rows])
     layers = np.array([geometry(cases[i].model).fixed_layers_at(expert_weight(cases[i].runtime)) for i in rows],
                       dtype=float)
-    # a step whose products take longer than its reads (a handful of sequences on llama.cpp's vector
-    # kernels, or a large batch) says nothing of the bandwidth fraction: its fixed costs are what its
-    # compute, at the prior's fraction, leaves
-    compute_s = np.nan_to_num(parts["decode_compute_s"][rows])
-    bound = compute_s > np.nan_to_num(parts["decode_memory_s"][rows])
-    A = np.column_stack([np.where(bound, 0.0, parts["dec_mem_ideal_s"][rows]), layers * 1e-6, np.full(rows.size, 1e-6),
+    # a kernel whose products take longer than its reads (a handful of sequences on llama.cpp's vector
+    # kernels, or a large batch's linear layers) says nothing of the bandwidth fraction: its time is
+    # its compute at the prior's fraction. The linear layers' kernels and the attention kernels are
+    # judged apart, at each context the kernel evaluates, as it runs them
+    mem_ideal = np.nan_to_num(parts["decode_memory_bound_s"][rows]) * (at or prior).decode_bw_fraction
+    compute_s = np.nan_to_num(parts["decode_compute_bound_s"][rows])
+    A = np.column_stack([mem_ideal, layers * 1e-6, np.full(rows.size, 1e-6),
                          parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6]) / t[:, None]
-    rhs = 1.0 - (parts["dec_comm_bw_s"][rows] + np.where(bound, compute_s, 0.0)) / t
+    rhs = 1.0 - (parts["dec_comm_bw_s"][rows] + compute_s) / t
     R, r0 = _prior_rows(centre, width)
     post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0, 0.0]))
     x = post.x
@@ -392,6 +393,13 @@ def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency) -> tup
     pre = local[[c.metric in ("prefill", "ttft") for c in sub]]
     p, sd_dec = _fit_decode(sub, parts, dec, prior)
     p, sd_pre = _fit_prefill(sub, parts, pre, p, fit_step=dec.size == 0)
+    if dec.size and pre.size and np.any(np.nan_to_num(parts["decode_compute_bound_s"][dec]) > 0):
+        # decode kernels bound by compute were priced at the prior's compute fractions: once more at
+        # the ones the prompt rows gave, and the prompt fit again on the decode figures that gives
+        at = p
+        parts = evaluate_cases(sub, [at] * len(sub))
+        p, sd_dec = _fit_decode(sub, parts, dec, prior, at=at)
+        p, sd_pre = _fit_prefill(sub, parts, pre, p)
     return p, sd_dec | sd_pre
 
 

@@ -9,8 +9,11 @@ steps: `memory_plan`, `decode_step` and `prefill`. Units: bytes, FLOPs and secon
 result field names its unit.
 
 Times per GPU step (B sequences, context c):
-- decode: max(bytes / (BW·η_bw), FLOPs / (peak·η_c)) + layers·τ_layer + τ_step + B·τ_seq + communication,
-  averaged over the output tokens (Simpson's rule over the growing context);
+- decode: max(weight bytes / (BW·η_bw), linear FLOPs / (peak·η_c)) + max(KV bytes / (BW·η_bw),
+  attention FLOPs / (peak_att·η_c)) + layers·τ_layer + τ_step + B·τ_seq + communication, averaged
+  over the output tokens (Simpson's rule over the growing context): the linear layers' kernels and the
+  attention kernels run one after the other, each at its own roof (the ceiling takes the whole step
+  at one roof, the looser bound);
 - prefill of s tokens after d cached: linear FLOPs / (peak·η_c) + attention FLOPs / (peak_att·η_att)
   (peak_att: the attention dtype's peak, 16-bit or FP8, never the weights' FP4/INT4 rate)
   + weight bytes / (BW·η_bw) per micro-batch + fixed costs per micro-batch.
@@ -183,6 +186,10 @@ class Result:
     throughput_tok_s: Any = None
     decode_memory_s: Any = None       # bytes / attained bandwidth of the middle step
     decode_compute_s: Any = None      # FLOPs / attained compute of the middle step
+    #: the step's time in its memory-bound kernels and in its compute-bound ones (linear layers and
+    #: attention judged apart), over the output: the step is their sum plus the fixed costs
+    decode_memory_bound_s: Any = None
+    decode_compute_bound_s: Any = None
     decode_fixed_s: Any = None        # per-layer, per-step and per-sequence costs plus GPU-to-GPU communication
     decode_bytes: Any = None          # bytes one middle step moves (per GPU; pipeline: all stages)
     decode_flops: Any = None
@@ -598,33 +605,60 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     apeak = a.attn_peak
 
     def node_times(c, inv_bw, inv_c, inv_eta, inv_att):
-        kv_term = kv.read(c) * pp * inv_bw
-        mem = w_tp * inv_bw + Bg * kv_term
+        """((weight bytes, linear FLOPs), (KV bytes, attention FLOPs)) at context c, in seconds at
+        the given rates: the linear layers' kernels and the attention kernels, each with its own
+        roofs."""
+        w_mem, kv_mem = w_tp * inv_bw, Bg * kv.read(c) * pp * inv_bw
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
-            mem = mem + (w_tp * a.w_tier + Bg * kv.read(c) * pp * a.kv_tier) * inv_eta
+            w_mem = w_mem + w_tp * a.w_tier * inv_eta
+            kv_mem = kv_mem + Bg * kv.read(c) * pp * a.kv_tier * inv_eta
         if a.score is not None:
-            mem = mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
+            kv_mem = kv_mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
         if a.wide:
-            comp = dec_flops_lin * lin_share * inv_c + Bgq * attn_flops(c) / tp * inv_att
+            lin, att = dec_flops_lin * lin_share * inv_c, Bgq * attn_flops(c) / tp * inv_att
         else:
-            comp = (dec_flops_lin * inv_c + Bq * attn_flops(c) * inv_att) / tp
-        return mem, comp
+            lin, att = dec_flops_lin * inv_c / tp, Bq * attn_flops(c) * inv_att / tp
+        return (w_mem, lin), (kv_mem, att)
 
     def simpson(values):
         return (values[0] + 4.0 * values[1] + values[2]) / 6.0
 
-    # fmax: with no compute peak in the catalog (nan) the memory roof alone decides
-    attained = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_c16)) for c in (c0, cm, c1)]
-    ideal = [np.fmax(*node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak)) for c in (c0, cm, c1)]
+    def per_kernel(parts):
+        """A step runs its linear layers' kernels and its attention kernels one after the other, each
+        at its own roof: a batch whose products are compute-bound still waits for its KV reads.
+        fmax: with no compute peak in the catalog (nan) the memory roof alone decides."""
+        (w_mem, lin), (kv_mem, att) = parts
+        return np.fmax(w_mem, lin) + np.fmax(kv_mem, att)
+
+    def totals(parts):
+        (w_mem, lin), (kv_mem, att) = parts
+        return w_mem + kv_mem, lin + att
+
+    split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_c16)) for c in (c0, cm, c1)]
+    attained = [totals(s) for s in split]
+    # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
+    # kinds of kernel could approach it; none can pass it)
+    ideal = [np.fmax(*totals(node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak)))
+             for c in (c0, cm, c1)]
     fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
-    t_step = simpson([np.fmax(m, f) for m, f in attained])
+    t_step = simpson([per_kernel(s) for s in split])
+
+    def bound_parts(parts):
+        """(memory-bound time, compute-bound time) of a step's kernels: what the calibration's fit
+        divides by the bandwidth fraction, and what it holds."""
+        (w_mem, lin), (kv_mem, att) = parts
+        lin_bound, att_bound = lin > w_mem, att > kv_mem   # nan compute: memory-bound
+        return (np.where(lin_bound, 0.0, w_mem) + np.where(att_bound, 0.0, kv_mem),
+                np.where(lin_bound, lin, 0.0) + np.where(att_bound, att, 0.0))
+
+    bound = [bound_parts(s) for s in split]
     if a.wide:
         t_step = np.fmax(t_step, a2a)   # the all-to-all hides behind the other half-batch's work
         transfer = transfer + a2a
     t_step = t_step + fixed_comm
     t_step_ceil = simpson(ideal)
-    t_step_first = np.fmax(*attained[0]) + fixed_comm
+    t_step_first = per_kernel(split[0]) + fixed_comm
     cap = np.asarray(a.cap)
     if np.any(np.isfinite(cap)):
         # never faster than the vendor publishes for this model on this hardware
@@ -651,6 +685,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         "decode_tok_s": decode_tok_s, "decode_low_tok_s": low, "decode_high_tok_s": high,
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
         "decode_memory_s": attained[1][0], "decode_compute_s": attained[1][1],
+        "decode_memory_bound_s": simpson([m for m, _ in bound]), "decode_compute_bound_s": simpson([c for _, c in bound]),
         "decode_fixed_s": fixed_comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
         "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
         "decode_kv_bytes": mid_kv, "decode_attention_flops": Bgq * attn_flops(cm) / tp,

@@ -116,13 +116,15 @@ def test_deepseek_r1_for_100_users_on_amd(cat):
 
 def test_a_thousand_users_of_a_70b_need_replicas(cat):
     """1,000 concurrent chat users of Llama 3.3 70B at 20 tok/s and TTFT ≤ 2 s: several data-parallel
-    replicas of TP1-TP4 groups, 8-64 H100s at FP8 (Oracle OCI's Llama 3.3 70B table: ~128 concurrent
-    requests per serving unit at ~25 tok/s; MLPerf v5.0 interactive limits); H200 needs no more GPUs."""
+    replicas, 8-64 H100s at FP8, as TP1-TP4 groups or fewer TP8 ones at the same GPU count (Oracle
+    OCI's Llama 3.3 70B table: ~128 concurrent requests per serving unit at ~25 tok/s; MLPerf v5.0
+    interactive limits); H200 needs no more GPUs."""
     h100 = _rec(cat, "Llama 3.3 70B", users=1000, prompt_tokens=1000, output_tokens=300, ttft_ms=2000, tok_s=20,
                 hardware=("h100-sxm5-80gb",), **FP8_FLOOR)
     best = h100.passing[0]
-    assert best.replicas >= 4 and 8 <= best.total_gpus <= 64, best.label
-    assert best.replicas > 1 and f"{best.replicas} replicas" in best.launch
+    assert best.replicas >= 3 and 8 <= best.total_gpus <= 64, best.label
+    assert f"{best.replicas} replicas" in best.launch
+    assert [c for c in h100.passing if c.total_gpus == best.total_gpus and c.gpus <= 4 and c.replicas >= 4]
     h200 = _rec(cat, "Llama 3.3 70B", users=1000, prompt_tokens=1000, output_tokens=300, ttft_ms=2000, tok_s=20,
                 hardware=("h200-sxm-141gb",), **FP8_FLOOR)
     assert min(c.total_gpus for c in h200.passing) <= min(c.total_gpus for c in h100.passing)
