@@ -1,7 +1,7 @@
 """How fast the model is: one prediction, and a sweep of the whole catalog. Prints a table.
 
 Run: python benchmarks/speed.py   (goals: a prediction and a 256-point curve under 1 ms each,
-the full sweep of ~145k configurations in 10 ms)
+the full sweep of ~145k configurations in 10 ms, a cluster-scale sweep of a million or more in 2 s)
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from advisor import api  # noqa: E402
 from advisor.data.catalog import load_catalog  # noqa: E402
 from advisor.model.predict import predict_entries as predict  # noqa: E402
 from advisor.model.roofline import Workload  # noqa: E402
-from advisor.model.sweep import sweep, tables_for  # noqa: E402
+from advisor.model.sweep import Layouts, sweep, tables_for  # noqa: E402
 from advisor.text.format import table  # noqa: E402
 
 
@@ -80,6 +80,25 @@ def main() -> None:
     rows.append(["same with the historic and Vulkan runtimes too", configs["runtimes"], f"{med:.1f}", f"{best:.1f}"])
     med, best = timed(everything, 5)
     rows.append(["same × every KV-cache dtype", configs["all"], f"{med:.1f}", f"{best:.1f}"])
+
+    # the cluster-scale space `recommend` searches for a frontier MoE: every hardware × current runtime ×
+    # format × KV dtype × instance layout from 1 GPU to a 72-GPU NVLink domain (tensor parallel, pipeline
+    # stages past a node, wide EP with data-parallel attention) × a dozen decode batch sizes
+    from advisor.plan.recommend import CLUSTER_GPU_COUNTS, GPU_COUNTS
+
+    moe = cat.model_named("DeepSeek-R1")
+    layouts = Layouts.for_instances(GPU_COUNTS + CLUSTER_GPU_COUNTS, moe=True)
+    step_batches = tuple(2 ** k for k in range(12))
+
+    def cluster():
+        r = sweep(cat, moe, Workload(batch=1, prompt_tokens=1024, output_tokens=256), runtimes=current, kv_dtypes=None,
+                  layouts=layouts, batch=step_batches)
+        configs["cluster"] = len(r)
+
+    med, best = timed(cluster, 5)
+    rows.append([f"cluster-scale sweep: DeepSeek-R1, all hardware × current runtimes × quants × KV dtypes × "
+                 f"{len(layouts)} layouts (1-72 GPUs) × {len(step_batches)} batches", configs["cluster"], f"{med:.1f}",
+                 f"{best:.1f}"])
 
     def per_model():
         for m in cat.models.values():

@@ -636,23 +636,22 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         return w_mem + kv_mem, lin + att
 
     split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_c16)) for c in (c0, cm, c1)]
-    attained = [totals(s) for s in split]
+    mid_memory_s, mid_compute_s = totals(split[1])
     # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
     # kinds of kernel could approach it; none can pass it)
     ideal = [np.fmax(*totals(node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak)))
              for c in (c0, cm, c1)]
     fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
-    t_step = simpson([per_kernel(s) for s in split])
+    t_kernels = simpson([per_kernel(s) for s in split])
+    t_step = t_kernels
 
-    def bound_parts(parts):
-        """(memory-bound time, compute-bound time) of a step's kernels: what the calibration's fit
-        divides by the bandwidth fraction, and what it holds."""
+    def compute_bound(parts):
+        """The time of a step's compute-bound kernels (the rest is memory-bound): what the
+        calibration's fit holds, and divides the rest by the bandwidth fraction. nan compute: none."""
         (w_mem, lin), (kv_mem, att) = parts
-        lin_bound, att_bound = lin > w_mem, att > kv_mem   # nan compute: memory-bound
-        return (np.where(lin_bound, 0.0, w_mem) + np.where(att_bound, 0.0, kv_mem),
-                np.where(lin_bound, lin, 0.0) + np.where(att_bound, att, 0.0))
+        return np.where(lin > w_mem, lin, 0.0) + np.where(att > kv_mem, att, 0.0)
 
-    bound = [bound_parts(s) for s in split]
+    t_compute_bound = simpson([compute_bound(s) for s in split])
     if a.wide:
         t_step = np.fmax(t_step, a2a)   # the all-to-all hides behind the other half-batch's work
         transfer = transfer + a2a
@@ -684,8 +683,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     return {
         "decode_tok_s": decode_tok_s, "decode_low_tok_s": low, "decode_high_tok_s": high,
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
-        "decode_memory_s": attained[1][0], "decode_compute_s": attained[1][1],
-        "decode_memory_bound_s": simpson([m for m, _ in bound]), "decode_compute_bound_s": simpson([c for _, c in bound]),
+        "decode_memory_s": mid_memory_s, "decode_compute_s": mid_compute_s,
+        "decode_memory_bound_s": t_kernels - t_compute_bound, "decode_compute_bound_s": t_compute_bound,
         "decode_fixed_s": fixed_comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
         "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
         "decode_kv_bytes": mid_kv, "decode_attention_flops": Bgq * attn_flops(cm) / tp,
