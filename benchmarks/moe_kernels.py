@@ -1,0 +1,93 @@
+"""What a mixture of experts costs at a decode step, from aiconfigurator's published MoE kernel timings
+(per GPU, engine and version; NVIDIA's own collection): the evidence behind the decode model's MoE terms.
+
+Two tables, per system × engine × expert dtype (tensor-parallel layouts, balanced routing):
+
+1. **The floor.** One token through a whole MoE layer (router, sort, the grouped products, combine)
+   against the time its expert reads take at the spec bandwidth: what is left is a fixed cost per MoE
+   layer, printed by the experts a token visits (top-k), to show whether it grows with them.
+2. **The reads.** At decode-sized batches (8-256 tokens), the layer's expert bytes (the experts the
+   batch touches, `E·(1−(1−k/E)^n)`, split over the tensor-parallel GPUs) over its time, as a share of
+   the spec bandwidth; and the same share for dense BF16 products of those token counts (GEMM tables,
+   both other sides 2,048 or more; what a profile's bandwidth fraction is mostly fitted on): whether
+   grouped expert reads run slower than dense weight reads. Layers whose reads take under 20 µs are
+   left out (their floor decides).
+
+    python benchmarks/moe_kernels.py --data DIR
+
+DIR: aiconfigurator-core's `systems/data` folder (the `aiconfigurator-core` 0.12.0 wheel from PyPI,
+unzipped). Needs pandas and pyarrow (not dependencies of advisor: install them beside it to run this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+#: aiconfigurator's system folder → the catalog's hardware key
+SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200-hgx"}
+#: bytes per weight of aiconfigurator's MoE and GEMM dtypes (NVFP4: 4 bits and an FP8 scale per 16)
+WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "nvfp4": 0.5625}
+DECODE_TOKENS = (8, 16, 32, 64, 128, 256)
+MIN_READ_S = 20e-6
+
+
+def main() -> None:
+    import pandas as pd
+
+    from advisor.data.catalog import load_catalog
+    from advisor.text.format import table
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, help="aiconfigurator-core's systems/data folder")
+    args = ap.parse_args()
+    cat = load_catalog(user=None)
+    floors, reads = [], []
+    for system, key in SYSTEMS.items():
+        bw = cat.hardware[key].bandwidth_gb_s * 1e9
+        for path in sorted(Path(args.data, system, "moe").glob("*/*/moe_perf.parquet")):
+            engine, version = path.parts[-3], path.parts[-2]
+            moe = pd.read_parquet(path)
+            moe = moe[(moe.distribution == "balanced") & (moe.moe_ep_size == 1)]
+            gemm_path = sorted(Path(args.data, system, "gemm", engine).glob("*/gemm_perf.parquet"))
+            gemm = pd.read_parquet(gemm_path[-1]) if gemm_path else None
+            for dtype, m in moe.groupby("moe_dtype"):
+                if dtype not in WEIGHT_BYTES:
+                    continue
+                b = WEIGHT_BYTES[dtype]
+                expert = 3 * m.hidden_size * m.inter_size / m.moe_tp_size * b
+                one = m[m.num_tokens == 1]
+                floor_us = (one.latency * 1e-3 - one.topk * expert[one.index] / bw) * 1e6
+                by_k = {int(k): statistics.median(v) for k, v in floor_us.groupby(one.topk)}
+                if by_k:
+                    floors.append([system, f"{engine} {version}", dtype, len(one),
+                                   ", ".join(f"top-{k}: {v:.0f}" for k, v in sorted(by_k.items()))])
+                dec = m[m.num_tokens.isin(DECODE_TOKENS)]
+                touched = dec.num_experts * (1 - (1 - dec.topk / dec.num_experts) ** dec.num_tokens)
+                read_s = touched * expert[dec.index] / bw
+                big = read_s > MIN_READ_S
+                if not big.any():
+                    continue
+                moe_share = statistics.median(read_s[big] / (dec.latency[big] * 1e-3))
+                dense = "–"
+                if gemm is not None:
+                    g = gemm[(gemm.gemm_dtype == "bfloat16") & gemm.m.isin(DECODE_TOKENS) & (gemm.n >= 2048)
+                             & (gemm.k >= 2048)]
+                    if len(g):
+                        dense_share = statistics.median(g.n * g.k * 2.0 / bw / (g.latency * 1e-3))
+                        dense = f"{dense_share:.2f} (MoE {moe_share / dense_share:.2f}× it)"
+                reads.append([system, f"{engine} {version}", dtype, int(big.sum()), f"{moe_share:.2f}", dense])
+    print("1. one token through an MoE layer: µs above its expert reads at the spec bandwidth (median by top-k)\n")
+    print(table(["system", "engine", "experts' dtype", "layers", "floor µs by experts visited"], floors))
+    print("\n2. decode batches of 8-256 tokens: the share of the spec bandwidth the expert reads reach, against "
+          "dense products of those token counts\n")
+    print(table(["system", "engine", "experts' dtype", "layers × batches", "MoE reads' share",
+                 "dense BF16 products' share"], reads))
+
+
+if __name__ == "__main__":
+    main()
