@@ -271,8 +271,8 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
                       dtype=float)
     # a kernel whose products take longer than its reads (a handful of sequences on llama.cpp's vector
     # kernels, or a large batch's linear layers) says nothing of the bandwidth fraction: its time is
-    # its compute at the prior's fraction. The linear layers' kernels and the attention kernels are
-    # judged apart, at each context the kernel evaluates, as it runs them
+    # its compute at the fractions the parts were evaluated at (``at``). The linear layers' kernels and
+    # the attention kernels are judged apart, at each context the kernel evaluates, as it runs them
     mem_ideal = np.nan_to_num(parts["decode_memory_bound_s"][rows]) * (at or prior).decode_bw_fraction
     compute_s = np.nan_to_num(parts["decode_compute_bound_s"][rows])
     A = np.column_stack([mem_ideal, layers * 1e-6, np.full(rows.size, 1e-6),
