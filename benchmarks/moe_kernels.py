@@ -47,6 +47,7 @@ def main() -> None:
     args = ap.parse_args()
     cat = load_catalog(user=None)
     floors, reads = [], []
+    per_engine: dict[str, list[float]] = {}   # every layer's floor, every version and system
     for system, key in SYSTEMS.items():
         bw = cat.hardware[key].bandwidth_gb_s * 1e9
         for path in sorted(Path(args.data, system, "moe").glob("*/*/moe_perf.parquet")):
@@ -63,6 +64,7 @@ def main() -> None:
                 one = m[m.num_tokens == 1]
                 floor_us = (one.latency * 1e-3 - one.topk * expert[one.index] / bw) * 1e6
                 by_k = {int(k): statistics.median(v) for k, v in floor_us.groupby(one.topk)}
+                per_engine.setdefault(engine, []).extend(floor_us.tolist())
                 if by_k:
                     floors.append([system, f"{engine} {version}", dtype, len(one),
                                    ", ".join(f"top-{k}: {v:.0f}" for k, v in sorted(by_k.items()))])
@@ -83,6 +85,11 @@ def main() -> None:
                 reads.append([system, f"{engine} {version}", dtype, int(big.sum()), f"{moe_share:.2f}", dense])
     print("1. one token through an MoE layer: µs above its expert reads at the spec bandwidth (median by top-k)\n")
     print(table(["system", "engine", "experts' dtype", "layers", "floor µs by experts visited"], floors))
+    print("\nthe floor per engine: median over every layer, dtype, top-k, version and system\n")
+    print(table(["engine", "layers", "floor µs (median)", "25th-75th percentile"],
+                [[e, len(v), f"{statistics.median(v):.0f}",
+                  f"{statistics.quantiles(v, n=4)[0]:.0f}-{statistics.quantiles(v, n=4)[2]:.0f}"]
+                 for e, v in sorted(per_engine.items())]))
     print("\n2. decode batches of 8-256 tokens: the share of the spec bandwidth the expert reads reach, against "
           "dense products of those token counts\n")
     print(table(["system", "engine", "experts' dtype", "layers × batches", "MoE reads' share",
