@@ -27,9 +27,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-#: aiconfigurator's system folder → the catalog's hardware key
-SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200-hgx"}
+from gemm_shares import SYSTEMS  # noqa: E402  (aiconfigurator's system folders → the catalog's keys)
+
 #: bytes per weight of aiconfigurator's MoE and GEMM dtypes (NVFP4: 4 bits and an FP8 scale per 16)
 WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "nvfp4": 0.5625}
 DECODE_TOKENS = (8, 16, 32, 64, 128, 256)

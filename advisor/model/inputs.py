@@ -22,7 +22,7 @@ from advisor.model.ceilings import ceiling_row
 from advisor.model.devices import (domain_gpus, gemm_share, link_gb_s, max_gpus, network_gb_s, peak_for,
                                    usable_memory_gb)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
-                                      Efficiency, efficiency_for, evidence)
+                                      Efficiency, efficiency_for, evidence, linear_fraction)
 from advisor.model.config import default_runtime
 from advisor.model.geometry import DECODE_EXPERT_WEIGHT, WeightBits, weight_bits
 from advisor.model.roofline import Inputs, Workload
@@ -123,6 +123,16 @@ def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
     if used == "int8":
         peak = min(peak, int8_cap(h, r))
     return peak, used, wanted
+
+
+def linear_flops_s(h: Hardware, r: Runtime, q: Quant, eff: Efficiency) -> float:
+    """The linear layers' attained compute, FLOP/s: the peak of the dtype the format runs in × the
+    profile's fraction for it × the share of that peak its products reach (`gemm_share`); inf where the
+    hardware has no peak for it."""
+    peak, used, _ = compute_peak(h, r, q)
+    if not math.isfinite(peak):
+        return math.inf
+    return peak * 1e12 * linear_fraction(eff, used) * gemm_share(h, r.key, used)
 
 
 def attention_dtype(h: Hardware, r: Runtime, kv: KvDtype) -> str:

@@ -18,11 +18,10 @@ import numpy as np
 
 from advisor.data.errors import AdvisorError
 from advisor.model.config import Config
-from advisor.model.efficiency import Efficiency, efficiency_for, evidence, linear_fraction, widened
+from advisor.model.efficiency import Efficiency, efficiency_for, evidence, widened
 from advisor.model.geometry import geometry, weight_bits
 from advisor.model.ceilings import ceiling_note, ceiling_tok_s, config_ceiling
-from advisor.model.devices import gemm_share
-from advisor.model.inputs import compute_peak, inputs_for
+from advisor.model.inputs import compute_peak, inputs_for, linear_flops_s
 from advisor.model.notes import prediction_notes
 from advisor.model.roofline import MAX_BATCH, MAX_CONTEXT_TOKENS, Result, evaluate
 from advisor.data.specs import COMPUTE_DTYPES
@@ -354,8 +353,7 @@ def roofline(cat: "Catalog", cfg: Config) -> Roofline:
     roofs = {d: float(hw.peak_tflops(d)) for d in COMPUTE_DTYPES if hw.peak_tflops(d)}
     bw = hw.bandwidth_gb_s * 1e9
     eff_bw = bw * float(eff.decode_bw_fraction)
-    eff_c = (peak * 1e12 * linear_fraction(eff, used) * gemm_share(hw, cfg.runtime.key, used) if math.isfinite(peak)
-             else math.inf)
+    eff_c = linear_flops_s(hw, cfg.runtime, cfg.quant, eff)
     dec_band = (float(eff.decode_low), float(eff.decode_high))
     pre_band = (float(eff.prefill_low), float(eff.prefill_high))
     points = []

@@ -45,10 +45,10 @@ from advisor.data.errors import AdvisorError
 from advisor.data.specs import Hardware, Model
 from advisor.model.compat import refusal
 from advisor.model.config import Config
-from advisor.model.devices import DEFAULT_PCIE, PCIE_GB_S_PER_LANE, gemm_share
-from advisor.model.efficiency import Efficiency, efficiency_for, linear_fraction
+from advisor.model.devices import DEFAULT_PCIE, PCIE_GB_S_PER_LANE
+from advisor.model.efficiency import Efficiency, efficiency_for
 from advisor.model.geometry import geometry, weight_bits
-from advisor.model.inputs import compute_peak
+from advisor.model.inputs import linear_flops_s
 from advisor.model.predict import Prediction, _to_prediction, evaluate_config
 from advisor.model.roofline import MAX_BATCH, Result
 
@@ -494,10 +494,8 @@ def _offload_arrays(cfg: Config, eff: Efficiency, r: Result, gpu_layers, offload
     g = geometry(cfg.model)
     hw = cfg.hardware
     b = weight_bits(cfg.quant)
-    peak, used, _ = compute_peak(hw, cfg.runtime, cfg.quant)
     eff_bw = hw.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)
-    eff_c = (peak * 1e12 * linear_fraction(eff, used) * gemm_share(hw, cfg.runtime.key, used) if math.isfinite(peak)
-             else math.inf)
+    eff_c = linear_flops_s(hw, cfg.runtime, cfg.quant, eff)
     pcie = pcie_gb_s(hw) * 1e9 * PCIE_READ_FRACTION
     host = host_bw_gb_s * 1e9 * HOST_BW_FRACTION
     t0 = 1.0 / _first(r.decode_tok_s)
