@@ -396,7 +396,8 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
         print(json_text({"hardware": hw.name, "gpus": gpus, "runtime": rt.name, "context_tokens": ctx,
                          "min_tok_s": min_tok, "fast_tok_s": answer.fast_tok_s, "min_bits": min_bits,
                          "quant": quant.name if quant is not None else None,
-                         "host_ram_gb": host_ram, "rows": [record(x) for x in answer.rows]}))
+                         "host_ram_gb": host_ram, "rows": [record(x) for x in answer.rows],
+                         "not_split": list(answer.unsplit)}))
         return EXIT_OK
     where = f"{gpus} × {hw.name}" if gpus > 1 else hw.name
     from advisor.model.devices import usable_memory_gb
@@ -447,6 +448,10 @@ def cmd_will_it_run(args: argparse.Namespace) -> int:
         print(f"\nDo not fit, even {offload} (smallest allowed weights, {mem_col} needed): "
               + "; ".join(f"{x.model.name} {num(x.needs_gb)}" for x in none_[:12])
               + (f" … and {len(none_) - 12} more" if len(none_) > 12 else ""))
+    if answer.unsplit:
+        print(f"\nLeft out: {rt.name} cannot split {len(answer.unsplit)} models' attention heads over tensor parallel "
+              f"{gpus} (" + ", ".join(answer.unsplit[:8]) + (" …" if len(answer.unsplit) > 8 else "")
+              + "): ask with fewer --gpus.")
     if any(x.mode in ("experts", "offload") for x in usable + slow):
         print(f"\nOffload rows keep part of the model in system RAM (at most {HOST_RAM_SHARE:.0%} of it counted as free); "
               "the CPU reads it at the host memory's speed.")

@@ -479,6 +479,11 @@ class Runtime:
     expert_parallel: bool = _f("bool")
     multi_node: bool = _f("bool")
     layouts_source: str = _f("str")
+    #: what its tensor parallel splits (`advisor.model.compat.tp_refusal`): "heads" = whole attention
+    #: heads, so TP must divide them; "heads+kv" = also whole KV heads, or an equal number of copies
+    #: of each (TP a multiple of the KV heads); empty = no such rule known; with its source
+    tp_shards: str = _f("str", choices=("", "heads", "heads+kv"))
+    tp_shards_source: str = _f("str")
     #: Loads the weight formats and KV types of this runtime (a backend or an older build of it).
     formats_of: str = _f("str")
     #: Overrides the quantization's compute dtype (vendor or ``default`` → dtype) where this

@@ -153,6 +153,40 @@ def gpus_refusal(hw: Hardware, gpus, runtime: Runtime | None = None, network: st
     return None
 
 
+def tp_sizes(model: Model, runtime: Runtime, most: int = 8) -> list[int]:
+    """The tensor-parallel sizes up to ``most`` that ``runtime`` can split ``model`` into."""
+    return [t for t in range(1, most + 1) if tp_misfit(model, runtime, t) == ""]
+
+
+def tp_misfit(model: Model, runtime: Runtime, tp: int) -> str:
+    """What ``tp`` fails to divide ("heads", "kv"), or "" where ``runtime`` can split ``model`` so."""
+    if tp <= 1 or not runtime.tp_shards:
+        return ""
+    if model.heads % tp:
+        return "heads"
+    kv = model.kv_heads
+    if runtime.tp_shards == "heads+kv" and model.attention != "mla" and (kv % tp if tp < kv else tp % kv):
+        return "kv"
+    return ""
+
+
+def tp_refusal(model: Model, runtime: Runtime, tp: int) -> str | None:
+    """Why ``runtime`` cannot split ``model`` over a tensor-parallel group of ``tp`` GPUs, or None.
+    Engines that shard attention by heads give each GPU whole query heads, and (vLLM, SGLang) whole
+    KV heads or an equal number of copies of each (`Runtime.tp_shards`); MLA's latent cache is one
+    copy per GPU whatever the split."""
+    what = tp_misfit(model, runtime, tp)
+    if not what:
+        return None
+    sizes = tp_sizes(model, runtime)
+    fits = ", ".join(map(str, sizes[:-1])) + (" or " if len(sizes) > 1 else "") + str(sizes[-1])
+    if what == "heads":
+        why = f"its {model.heads} attention heads do not divide by {tp}"
+    else:
+        why = f"its {model.kv_heads} KV heads neither divide by {tp} nor divide {tp}"
+    return f"{runtime.name} cannot split {model.name} over tensor parallel {tp}: {why} (TP {fits} can)"
+
+
 def refusal(hw: Hardware, model: Model | None, quant: Quant, kv: KvDtype, runtime: Runtime, gpus) -> str | None:
     """The first reason this combination cannot run at all, or None."""
     if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:

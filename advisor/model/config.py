@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.data.catalog import with_threads
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.model.compat import format_refusal, gpus_refusal, refusal, runtime_refusal
+from advisor.model.compat import format_refusal, gpus_refusal, refusal, runtime_refusal, tp_refusal
 from advisor.model.devices import CLUSTER_KINDS, NETWORKS_GBIT_S, max_gpus
 from advisor.model.layout import Layout, parse_layout
 from advisor.model.roofline import Workload
@@ -202,6 +202,10 @@ class Config:
                 raise AdvisorError(f"{self.runtime.name} has no expert parallel")
         if self.split not in ("tp", "pp"):
             raise AdvisorError(f"parallelism must be tp or pp, got {self.split!r}")
+        if self.split == "tp":
+            why = tp_refusal(self.model, self.runtime, self.layout.tp if self.layout is not None else self.gpus)
+            if why:
+                raise AdvisorError(why)
 
     def keys(self) -> dict[str, Any]:
         """The inputs as catalog keys and numbers: what a saved sizing file holds."""

@@ -11,7 +11,8 @@ every input change, kept in the core so that it is tested as `configure` is.
   and a GGUF file's mix never stays with another model.
 - Prompt, output and depth stay within the model's context: a field that was moved stops at the
   limit; after a model change, depth gives way first, then the prompt, then the output.
-- A GPU count the new hardware is not used at goes back to one.
+- A GPU count the new hardware is not used at goes back to one; one the engine cannot split a new
+  model's attention heads over (tensor parallel 8 of 28 heads) steps down to the largest that it can.
 
 Each change that was not asked for is said in a notice, for the status bar.
 """
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.data.catalog import MEMORY_SIZE_HINT, hardware_sized, with_threads
 from advisor.data.errors import AdvisorError
-from advisor.model.compat import formats_for, kv_dtypes_for, runtimes_for
+from advisor.model.compat import formats_for, kv_dtypes_for, runtimes_for, tp_refusal, tp_sizes
 from advisor.model.layout import parse_layout
 from advisor.model.config import Config, with_defaults
 
@@ -131,6 +132,15 @@ def reconfigure(cat: "Catalog", base: Config, *, size_hint: str = MEMORY_SIZE_HI
             cfg = cfg.replace(gpus=1)
             cfg.check()
             notices.append(f"{hw.name}: GPU count reset to 1")
+        elif cfg.gpus > 1 and "gpus" not in changes and cfg.layout is None and cfg.split == "tp" \
+                and tp_refusal(cfg.model, cfg.runtime, cfg.gpus):
+            # another model or runtime whose attention heads do not split over the GPUs in use: the
+            # largest tensor-parallel group below that does
+            fewer = max(tp_sizes(cfg.model, cfg.runtime, cfg.gpus))
+            notices.append(f"GPU count {cfg.gpus} → {fewer}: {cfg.runtime.name} cannot split {cfg.model.name}'s "
+                           f"attention heads over {cfg.gpus} GPUs")
+            cfg = cfg.replace(gpus=fewer)
+            cfg.check()
         else:
             raise
     return Reconfigured(cfg, tuple(notices))

@@ -16,6 +16,7 @@ import numpy as np
 
 from advisor.data.catalog import Catalog
 from advisor.data.specs import Model
+from advisor.model import compat
 from advisor.model.geometry import geometry
 from advisor.model.inputs import Tables, tables_for
 from advisor.model.layout import Layout
@@ -207,6 +208,12 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
         ok_wide = wide & t.tensor_parallel[r][:, None] & (~beyond | (t.multi_node[r][:, None] & reach)) \
             & (~lay.ep[None, :] | (t.expert_parallel[r][:, None] & (g_axis[None, :] <= max(model.experts or 0, 1))))
         usable = (usable & ~beyond) | ok_wide
+    # a tensor-parallel group the engine cannot split the model's attention heads over (TP 8 of a
+    # 28-head model): plain layouts are TP over their GPUs on a tensor-parallel runtime
+    tp_of = np.array([lay.layout(i).tp for i in range(len(lay))])
+    splits = np.array([[compat.tp_misfit(model, rt, int(tp)) == "" for tp in tp_of] for rt in t.runtimes],
+                      dtype=bool)
+    usable &= splits[r] | ~t.tensor_parallel[r][:, None]
     pick, which = np.nonzero(usable)
     h, r, q, k, g, li = h[pick], r[pick], q[pick], k[pick], g_axis[which], which
     batches = np.asarray(batch if batch is not None else (workload.batch,), dtype=int)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from advisor.data.catalog import Catalog
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Hardware, Model, Quant, Runtime
-from advisor.model.compat import gpus_refusal, runtime_refusal
+from advisor.model.compat import gpus_refusal, runtime_refusal, tp_refusal
 from advisor.model.config import Config, with_defaults
 from advisor.model.roofline import Workload
 from advisor.model.sweep import sweep
@@ -77,6 +77,8 @@ class WillItRun:
     min_tok_s: float = DEFAULT_MIN_TOK_S
     min_bits: float = DEFAULT_MIN_BITS
     host_ram_gb: float | None = None
+    #: models left out because the runtime cannot split them over this many GPUs (their heads)
+    unsplit: tuple[str, ...] = ()
 
     @property
     def fast_tok_s(self) -> float:
@@ -126,13 +128,18 @@ def will_it_run(cat: Catalog, hardware: Hardware, runtime: Runtime | None = None
         raise AdvisorError(f"--min-bits must be between 1 and 32, got {min_bits:g}")
     if host_ram_gb is not None and not (0 <= host_ram_gb < 100_000):
         raise AdvisorError(f"--host-ram-gb must be a size in GB, got {host_ram_gb:g}")
-    why = runtime_refusal(hardware, runtime) or gpus_refusal(hardware, gpus)
+    why = runtime_refusal(hardware, runtime) or gpus_refusal(hardware, gpus) \
+        or (tp_refusal(model, runtime, gpus) if model is not None and runtime.parallelism == "tp" else None)
     if why:
         raise AdvisorError(why)
     if cat.hardware.get(hardware.key) != hardware:
         cat = cat.with_hardware(hardware)   # a chosen memory size: the sweep reads the catalog's entry
     rows: list[FitRow] = []
+    unsplit = []
     for m in ([model] if model else list(cat.models.values())):
+        if runtime.parallelism == "tp" and tp_refusal(m, runtime, gpus):
+            unsplit.append(m.name)
+            continue
         options = _options(cat, hardware, runtime, gpus, context, m, min_bits, min_tok_s, host_ram_gb,
                            every_format=model is not None, quant=quant)
         if model is not None:
@@ -144,7 +151,8 @@ def will_it_run(cat: Catalog, hardware: Hardware, runtime: Runtime | None = None
         order = {"fast": 0, "usable": 0, "too slow": 1, "needs more RAM": 2, "does not fit": 3}
         rows.sort(key=lambda r: (order.get(r.grade, 4), -r.model.params_total_b if r.runs_usably else 0,
                                  -(r.decode_tok_s if math.isfinite(r.decode_tok_s) else 0.0)))
-    return WillItRun(hardware, runtime, gpus, context, tuple(rows), model is None, min_tok_s, min_bits, host_ram_gb)
+    return WillItRun(hardware, runtime, gpus, context, tuple(rows), model is None, min_tok_s, min_bits, host_ram_gb,
+                     tuple(unsplit))
 
 
 def _options(cat, hw, rt, gpus, context, m: Model, min_bits, min_tok_s, host_ram_gb, every_format: bool,

@@ -261,3 +261,35 @@ def test_servers_parallel_columns_read_as_layouts():
     assert layout_text("TP4 EP (--enable-expert-parallel)", 4) == "tp4+ep4"
     assert layout_text("TP8 EP2", 8) is None and layout_text("TP8", 8) is None
     assert parse_layout(layout_text("TP4 EP4", 4), 4, experts=128) == Layout(tp=4, ep=4)
+
+
+def test_tensor_parallel_gives_each_gpu_whole_attention_heads(cat):
+    """vLLM and SGLang split query heads evenly and KV heads evenly or into equal copies; TensorRT-LLM
+    only the query heads; MLA's latent cache has no KV-head rule; llama.cpp's layer split none."""
+    vllm, trt, llama_cpp = cat.runtimes["vllm"], cat.runtimes["tensorrt-llm"], cat.runtimes["llama.cpp"]
+    qwen7, phi4, r1 = cat.models["qwen2.5-7b"], cat.models["phi-4"], cat.models["deepseek-r1"]
+    assert (qwen7.heads, qwen7.kv_heads, phi4.heads, phi4.kv_heads) == (28, 4, 40, 10)
+    assert compat.tp_sizes(qwen7, vllm) == [1, 2, 4]
+    assert "28 attention heads" in compat.tp_refusal(qwen7, vllm, 8)
+    assert "10 KV heads" in compat.tp_refusal(phi4, vllm, 4)        # 40 heads divide by 4, 10 KV heads do not
+    assert compat.tp_refusal(phi4, trt, 4) is None                   # TensorRT-LLM copies KV heads (ceil)
+    assert compat.tp_refusal(r1, vllm, 8) is None and "128 attention heads" in compat.tp_refusal(r1, vllm, 72)
+    assert compat.tp_refusal(qwen7, llama_cpp, 3) is None
+    why = compat.tp_refusal(qwen7, vllm, 8)
+    assert "TP 1, 2 or 4 can" in why and "\n" not in why
+    r = sweep(cat, qwen7, Workload(batch=1, prompt_tokens=100, output_tokens=100), hardware=["h100-sxm5-80gb"],
+              runtimes=["vllm", "llama.cpp"], quants=["bf16"], gpus=(1, 2, 4, 8))
+    pairs = {(r.tables.runtimes[int(i)].key, int(g)) for i, g in zip(r.rt, r.gpus)}
+    assert ("vllm", 4) in pairs and ("vllm", 8) not in pairs and ("llama.cpp", 8) in pairs
+
+
+def test_predict_refuses_a_tensor_parallel_split_the_engine_refuses(cat, capsys):
+    from advisor.cli.main import main
+
+    for argv, why in ((["--model", "qwen2.5-7b", "--hardware", "h100-sxm5-80gb", "--runtime", "vllm", "--gpus", "8"],
+                       "28 attention heads"),
+                      (["--model", "deepseek-r1", "--hardware", "h100-pcie-80gb", "--layout", "tp72", "--network",
+                        "ib-ndr"], "128 attention heads")):
+        assert main(["predict", *argv]) == 2
+        err = capsys.readouterr().err
+        assert why in err and len(err.strip().splitlines()) == 1, err

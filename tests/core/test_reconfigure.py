@@ -45,6 +45,17 @@ def test_a_gpu_count_the_new_device_is_not_used_at_resets_to_one_and_says_so(cat
         api.reconfigure(cat, eight, hardware="m3 max", gpus=8)
 
 
+def test_a_model_whose_heads_do_not_split_over_the_gpus_steps_down_and_says_so(cat):
+    """Qwen2.5-7B's 28 attention heads do not split over 8 GPUs in vLLM: choosing it on 8 H100s keeps
+    the most GPUs that split them (4), with a notice; asking for 8 again is refused with why."""
+    cfg = api.configure(cat, hardware="h100 sxm", model="llama 3.1 8b", runtime="vllm", gpus=8)
+    r = api.reconfigure(cat, cfg, model="qwen2.5-7b")
+    assert r.config.gpus == 4 and any("8 → 4" in n and "attention heads" in n for n in r.notices)
+    with pytest.raises(api.AdvisorError, match="28 attention heads"):
+        api.reconfigure(cat, r.config, gpus=8)
+    assert api.reconfigure(cat, cfg, model="llama 3.1 70b").config.gpus == 8   # 64 heads: 8 stays
+
+
 def test_the_workload_stays_within_the_context(cat, base):
     ctx = base.model.native_context
     moved = api.reconfigure(cat, base, prompt=ctx * 2)

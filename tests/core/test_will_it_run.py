@@ -124,3 +124,20 @@ def test_will_it_run_cli_grades_and_states_the_ram(capsys):
     assert doc["rows"][0]["mode"] == "experts" and doc["rows"][0]["host_ram_gb"] > 20
     assert main(["will-it-run", "--hardware", "rtx 4090", "--min-tok-s", "-3"]) == 2
     assert "--min-tok-s" in capsys.readouterr().err
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_models_the_engine_cannot_split_over_the_gpus_are_named_not_listed(cat, capsys):
+    """On 8 × H100 with vLLM, Qwen2.5-7B (28 heads) and Falcon-7B (71 heads) would not start: the
+    listing leaves them out and says so; asked for alone, one clear line."""
+    from advisor.data.errors import AdvisorError
+
+    h100, vllm = cat.hardware["h100-sxm5-80gb"], cat.runtimes["vllm"]
+    answer = will_it_run(cat, h100, vllm, 8, 4096)
+    assert {"Qwen2.5 7B", "Falcon-7B"} <= set(answer.unsplit)
+    assert not {r.model.key for r in answer.rows} & {"qwen2.5-7b", "falcon-7b"}
+    assert any(r.model.key == "llama-3.1-8b" for r in answer.rows)
+    with pytest.raises(AdvisorError, match="28 attention heads"):
+        will_it_run(cat, h100, vllm, 8, 4096, cat.models["qwen2.5-7b"])
+    assert main(["will-it-run", "--hardware", "h100-sxm5-80gb", "--gpus", "8", "--runtime", "vllm"]) == 0
+    assert "cannot split" in capsys.readouterr().out

@@ -137,8 +137,11 @@ class WillItRunView(QWidget, RowsTab):
                                  f"format or runtime, or untick “Only {quant.name}”")
             return
         weights = f" in {quant.name}" if quant is not None else ""
+        left_out = (f"; {len(w.unsplit)} left out: {w.runtime.name} cannot split their attention heads over "
+                    f"{w.gpus} GPUs" if w.unsplit else "")
         self.heading.setText(f"<b>{n} of {len(rows)}</b> models run usably{weights} (≥ {num(w.min_tok_s)} tok/s) "
-                             f"on {g}{w.hardware.name} at {num(w.context_tokens)} tokens of context")
+                             f"on {g}{w.hardware.name} at {num(w.context_tokens)} tokens of context{left_out}")
+        self.heading.setToolTip("Left out: " + ", ".join(w.unsplit) if w.unsplit else "")
 
     def _on_error(self, exc, tb) -> None:
         msg = str(exc) if isinstance(exc, api.AdvisorError) else f"{type(exc).__name__}: {exc}"
