@@ -117,6 +117,10 @@ def _resolve_hardware(cat: Catalog, row: dict[str, str]) -> Hardware:
         names.append(f"{_strip_parens(name)} {cores.group(1)}-core GPU")
     m = re.search(r"\b(H100|A100|H200)\b[^;,)]*\b(SXM\d?|PCIe)\b", detail)
     if m:
+        # the memory size where the row states one: an A100-SXM4-40GB is not the 80 GB part
+        size = re.search(r"\b(\d+)\s*GB\b", f"{detail} {name}", re.I)
+        if size:
+            names.append(f"{m.group(1)} {m.group(2)} {size.group(1)}GB")
         names.append(f"{m.group(1)} {m.group(2)}")
     names += [name, _strip_parens(name)]
     return _resolve_first(cat, "hardware", names)

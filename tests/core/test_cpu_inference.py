@@ -150,3 +150,16 @@ def test_gguf_files_compute_in_their_own_type(tmp_path, cat):
     path = write_llama(tmp_path / "tiny-F16.gguf", TINY, "F16")
     cfg = configure(cat, hardware="ryzen 9 7950x", model=str(path))
     assert predict(cat, cfg).compute_dtype == "fp32"   # an F16 file on a CPU: widened to FP32, not int8
+
+
+def test_a_gpu_row_keeps_the_memory_size_its_detail_states(cat):
+    """"8x NVIDIA A100-SXM4-40GB" is the 40 GB part (1,555 GB/s), not the 80 GB one the bare "A100 SXM4" names."""
+    head = {"params_b": "", "batch": "1", "unit": "tokens/s", "source_url": "u", "note": "", "bw_gbps_stated": "",
+            "n_gpus": "1", "retrieval": "PRIMARY", "file": "t.csv", "model": "Llama 3.1 8B", "quant": "BF16",
+            "test": "decode_tok_s", "input_len": "128", "output_len": "128", "value": "70", "framework": "SGLang 0.5.6"}
+    rows = [dict(head, hardware="A100 40GB SXM4", hardware_detail="8x NVIDIA A100-SXM4-40GB, NVLink, TP=8"),
+            dict(head, hardware="A100", hardware_detail="NVIDIA A100 SXM4 (80GB)"),
+            dict(head, hardware="H100", hardware_detail="H100 SXM5")]
+    cases, unmapped = map_rows(cat, rows)
+    assert not unmapped
+    assert [c.hardware.key for c in cases] == ["a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb"]
