@@ -330,8 +330,11 @@ def _build(b: _Builder, content, charts) -> None:
         b.heading("Recommendations")
         if c.recommendations is not None:
             t = c.recommendations
-            b.table(t, widths=[0.28, 1.95, 1.15, 1.1, 0.7, 0.95, 0.7, 1.08, 0.8, 0.8, 1.35]
-                    if len(t.header) == 11 else None)
+            # #, configuration, TTFT, tok/s per user, total tok/s, GB per GPU, room, headroom, cost, quality,
+            # verdict, data: the configuration gets the room its names need (fitted widths squeeze it into
+            # one word per line and the table runs a page longer)
+            b.table(t, widths=[0.25, 1.8, 1.0, 1.0, 0.62, 0.85, 0.66, 0.98, 0.85, 1.13, 0.8, 1.2]
+                    if len(t.header) == 12 else None, pt=TABLE_PT - 0.6)
         if c.rejected is not None:
             t = c.rejected
             b.table(t, widths=[2.7, 0.85, 0.85, 1.05, 0.8, 3.4] if len(t.header) == 6 else None)

@@ -65,7 +65,9 @@ def test_cli_report_for_a_recommendation(tmp_path):
                        capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert r.returncode == 0, r.stderr
     _valid_pdf(out)
-    assert 6 <= _pages(out) <= 10
+    # the sources appendix grows with the hardware in the top five (an H100 among them adds a page of
+    # dated quotes): 11 pages for this request since 2026-11-28
+    assert 6 <= _pages(out) <= 12
     text = _text(out)
     answer = "".join(r.stdout.splitlines()[1].split())
     assert answer in "".join(text.split())                 # the answer sentence, on the title page (wrapped anywhere)
