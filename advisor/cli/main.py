@@ -273,7 +273,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             # the what-if is the answer (say, partial offload of a model too large for the card)
             print("advisor: the plain configuration does not fit; with the technique it does", file=sys.stderr)
             return EXIT_OK
-        print(f"advisor: does not fit: {p.notes[0] if p.notes else ''}", file=sys.stderr)
+        why = p.notes[0] if p.notes else ""
+        print(f"advisor: {why}" if why.startswith("does not fit") else f"advisor: does not fit: {why}", file=sys.stderr)
         return EXIT_UNMET
     return EXIT_OK
 

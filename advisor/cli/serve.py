@@ -270,7 +270,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:
         _print_report(rep)
     if not rep.fits:
-        print(f"advisor: does not fit: {rep.notes[0]}", file=sys.stderr)
+        why = rep.notes[0]
+        print(f"advisor: {why}" if why.startswith("does not fit") else f"advisor: does not fit: {why}", file=sys.stderr)
         return EXIT_UNMET
     return EXIT_OK
 
