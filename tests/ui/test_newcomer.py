@@ -248,3 +248,21 @@ def test_the_what_if_chart_reads_out_its_values(window):
     readout._moved(view.off_plot.vb.sceneBoundingRect().center())
     text = view.hover.text()
     assert text.startswith("layers on the GPU (-ngl) ") and "fits " in text and text.endswith("— tok/s per user")
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_gpus_the_engine_cannot_split_the_heads_over(window, qtbot):
+    """8 × H100 with vLLM: choosing Qwen2.5-7B (28 attention heads) steps the GPU count down to 4 and
+    says so; Will it run leaves such models out of its table and says how many."""
+    s, view = window.session, window.will_it_run
+    assert s.set_inputs(hardware="h100 sxm", runtime="vllm", model="llama 3.1 8b", gpus=8)
+    messages = []
+    s.sig_message.connect(messages.append)
+    assert s.set_inputs(model="qwen2.5 7b")
+    assert s.cfg.gpus == 4 and any("8 → 4" in m for m in messages), messages
+    assert s.set_inputs(model="llama 3.1 8b", gpus=8) and s.cfg.gpus == 8
+    window.show_view("will_it_run")
+    qtbot.waitUntil(lambda: view.model.rowCount() > 0 and not view.heading.text().startswith("Checking"),
+                    timeout=20000)
+    assert "left out" in view.heading.text() and "Qwen2.5 7B" in view.heading.toolTip()
+    assert "qwen2.5-7b" not in {r.model.key for r in view.model.rows}
