@@ -28,8 +28,9 @@ def test_evidence_levels_follow_what_the_profiles_were_fitted_on(cat):
     assert evidence(cat.profiles, cat.runtimes["llama.cpp"], cat.hardware["rtx-4090"], q["q4_k_m"], q) == "measured"
     # every GGUF block type is one class: a Q5_K_S is backed by the Q4/Q8 rows
     assert format_class(q["q5_k_s"]) == format_class(q["q4_k_m"]) == "gguf"
-    # TensorRT-LLM's rows never ran NVFP4, nor on Blackwell
-    assert evidence(cat.profiles, cat.runtimes["tensorrt-llm"], cat.hardware["b200-hgx"], q["nvfp4"], q) == "extrapolated"
+    # vLLM's rows never ran NVFP4 on Blackwell (TensorRT-LLM's have since 2026-11-28: DeepSeek-R1 on a B200)
+    assert evidence(cat.profiles, cat.runtimes["vllm"], cat.hardware["b200-hgx"], q["nvfp4"], q) == "extrapolated"
+    assert evidence(cat.profiles, cat.runtimes["tensorrt-llm"], cat.hardware["b200-hgx"], q["nvfp4"], q) == "measured"
     # a runtime with no fitted profile at all runs on its defaults
     assert evidence({}, cat.runtimes["vllm"], cat.hardware["h100-sxm5-80gb"], q["fp8"], q) == "uncalibrated"
 
@@ -37,16 +38,16 @@ def test_evidence_levels_follow_what_the_profiles_were_fitted_on(cat):
 def test_an_extrapolated_prediction_says_so_and_carries_a_wider_band(cat, monkeypatch):
     monkeypatch.setitem(efficiency.EXTRAPOLATION_BAND_WIDENING, "decode", 1.3)
     monkeypatch.setitem(efficiency.EXTRAPOLATION_BAND_WIDENING, "prefill", 1.5)
-    cfg = _cfg(cat, "b200-hgx", "llama-3.1-8b", "nvfp4", "tensorrt-llm")
+    cfg = _cfg(cat, "b200-hgx", "llama-3.1-8b", "nvfp4", "vllm")
     p = predict(cat, cfg)
-    assert p.evidence == "extrapolated" and any("no measurements of TensorRT-LLM with NVFP4" in n for n in p.notes)
+    assert p.evidence == "extrapolated" and any("no measurements of vLLM with NVFP4" in n for n in p.notes)
     e = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
     w = widened(e, "extrapolated")
     assert w.decode_low == pytest.approx(e.decode_low / 1.3) and w.prefill_high == pytest.approx(e.prefill_high * 1.5)
     # the band around the same estimate is the widened one (the ceiling still caps the top)
     assert p.decode_low_tok_s == pytest.approx(p.decode_tok_s * w.decode_low, rel=1e-6)
     # the sweep applies the same widening
-    s = sweep(cat, cfg.model, cfg.workload, hardware=["b200-hgx"], runtimes=["tensorrt-llm"], quants=["nvfp4"])
+    s = sweep(cat, cfg.model, cfg.workload, hardware=["b200-hgx"], runtimes=["vllm"], quants=["nvfp4"])
     assert s.values["decode_low_tok_s"][0] == pytest.approx(p.decode_low_tok_s, rel=1e-6)
     # a measured configuration keeps its profile's band
     m = predict(cat, _cfg(cat, "rtx-4090", "llama-3.1-8b", "q4_k_m", "llama.cpp"))
