@@ -12,3 +12,12 @@ EXIT_USAGE = 2
 EXIT_NO_ACCELERATOR = 3
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+
+
+def does_not_fit(why: str) -> int:
+    """Say on stderr, in one line, why the configuration does not fit (once, where the reason already
+    begins with it), and return `EXIT_UNMET`."""
+    import sys
+
+    print(f"advisor: {why}" if why.startswith("does not fit") else f"advisor: does not fit: {why}", file=sys.stderr)
+    return EXIT_UNMET

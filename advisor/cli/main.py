@@ -28,7 +28,7 @@ from advisor.cli.csvio import csv_value, run_cases
 from advisor.cli.options import add_configuration
 from advisor.text.format import json_text, table
 from advisor.text.summary import prediction_summary
-from advisor.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNMET, EXIT_USAGE
+from advisor.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNMET, EXIT_USAGE, does_not_fit
 
 
 LIST_SECTIONS = {"hardware": "hardware", "models": "models", "quants": "quants", "quantizations": "quants",
@@ -273,9 +273,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             # the what-if is the answer (say, partial offload of a model too large for the card)
             print("advisor: the plain configuration does not fit; with the technique it does", file=sys.stderr)
             return EXIT_OK
-        why = p.notes[0] if p.notes else ""
-        print(f"advisor: {why}" if why.startswith("does not fit") else f"advisor: does not fit: {why}", file=sys.stderr)
-        return EXIT_UNMET
+        return does_not_fit(p.notes[0] if p.notes else "")
     return EXIT_OK
 
 

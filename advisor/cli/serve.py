@@ -15,7 +15,7 @@ from advisor.model.config import configure, whole_number
 from advisor.model.disaggregation import disaggregate
 from advisor.model.serving import BATCH_MIX_POINTS, Load, concurrency_sweep, output_mix, prompt_mix, serve
 from advisor.text.format import duration_ms, json_text, num, table
-from advisor.cli.exit_codes import EXIT_OK, EXIT_UNMET
+from advisor.cli.exit_codes import EXIT_OK, EXIT_UNMET, does_not_fit
 
 SERVE_CSV_INPUTS = ["hardware", "model", "quant", "runtime", "gpus", "parallel", "prompt", "output", "concurrency",
                     "rate", "requests"]
@@ -270,9 +270,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:
         _print_report(rep)
     if not rep.fits:
-        why = rep.notes[0]
-        print(f"advisor: {why}" if why.startswith("does not fit") else f"advisor: does not fit: {why}", file=sys.stderr)
-        return EXIT_UNMET
+        return does_not_fit(rep.notes[0])
     return EXIT_OK
 
 

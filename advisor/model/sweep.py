@@ -209,11 +209,10 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
             & (~lay.ep[None, :] | (t.expert_parallel[r][:, None] & (g_axis[None, :] <= max(model.experts or 0, 1))))
         usable = (usable & ~beyond) | ok_wide
     # a tensor-parallel group the engine cannot split the model's attention heads over (TP 8 of a
-    # 28-head model): plain layouts are TP over their GPUs on a tensor-parallel runtime
-    tp_of = np.array([lay.layout(i).tp for i in range(len(lay))])
-    splits = np.array([[compat.tp_misfit(model, rt, int(tp)) == "" for tp in tp_of] for rt in t.runtimes],
-                      dtype=bool)
-    usable &= splits[r] | ~t.tensor_parallel[r][:, None]
+    # 28-head model); runtimes without such a rule (llama.cpp's layer split) pass every size
+    tp_of = [lay.layout(i).tp for i in range(len(lay))]
+    splits = np.array([[compat.tp_misfit(model, rt, tp) == "" for tp in tp_of] for rt in t.runtimes], dtype=bool)
+    usable &= splits[r]
     pick, which = np.nonzero(usable)
     h, r, q, k, g, li = h[pick], r[pick], q[pick], k[pick], g_axis[which], which
     batches = np.asarray(batch if batch is not None else (workload.batch,), dtype=int)

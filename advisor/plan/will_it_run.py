@@ -128,8 +128,7 @@ def will_it_run(cat: Catalog, hardware: Hardware, runtime: Runtime | None = None
         raise AdvisorError(f"--min-bits must be between 1 and 32, got {min_bits:g}")
     if host_ram_gb is not None and not (0 <= host_ram_gb < 100_000):
         raise AdvisorError(f"--host-ram-gb must be a size in GB, got {host_ram_gb:g}")
-    why = runtime_refusal(hardware, runtime) or gpus_refusal(hardware, gpus) \
-        or (tp_refusal(model, runtime, gpus) if model is not None and runtime.parallelism == "tp" else None)
+    why = runtime_refusal(hardware, runtime) or gpus_refusal(hardware, gpus)
     if why:
         raise AdvisorError(why)
     if cat.hardware.get(hardware.key) != hardware:
@@ -137,7 +136,10 @@ def will_it_run(cat: Catalog, hardware: Hardware, runtime: Runtime | None = None
     rows: list[FitRow] = []
     unsplit = []
     for m in ([model] if model else list(cat.models.values())):
-        if runtime.parallelism == "tp" and tp_refusal(m, runtime, gpus):
+        why = tp_refusal(m, runtime, gpus)
+        if why:
+            if model is not None:
+                raise AdvisorError(why)
             unsplit.append(m.name)
             continue
         options = _options(cat, hardware, runtime, gpus, context, m, min_bits, min_tok_s, host_ram_gb,

@@ -184,9 +184,17 @@ def test_layout_text_reads_what_people_write():
         parse_layout("tp8+pp2", 8)
 
 
+def _predict_refuses(capsys, argv, why):
+    """`predict` ARGV exits 2 with one line on stderr that says ``why``."""
+    from advisor.cli.main import main
+
+    assert main(["predict", *argv]) == 2
+    err = capsys.readouterr().err
+    assert why in err and len(err.strip().splitlines()) == 1, err
+
+
 @pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
 def test_predict_takes_a_layout_and_a_network_and_refuses_bad_topology(cat, capsys):
-    from advisor.cli.main import main
     from advisor.model.config import configure
     from advisor.model.predict import predict
 
@@ -206,9 +214,7 @@ def test_predict_takes_a_layout_and_a_network_and_refuses_bad_topology(cat, caps
                        "not the 8"),
                       (["--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--runtime", "llama.cpp", "--gpus",
                         "16"], "one machine")):
-        assert main(["predict", *argv]) == 2
-        err = capsys.readouterr().err
-        assert why in err and len(err.strip().splitlines()) == 1, err
+        _predict_refuses(capsys, argv, why)
 
 
 def test_reconfigure_keeps_a_layout_while_it_fits_and_says_when_it_clears_it(cat):
@@ -284,12 +290,8 @@ def test_tensor_parallel_gives_each_gpu_whole_attention_heads(cat):
 
 
 def test_predict_refuses_a_tensor_parallel_split_the_engine_refuses(cat, capsys):
-    from advisor.cli.main import main
-
     for argv, why in ((["--model", "qwen2.5-7b", "--hardware", "h100-sxm5-80gb", "--runtime", "vllm", "--gpus", "8"],
                        "28 attention heads"),
                       (["--model", "deepseek-r1", "--hardware", "h100-pcie-80gb", "--layout", "tp72", "--network",
                         "ib-ndr"], "128 attention heads")):
-        assert main(["predict", *argv]) == 2
-        err = capsys.readouterr().err
-        assert why in err and len(err.strip().splitlines()) == 1, err
+        _predict_refuses(capsys, argv, why)
