@@ -277,3 +277,31 @@ def test_a_latency_in_seconds_is_compared_in_ms_with_the_stated_kv_cache(cat, tm
     assert ms.case.measured == pytest.approx(2500.0)
     assert (secs.case.kv.key, ms.case.kv.key) == ("fp8", "f16")
     assert secs.predicted < ms.predicted        # the fp8 cache reads half the bytes of f16's
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_one_device_with_many_rows_does_not_set_the_figures_its_siblings_borrow(cat, monkeypatch):
+    # an RTX 4090 measured five times over at 45 % of its bandwidth, an RTX 3090 and 4080 once each
+    # at 85 %: the pooled profiles, which every unmeasured card borrows, weigh the three cards alike
+    # (the runtime's moves from 0.63 row-weighted to 0.75), while the 4090's own profile keeps its 45 %
+    import numpy as np
+
+    import advisor.fit.calibration as cal
+
+    bare = _bare(cat)
+    step = cat.runtimes["llama.cpp"].step_overhead_us
+    cases = []
+    for bw, devices, copies in ((0.45, {"rtx-4090"}, 5), (0.85, {"rtx-3090", "rtx-4080"}, 1)):
+        truth = Efficiency(**TRUTH | {"decode_bw_fraction": bw}, step_overhead_us=step)
+        mine = [c for c in _synthetic_cases(bare, truth) if c.metric == "decode" and c.hardware.key in devices]
+        cases += [dataclasses.replace(c, row=c.row + 1000 * k) for k in range(copies) for c in mine]
+
+    def fitted(result, level):
+        return next(g.params.decode_bw_fraction for g in result.groups if g.level == level)
+
+    weighted = calibrate(bare, cases)
+    monkeypatch.setattr(cal, "_device_weights", lambda cases, rows: np.ones(rows.size))
+    by_rows = calibrate(bare, cases)
+    for level in ("runtime", "vendor", "family"):
+        assert fitted(weighted, level) > fitted(by_rows, level) + 0.08, level
+    assert fitted(weighted, "hardware") == pytest.approx(0.45, rel=0.03)
