@@ -249,8 +249,8 @@ def _device_weights(cases: Sequence[Case], rows: np.ndarray) -> np.ndarray:
     Unweighted, the device with the most rows sets the figures its siblings borrow: SGLang's 24
     batch-1 rows of one H20 source (about a third of its 4 TB/s read) set its NVIDIA and Hopper
     bandwidth fraction, which an H100 and a B200, whose own rows are a few MoE models at batch 1
-    that barely test bandwidth, then inherited (held out, a Qwen3-8B on one H100 decoded 85 % too
-    slow). A hardware profile has one device and is unweighted. The prompt fits stay row-weighted:
+    that barely test bandwidth, then inherited (held out, GPUStack's Qwen3-8B on one H100 decoded
+    27 % too slow; 7 % weighed by device). A hardware profile has one device and is unweighted. The prompt fits stay row-weighted:
     weighed by device, their error on held-out sources rose (23.9 → 25.8 %)."""
     if rows.size == 0:
         return np.ones(0)
