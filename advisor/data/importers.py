@@ -1016,8 +1016,10 @@ def import_model(source: str, *, name: str | None = None, cache_dir: str | None 
             ggufs = sorted(path.glob("*.gguf"))
             if len(ggufs) == 1:
                 return from_gguf(ggufs[0], name=name, source=f"{ggufs[0].resolve()} {stamp}")
-            raise AdvisorError(f"{path} holds no config.json" + (f" (and {len(ggufs)} .gguf files: name one)"
-                                                                 if ggufs else ""))
+            # as typed, with the folder it named where that differs ("~" is the home folder)
+            shown = text if str(path) == text else f"{text} ({path})"
+            raise AdvisorError(f"{shown} holds no config.json" + (f" (and {len(ggufs)} .gguf files: name one)"
+                                                                  if ggufs else ""))
         nbytes, how = safetensors_bytes(path)
         raw = _read_json(cfg, "config.json")
         return from_hf_config(raw, name=name or _config_name(raw) or path.resolve().name,

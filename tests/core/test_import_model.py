@@ -117,6 +117,13 @@ def test_bad_sources(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(AdvisorError, match="holds no config.json"):
         import_model(str(tmp_path / "empty"))
+    # a folder given as "~" is named as typed, and as the folder it stands for
+    home = tmp_path / "home"
+    home.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        with pytest.raises(AdvisorError, match=r"^~ \(.*home\) holds no config.json$"):
+            import_model("~")
     big = tmp_path / "big.json"
     with open(big, "wb") as fh:
         fh.truncate(MAX_JSON_BYTES + 1)  # sparse: nothing is written, nothing is read
