@@ -27,34 +27,41 @@ SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 
 
-def main() -> None:
+def gemm_tables(doc: str, systems: dict[str, str]):
+    """Read ``--data`` from the command line (``doc``: the script's docstring, for --help) and yield
+    (system, catalog hardware, engine, version, GEMM table) for every table aiconfigurator ships for
+    ``systems`` (its folder → the catalog's hardware key)."""
     import pandas as pd
 
     from advisor.data.catalog import load_catalog
-    from advisor.text.format import table
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--data", required=True, help="aiconfigurator-core's systems/data folder")
     args = ap.parse_args()
     cat = load_catalog(user=None)
-    rows = []
-    for system, key in SYSTEMS.items():
-        hw = cat.hardware[key]
+    for system, key in systems.items():
         for path in sorted(Path(args.data, system, "gemm").glob("*/*/gemm_perf.parquet")):
-            engine, version = path.parts[-3], path.parts[-2]
-            df = pd.read_parquet(path)
-            q = df[(df.m >= 2048) & (df.m <= 8192) & (df.n >= 4096) & (df.k >= 4096)]
-            share = {}
-            for dtype, g in q.groupby("gemm_dtype"):
-                if dtype not in DTYPES:
-                    continue
-                tflops = 2 * g.m * g.n * g.k / (g.latency * 1e-3) / 1e12
-                share[dtype] = statistics.median(tflops) / hw.peak_tflops(DTYPES[dtype])
-            if "bfloat16" not in share:
+            yield system, cat.hardware[key], path.parts[-3], path.parts[-2], pd.read_parquet(path)
+
+
+def main() -> None:
+    from advisor.text.format import table
+
+    rows, family = [], {}
+    for system, hw, engine, version, df in gemm_tables(__doc__, SYSTEMS):
+        family[system] = hw.family
+        q = df[(df.m >= 2048) & (df.m <= 8192) & (df.n >= 4096) & (df.k >= 4096)]
+        share = {}
+        for dtype, g in q.groupby("gemm_dtype"):
+            if dtype not in DTYPES:
                 continue
-            for dtype, s in share.items():
-                rows.append([system, f"{engine} {version}", dtype, f"{s:.2f}",
-                             "–" if dtype == "bfloat16" else f"{s / share['bfloat16']:.2f}"])
+            tflops = 2 * g.m * g.n * g.k / (g.latency * 1e-3) / 1e12
+            share[dtype] = statistics.median(tflops) / hw.peak_tflops(DTYPES[dtype])
+        if "bfloat16" not in share:
+            continue
+        for dtype, s in share.items():
+            rows.append([system, f"{engine} {version}", dtype, f"{s:.2f}",
+                         "–" if dtype == "bfloat16" else f"{s / share['bfloat16']:.2f}"])
     print(table(["system", "engine", "dtype", "share of its peak", "over BF16's share"], rows))
     # the medians the catalog's table holds: per (dtype, hardware family, engine) over versions, GPUs and
     # FP8 scalings (per-tensor and block), and over engines too
@@ -62,7 +69,7 @@ def main() -> None:
     for system, engine_version, dtype, _, over in rows:
         if over == "–":
             continue
-        key = (DTYPES[dtype], cat.hardware[SYSTEMS[system]].family)
+        key = (DTYPES[dtype], family[system])
         for k in (key + (engine_version.split()[0],), key + ("every engine",)):
             pooled.setdefault(k, []).append(float(over))
     print()

@@ -6,6 +6,8 @@ accuracy bar was missed; 2 bad input — a flag, a name, a file — said in one 
 70 an internal error (one line; ADVISOR_DEBUG=1 shows the traceback).
 """
 
+import sys
+
 EXIT_OK = 0
 EXIT_UNMET = 1
 EXIT_USAGE = 2
@@ -17,7 +19,5 @@ EXIT_INTERRUPTED = 130
 def does_not_fit(why: str) -> int:
     """Say on stderr, in one line, why the configuration does not fit (once, where the reason already
     begins with it), and return `EXIT_UNMET`."""
-    import sys
-
     print(f"advisor: {why}" if why.startswith("does not fit") else f"advisor: does not fit: {why}", file=sys.stderr)
     return EXIT_UNMET

@@ -244,27 +244,26 @@ def _prior_rows(centre: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _device_weights(cases: Sequence[Case], rows: np.ndarray) -> np.ndarray:
     """Row weights that give each device the same say in a pooled (runtime, vendor or family) decode
-    fit, their squares summing to the row count as before.
+    fit, their squares summing to the row count as before; all 1 for one device's rows (a hardware
+    profile, a personal fit).
 
     Unweighted, the device with the most rows sets the figures its siblings borrow: SGLang's 24
     batch-1 rows of one H20 source (about a third of its 4 TB/s read) set its NVIDIA and Hopper
     bandwidth fraction, which an H100 and a B200, whose own rows are a few MoE models at batch 1
     that barely test bandwidth, then inherited (held out, GPUStack's Qwen3-8B on one H100 decoded
-    27 % too slow; 7 % weighed by device). A hardware profile has one device and is unweighted. The prompt fits stay row-weighted:
-    weighed by device, their error on held-out sources rose (23.9 → 25.8 %)."""
-    if rows.size == 0:
-        return np.ones(0)
+    27 % too slow; 7 % weighed by device). The prompt fits stay row-weighted: weighed by device,
+    their error on held-out sources rose (23.9 → 25.8 %)."""
     devs = [cases[i].device for i in rows]
     n = Counter(devs)
     return np.sqrt(rows.size / (len(n) * np.array([n[d] for d in devs], dtype=float)))
 
 
 def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray,
-                prior: Efficiency, at: Efficiency | None = None, pooled: bool = False) -> tuple[Efficiency, dict[str, float]]:
+                prior: Efficiency, at: Efficiency | None = None) -> tuple[Efficiency, dict[str, float]]:
     """MAP fit of 1/η_bw, τ_layer, τ_step, the all-reduce latency and τ_seq (per running sequence)
     to the decode rows ``rows``; ``parts`` were evaluated at the efficiencies ``at`` (default the
-    prior), whose compute fractions price the compute-bound kernels. ``pooled``: the rows come from
-    several devices, each weighed alike (`_device_weights`).
+    prior), whose compute fractions price the compute-bound kernels. Rows from several devices are
+    weighed so that each device counts alike (`_device_weights`).
 
     End-to-end latency rows count as decode rows: (latency − predicted TTFT) / (output − 1) is
     their time per step, and for short prompts and long outputs it dominates the latency.
@@ -298,9 +297,8 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
     A = np.column_stack([mem_ideal, layers * 1e-6, np.full(rows.size, 1e-6),
                          parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6]) / t[:, None]
     rhs = 1.0 - (parts["dec_comm_bw_s"][rows] + compute_s) / t
-    if pooled:
-        w = _device_weights(cases, rows)
-        A, rhs = A * w[:, None], rhs * w
+    w = _device_weights(cases, rows)
+    A, rhs = A * w[:, None], rhs * w
     R, r0 = _prior_rows(centre, width)
     post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0, 0.0]))
     x = post.x
@@ -404,7 +402,7 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     return eff, out
 
 
-def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency, pooled: bool = False) -> tuple[Efficiency, dict]:
+def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency) -> tuple[Efficiency, dict]:
     """Fit one group's parameters (decode first, then prefill/TTFT) on the cases ``rows``; returns
     the efficiencies and {field: (posterior sd, 'fitted' | 'prior' | 'bound')}."""
     if rows.size == 0:
@@ -414,14 +412,14 @@ def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency, pooled
     local = np.arange(len(sub))
     dec = local[[c.metric in ("decode", "e2e") for c in sub]]
     pre = local[[c.metric in ("prefill", "ttft") for c in sub]]
-    p, sd_dec = _fit_decode(sub, parts, dec, prior, pooled=pooled)
+    p, sd_dec = _fit_decode(sub, parts, dec, prior)
     p, sd_pre = _fit_prefill(sub, parts, pre, p, fit_step=dec.size == 0)
     if dec.size and pre.size and np.any(np.nan_to_num(parts["decode_compute_bound_s"][dec]) > 0):
         # decode kernels bound by compute were priced at the prior's compute fractions: once more at
         # the ones the prompt rows gave, and the prompt fit again on the decode figures that gives
         at = p
         parts = evaluate_cases(sub, [at] * len(sub))
-        p, sd_dec = _fit_decode(sub, parts, dec, prior, at=at, pooled=pooled)
+        p, sd_dec = _fit_decode(sub, parts, dec, prior, at=at)
         p, sd_pre = _fit_prefill(sub, parts, pre, p)
     return p, sd_dec | sd_pre
 
@@ -515,7 +513,7 @@ def _fit_all(cases: Sequence[Case], groups: list[Group], runtimes: dict[str, Run
             parent = _parent(groups, g)
             prior = fitted.get(parent.key) if parent else Efficiency.of_runtime(runtimes[g.runtime])
             rows = np.array([i for i in g.rows if i not in exclude], dtype=int)
-            fitted[g.key], sd = fit_group(cases, rows, prior, pooled=g.level != "hardware") if rows.size else (prior, {})
+            fitted[g.key], sd = fit_group(cases, rows, prior) if rows.size else (prior, {})
             if uncertainty is not None:
                 uncertainty[g.key] = sd
     return fitted
