@@ -48,7 +48,7 @@ from advisor.model.efficiency import (EXTRAPOLATION_BAND_WIDENING, IDEAL, SIBLIN
                                       efficiency_for, evidence)
 from advisor.model.geometry import geometry
 from advisor.model.inputs import expert_weight, inputs_for, stack_inputs
-from advisor.model.roofline import evaluate
+from advisor.model.roofline import evaluate, format_fixed_s
 from advisor.data.specs import Profile, Runtime
 from advisor.data.userdata import write_atomic
 
@@ -149,8 +149,11 @@ def evaluate_cases(cases: Sequence[Case], effs: Sequence[Efficiency]) -> dict[st
         by_model[c.model.key].append(i)
     for idx in by_model.values():
         x = stack_inputs([_case_inputs(cases[i], effs[i]) for i in idx])
-        r = evaluate(geometry(cases[idx[0]].model), x)
+        g = geometry(cases[idx[0]].model)
+        r = evaluate(g, x)
         values = {name: getattr(r, name) for name in r.names()} | _ideal_terms(r, x)
+        # the format's extra fixed cost per pass (`advisor.model.devices.format_gemm_us`): known, not fitted
+        values["format_fixed_s"] = format_fixed_s(g, x)
         for key, v in values.items():
             dest = out.setdefault(key, np.full(n, np.nan))
             dest[idx] = np.broadcast_to(v, (len(idx),))
@@ -296,7 +299,7 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
     compute_s = np.nan_to_num(parts["decode_compute_bound_s"][rows])
     A = np.column_stack([mem_ideal, layers * 1e-6, np.full(rows.size, 1e-6),
                          parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6]) / t[:, None]
-    rhs = 1.0 - (parts["dec_comm_bw_s"][rows] + compute_s) / t
+    rhs = 1.0 - (parts["dec_comm_bw_s"][rows] + compute_s + parts["format_fixed_s"][rows]) / t
     w = _device_weights(cases, rows)
     A, rhs = A * w[:, None], rhs * w
     R, r0 = _prior_rows(centre, width)
@@ -350,7 +353,7 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's
     eager = np.nan_to_num(parts["prefill_pass_extra_s"][rows]) if "prefill_pass_extra_s" in parts else 0.0
     known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
-             + ub * eager
+             + ub * (eager + parts["format_fixed_s"][rows])
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:
         known = known + ub * p.step_overhead_us * 1e-6

@@ -140,6 +140,15 @@ class Geometry:
         visited = self.experts_per_token + self.shared_experts
         return self.layers + expert_weight * visited * self.moe_layers + DECODE_COMPLEX_LAYER_WEIGHT * cplx
 
+    @property
+    def dense_products(self) -> int:
+        """Matrix products per forward pass outside the routed experts, fused as vLLM, SGLang and
+        TensorRT-LLM fuse them: the attention's input (QKV) and output projections in every layer,
+        and the MLP's up (gate and up) and down products in a dense layer or an MoE layer's shared
+        experts."""
+        mlp_layers = self.layers - self.moe_layers + (self.moe_layers if self.shared_experts else 0)
+        return 2 * self.layers + 2 * mlp_layers
+
     def kv_elems_per_token(self, tp: int = 1) -> tuple[float, float]:
         """KV elements per token per GPU for (full layers, sliding layers) under tensor parallel ``tp``."""
         per_layer = self.kv_elems_per_layer

@@ -19,7 +19,7 @@ from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
 from advisor.model.ceilings import ceiling_row
-from advisor.model.devices import (domain_gpus, gemm_share, link_gb_s, max_gpus, network_gb_s, peak_for,
+from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, max_gpus, network_gb_s, peak_for,
                                    usable_memory_gb)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence, linear_fraction)
@@ -161,6 +161,7 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
     x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
                # the plain roofline (IDEAL) stays at 100 % of every peak
                gemm_share=1.0 if eff.level == "ideal" else gemm_share(hw, runtime.key, used),
+               format_gemm_us=0.0 if eff.level == "ideal" else format_gemm_us(hw, runtime.key, used),
                attn_peak_tflops=attention_peak(hw, runtime, kv),
                vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
                experts_slow_per_doubling=experts_slow(hw, runtime),
@@ -230,14 +231,19 @@ class Tables:
         # the share of the peak the format's products reach relative to 16-bit ones', by the dtype in use
         share_by = np.array([[[gemm_share(h, r_.key, used) for _, used in row] for r_ in rt] for h, row in zip(hw, found)],
                             dtype=float).reshape(len(hw), len(rt), len(dtypes))
+        # … and the extra fixed cost per layer of its decode products
+        fixed_by = np.array([[[format_gemm_us(h, r_.key, used) for _, used in row] for r_ in rt]
+                             for h, row in zip(hw, found)], dtype=float).reshape(len(hw), len(rt), len(dtypes))
         self.peak = np.empty((len(hw), len(rt), len(q)))
         self.int8_linear = np.empty((len(hw), len(rt), len(q)), dtype=bool)
         self.gemm_share = np.empty((len(hw), len(rt), len(q)))
+        self.format_gemm_us = np.empty((len(hw), len(rt), len(q)))
         caps = np.array([[int8_cap(h, r) for r in rt] for h in hw]).reshape(len(hw), len(rt), 1)
         for i, h in enumerate(hw):
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
             self.gemm_share[i] = np.take_along_axis(share_by[i], dtype_idx[h.vendor], axis=1)
+            self.format_gemm_us[i] = np.take_along_axis(fixed_by[i], dtype_idx[h.vendor], axis=1)
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)
@@ -289,7 +295,7 @@ class Tables:
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
             peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
-            gemm_share=self.gemm_share[h, r, q],
+            gemm_share=self.gemm_share[h, r, q], format_gemm_us=self.format_gemm_us[h, r, q],
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
             bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),

@@ -98,6 +98,10 @@ class Inputs:
     #: (`advisor.model.devices.gemm_share`: FP8 on Hopper 0.70-0.81); it multiplies the linear layers'
     #: and the experts' compute fractions (capped at the peak), never the attention's
     gemm_share: Any = 1.0
+    #: extra fixed cost of each dense matrix product in the weights' format, µs
+    #: (`advisor.model.devices.format_gemm_us`: FP8 on Hopper 5.5-14): quantizing the activations,
+    #: and scaled kernels that fill small products worse; paid where the non-expert weights are in it
+    format_gemm_us: Any = 0.0
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies
     #: k drafted tokens (FLOPs and routed experts grow with B·q; the KV read stays B sequences')
     query_tokens: Any = 1.0
@@ -254,6 +258,14 @@ def _arr(v, ft):
     return a[()] if a.ndim == 0 else a
 
 
+def format_fixed_s(g: Geometry, x: Inputs):
+    """The extra fixed seconds per forward pass of a low-precision format's dense products (each
+    `Inputs.format_gemm_us`), where the non-expert weights are in it: 16-bit attention and dense
+    layers beside 4-bit experts (gpt-oss's MXFP4, Kimi's INT4) run 16-bit products."""
+    quantized = np.asarray(x.bits.non_expert, float) < 16
+    return np.where(quantized, g.dense_products * np.asarray(x.format_gemm_us, float) * 1e-6, 0.0)
+
+
 class _Arrays:
     """The inputs as arrays of the working dtype, converted once per evaluation and shared by the
     three steps, plus the terms they all use (GPU split, KV per sequence, fixed costs)."""
@@ -316,7 +328,7 @@ class _Arrays:
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
         # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
         self.fixed = (g.fixed_layers_at(_arr(x.decode_expert_weight, ft)) * _arr(e.layer_overhead_us, ft) * 1e-6
-                      + _arr(e.step_overhead_us, ft) * 1e-6)
+                      + _arr(format_fixed_s(g, x), ft) + _arr(e.step_overhead_us, ft) * 1e-6)
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
         self.per_seq = _arr(e.seq_overhead_us, ft) * 1e-6
         self.per_request = _arr(e.request_overhead_us, ft) * 1e-6

@@ -305,3 +305,31 @@ def test_one_device_with_many_rows_does_not_set_the_figures_its_siblings_borrow(
     for level in ("runtime", "vendor", "family"):
         assert fitted(weighted, level) > fitted(by_rows, level) + 0.08, level
     assert fitted(weighted, "hardware") == pytest.approx(0.45, rel=0.03)
+
+
+def test_a_formats_measured_fixed_cost_is_known_to_the_fit_not_charged_to_its_layers(cat, monkeypatch):
+    # vLLM on an H100, BF16 and FP8 models at one to eight GPUs, made by the model itself: each FP8
+    # product's extra fixed cost (`format_gemm_us`, 14 µs) is known, so a flat-prior fit gets the
+    # generating per-layer cost and bandwidth back exactly; priced into the layers instead, the
+    # FP8 rows at eight GPUs (where the fixed costs dominate) and the BF16 rows would disagree
+    import advisor.fit.calibration as cal
+    from advisor.model.devices import format_gemm_us
+
+    bare = _bare(cat)
+    h100, rt = bare.hardware["h100-sxm5-80gb"], bare.runtimes["vllm"]
+    assert format_gemm_us(h100, "vllm", "fp8") == pytest.approx(14.0)
+    truth = Efficiency(**TRUTH, step_overhead_us=300.0)
+    cases, row = [], 2
+    for model_key in ("llama-3.1-8b", "llama-3.1-70b", "qwen2.5-14b"):
+        for quant_key in ("bf16", "fp8"):
+            for gpus in (1, 2, 4, 8):
+                for wl in (Workload(1, 0, 128, 0), Workload(8, 0, 128, 2048)):
+                    cases.append(Case(row, h100, bare.models[model_key], bare.quants[quant_key], bare.kv_dtypes["f16"],
+                                      rt, gpus, wl, "decode", 1.0, "synthetic"))
+                    row += 1
+    values = predictions(cases, [truth] * len(cases))
+    cases = [dataclasses.replace(c, measured=float(v)) for c, v in zip(cases, values)]
+    monkeypatch.setattr(cal, "PRIOR_SD", {k: v * 1e4 for k, v in cal.PRIOR_SD.items()})
+    group = next(g for g in calibrate(bare, cases).groups if g.level == "runtime")
+    assert group.params.layer_overhead_us == pytest.approx(TRUTH["layer_overhead_us"], rel=1e-3)
+    assert group.params.decode_bw_fraction == pytest.approx(TRUTH["decode_bw_fraction"], rel=1e-3)

@@ -97,3 +97,52 @@ def test_low_precision_products_reach_the_share_the_engines_kernels_reached():
     fitted = efficiency_for(cat.profiles, cfg.runtime, h100)
     assert inputs_for(h100, cfg.runtime, cfg.quant, cfg.kv_dtype, fitted, 1, "tp", cfg.workload).gemm_share \
         == pytest.approx(0.70)
+
+
+def test_each_low_precision_product_pays_its_measured_fixed_cost_at_decode():
+    """An FP8 product at a decode step streams its weights as fast as a BF16 one but takes longer
+    to start (quantizing the activations: `advisor.model.devices.format_gemm_us`, aiconfigurator's
+    kernels). Llama 3.1 70B in FP8 on eight H100s with vLLM pays 320 products × 14 µs = 4.5 ms more
+    per step than its weights' bytes say; gpt-oss's 16-bit attention beside MXFP4 experts pays
+    nothing, nor does the plain roofline, nor a card nothing was measured on."""
+    from advisor.model.devices import format_gemm_us
+    from advisor.model.efficiency import IDEAL, efficiency_for
+    from advisor.model.geometry import geometry
+    from advisor.model.inputs import inputs_for
+    from advisor.model.roofline import evaluate, format_fixed_s
+
+    cat = api.load_catalog()
+    h100 = cat.hardware["h100-sxm5-80gb"]
+    assert format_gemm_us(h100, "vllm", "fp8") == pytest.approx(14.0)
+    assert format_gemm_us(h100, "vllm", "fp16") == 0.0
+    assert format_gemm_us(cat.hardware_named("rtx 4090"), "vllm", "fp8") == 0.0
+    assert format_gemm_us(cat.hardware_named("MI300X"), "vllm", "fp8") == 0.0
+    assert format_gemm_us(cat.hardware["b200-hgx"], "tensorrt-llm", "fp4") > format_gemm_us(
+        cat.hardware["b200-hgx"], "sglang", "fp4")
+
+    def step(model, quant, eff=None, hardware=h100):
+        cfg = api.configure(cat, hardware=hardware.name, model=model, quant=quant, runtime="vllm", gpus=8)
+        eff = eff or efficiency_for(cat.profiles, cfg.runtime, hardware)
+        g = geometry(cfg.model)
+        x = inputs_for(hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload)
+        return g, x, evaluate(g, x)
+
+    g, x, fp8 = step("Llama 3.1 70B", "fp8")
+    assert g.dense_products == 320                           # 80 layers × (QKV, out, gate-up, down)
+    assert float(format_fixed_s(g, x)) == pytest.approx(320 * 14e-6)
+    # the same step with the cost taken out is that much shorter
+    plain = evaluate(g, x.replace(format_gemm_us=0.0))
+    assert float(fp8.decode_fixed_s - plain.decode_fixed_s) == pytest.approx(320 * 14e-6, rel=1e-4)
+    g, x, _ = step("gpt-oss-120b", "mxfp4")
+    assert float(format_fixed_s(g, x)) == 0.0                # 16-bit attention; the experts' kernels differ
+    g, x, _ = step("Llama 3.1 70B", "fp8", eff=IDEAL)
+    assert float(format_fixed_s(g, x)) == 0.0
+
+
+def test_the_explanation_counts_the_formats_products():
+    cat = api.load_catalog()
+    cfg = api.configure(cat, hardware="H100 SXM5 80GB", model="Llama 3.1 70B", quant="fp8", runtime="vllm", gpus=8)
+    text = api.explain(cat, cfg, api.predict(cat, cfg))["decode"].text
+    assert "320 FP8 products × 14.0 µs" in text
+    cfg = api.configure(cat, hardware="H100 SXM5 80GB", model="Llama 3.1 70B", quant="bf16", runtime="vllm", gpus=8)
+    assert "products ×" not in api.explain(cat, cfg, api.predict(cat, cfg))["decode"].text
