@@ -141,19 +141,19 @@ def gemm_share(hw: Hardware, runtime_key: str, dtype: str) -> float:
 
 
 #: The extra fixed time one matrix product of a decode step takes in a low-precision format over a
-#: 16-bit product of the same shape, µs, per (compute dtype, hardware family) and engine (key None:
-#: over every engine, for the others). At one to eight rows a product's time is a fixed part plus the
+#: 16-bit product of the same shape, µs, per (compute dtype, hardware family) and engine (key None: over
+#: every engine, for the others). At one to eight rows a product's time is a fixed part plus the
 #: weights' bytes over the bandwidth, and aiconfigurator 0.12's kernel measurements (as
 #: `benchmarks/decode_gemm_shares.py` prints them) give FP8 and NVFP4 products the bandwidth BF16's
-#: reach (0.9-1.2 of its slope; TensorRT-LLM's NVFP4 1.7) but a larger fixed part: quantizing the activations is a kernel of
-#: its own, and the scaled kernels' tiles fill a small product worse. The figure is the median over
-#: layer-sized shapes (both weight sides 4,096 or more) at one row of (latency − the bytes at BF16's
-#: bandwidth − BF16's fixed part), then over GPUs, versions and scalings (per-tensor and block). vLLM's
-#: block-scaled FP8 on B200 (a tenth of BF16's bandwidth: not the path a served model takes) is left
-#: out. So an FP8 model on a Hopper GPU does not decode twice as fast as BF16 where its layers are
-#: small (a large tensor-parallel split): each of its dense products (`Geometry.dense_products`)
-#: costs this much more. Elsewhere (other vendors and tiers, weight-only formats computed in 16 bits,
-#: nothing measured) 0.
+#: reach (0.9-1.2 of its time per byte; TensorRT-LLM's NVFP4 1.7) but a larger fixed part: quantizing
+#: the activations is a kernel of its own, and the scaled kernels' tiles fill a small product worse. The
+#: figure is the median over layer-sized shapes (both weight sides 4,096 or more) at one row of (latency
+#: − the bytes at BF16's bandwidth − BF16's fixed part), then over GPUs, versions and scalings
+#: (per-tensor and block). vLLM's block-scaled FP8 on B200 (a tenth of BF16's bandwidth: not the path a
+#: served model takes) is left out. So an FP8 model on a Hopper GPU does not decode twice as fast as
+#: BF16 where its layers are small (a large tensor-parallel split): each of its dense products
+#: (`Geometry.dense_products`) costs this much more. Elsewhere (other vendors and tiers, weight-only
+#: formats computed in 16 bits, nothing measured) 0.
 LOW_PRECISION_GEMM_FIXED_US = {
     ("fp8", "nvidia-hopper"): {"vllm": 14.0, "sglang": 5.5, "tensorrt-llm": 5.8, None: 5.5},
     ("fp8", "nvidia-blackwell"): {"vllm": 22.5, "sglang": 6.9, "tensorrt-llm": 5.7, None: 8.2},

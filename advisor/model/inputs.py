@@ -19,8 +19,8 @@ from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
 from advisor.model.ceilings import ceiling_row
-from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, max_gpus, network_gb_s, peak_for,
-                                   usable_memory_gb)
+from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, max_gpus, network_gb_s,
+                                   peak_for, usable_memory_gb)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence, linear_fraction)
 from advisor.model.config import default_runtime
@@ -231,7 +231,7 @@ class Tables:
         # the share of the peak the format's products reach relative to 16-bit ones', by the dtype in use
         share_by = np.array([[[gemm_share(h, r_.key, used) for _, used in row] for r_ in rt] for h, row in zip(hw, found)],
                             dtype=float).reshape(len(hw), len(rt), len(dtypes))
-        # … and the extra fixed cost per layer of its decode products
+        # … and the extra fixed cost of each of its products (`format_gemm_us`)
         fixed_by = np.array([[[format_gemm_us(h, r_.key, used) for _, used in row] for r_ in rt]
                              for h, row in zip(hw, found)], dtype=float).reshape(len(hw), len(rt), len(dtypes))
         self.peak = np.empty((len(hw), len(rt), len(q)))

@@ -49,7 +49,8 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
                if math.isfinite(p.peak_tflops) else math.nan)
     seq_us = float(eff.seq_overhead_us)
     # a low-precision format's dense products each cost a little more (`advisor.model.devices.format_gemm_us`)
-    fmt_us = format_gemm_us(cfg.hardware, cfg.runtime.key, p.compute_dtype) if weight_bits(cfg.quant).non_expert < 16 else 0.0
+    quantized = weight_bits(cfg.quant).non_expert < 16
+    fmt_us = format_gemm_us(cfg.hardware, cfg.runtime.key, p.compute_dtype) if quantized else 0.0
     fixed_ms = (g.layers * float(eff.layer_overhead_us) + g.dense_products * fmt_us + float(eff.step_overhead_us)
                 + w.batch * seq_us) / 1e3
     per_seq = f" + {w.batch} × {num(seq_us)} µs per sequence" if seq_us > 0 else ""
@@ -64,7 +65,8 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
         f"{float(eff.decode_bw_fraction):.2f} the bytes take {num(mem_ms)} ms; at {num(p.peak_tflops)} TFLOP/s "
         f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f} the FLOPs take {num(comp_ms)} ms; fixed "
-        f"costs {g.layers} × {num(float(eff.layer_overhead_us))} µs{per_product} + {num(float(eff.step_overhead_us))} µs{per_seq} = "
+        f"costs {g.layers} × {num(float(eff.layer_overhead_us))} µs{per_product} + "
+        f"{num(float(eff.step_overhead_us))} µs{per_seq} = "
         f"{num(fixed_ms)} ms. Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
         f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
