@@ -13,8 +13,9 @@ products (both weight sides 4,096 or more) at m = 1 and m = 8 rows this prints, 
   bandwidth − BF16's fitted fixed part), µs.
 
 A second table gathers the extra fixed part at one row per (dtype, hardware family, engine): the
-median over GPUs, versions and scalings, as `advisor.model.devices.LOW_PRECISION_GEMM_FIXED_US`
-holds it (vLLM's block-scaled FP8 on B200, at a tenth of BF16's bandwidth, left out).
+median over GPUs and versions, as `advisor.model.devices.LOW_PRECISION_GEMM_FIXED_US` holds it for
+per-tensor FP8 and NVFP4; block-scaled FP8 printed beside it (vLLM's on B200, at 7 % of BF16's
+bandwidth, left out).
 
     python benchmarks/decode_gemm_shares.py --data DIR
 
@@ -42,8 +43,10 @@ SYSTEMS = {"a100_sxm": "a100-sxm4-80gb", **PREFILL_SYSTEMS}
 WEIGHT_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "sq": 1.0, "int8_wo": 1.0,
                 "int4_wo": 0.5, "nvfp4": 4.5 / 8}
 ROWS = (1, 8)
-#: aiconfigurator's dtypes → the compute dtype `advisor.model.devices` keys its tables by
-DTYPE_CLASS = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
+#: aiconfigurator's dtypes → `advisor.model.devices.LOW_PRECISION_GEMM_FIXED_US`'s keys: per-tensor
+#: scaled FP8 (the catalog's FP8 W8A8); block-scaled FP8 (the models released in FP8) is printed
+#: beside it, not used (the devices module says why)
+DTYPE_CLASS = {"fp8": "fp8", "fp8_block": "fp8 (block)", "nvfp4": "fp4"}
 #: a path this far below BF16's bandwidth share is not what a served model runs (vLLM's block FP8 on B200)
 BROKEN_SHARE = 0.25
 

@@ -148,15 +148,17 @@ def gemm_share(hw: Hardware, runtime_key: str, dtype: str) -> float:
 #: reach (0.9-1.2 of its time per byte; TensorRT-LLM's NVFP4 1.7) but a larger fixed part: quantizing
 #: the activations is a kernel of its own, and the scaled kernels' tiles fill a small product worse. The
 #: figure is the median over layer-sized shapes (both weight sides 4,096 or more) at one row of (latency
-#: − the bytes at BF16's bandwidth − BF16's fixed part), then over GPUs, versions and scalings
-#: (per-tensor and block). vLLM's block-scaled FP8 on B200 (a tenth of BF16's bandwidth: not the path a
-#: served model takes) is left out. So an FP8 model on a Hopper GPU does not decode twice as fast as
-#: BF16 where its layers are small (a large tensor-parallel split): each of its dense products
-#: (`Geometry.dense_products`) costs this much more. Elsewhere (other vendors and tiers, weight-only
-#: formats computed in 16 bits, nothing measured) 0.
+#: − the bytes at BF16's bandwidth − BF16's fixed part), then over GPUs and versions. FP8 is the
+#: per-tensor scaled path (the catalog's FP8 W8A8). The block-scaled path of the models released in FP8
+#: (DeepSeek's, Kimi's) is not priced apart: its figures (Hopper: SGLang 6.6 µs, TensorRT-LLM 2.0, vLLM
+#: 28.5) put GPUStack's DeepSeek-R1 on 8 × H200 with vLLM 23 % slower than measured under load, held out
+#: (4 % with these), so vLLM's served path is not the one measured at one row. So an FP8 model does not
+#: decode twice as fast as BF16 where its layers are small (a large tensor-parallel split): each of its
+#: dense products (`Geometry.dense_products`) costs this much more. Elsewhere (other vendors and tiers,
+#: weight-only formats computed in 16 bits, nothing measured) 0.
 LOW_PRECISION_GEMM_FIXED_US = {
-    ("fp8", "nvidia-hopper"): {"vllm": 14.0, "sglang": 5.5, "tensorrt-llm": 5.8, None: 5.5},
-    ("fp8", "nvidia-blackwell"): {"vllm": 22.5, "sglang": 6.9, "tensorrt-llm": 5.7, None: 8.2},
+    ("fp8", "nvidia-hopper"): {"vllm": 3.4, "sglang": 5.3, "tensorrt-llm": 8.8, None: 5.3},
+    ("fp8", "nvidia-blackwell"): {"vllm": 22.5, "sglang": 8.2, "tensorrt-llm": 10.8, None: 10.8},
     ("fp4", "nvidia-blackwell"): {"vllm": 8.9, "sglang": 8.6, "tensorrt-llm": 12.7, None: 8.9},
 }
 

@@ -99,7 +99,7 @@ class Inputs:
     #: and the experts' compute fractions (capped at the peak), never the attention's
     gemm_share: Any = 1.0
     #: extra fixed cost of each dense matrix product in the weights' format, µs
-    #: (`advisor.model.devices.format_gemm_us`: FP8 on Hopper 5.5-14): quantizing the activations,
+    #: (`advisor.model.devices.format_gemm_us`: FP8 on Hopper 3.4-8.8): quantizing the activations,
     #: and scaled kernels that fill small products worse; paid where the non-expert weights are in it
     format_gemm_us: Any = 0.0
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies
