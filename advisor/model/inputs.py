@@ -24,7 +24,7 @@ from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence, linear_fraction)
 from advisor.model.config import default_runtime
-from advisor.model.geometry import DECODE_EXPERT_WEIGHT, WeightBits, weight_bits
+from advisor.model.geometry import DECODE_EXPERT_WEIGHT, WeightBits, geometry, weight_bits
 from advisor.model.roofline import Inputs, Workload
 
 if TYPE_CHECKING:
@@ -123,6 +123,15 @@ def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
     if used == "int8":
         peak = min(peak, int8_cap(h, r))
     return peak, used, wanted
+
+
+def format_products(h: Hardware, r: Runtime, q: Quant, model) -> tuple[int, str, float]:
+    """(products, dtype, µs each): the dense products of a forward pass that run in the weights'
+    low-precision format and the extra fixed cost each pays (`advisor.model.devices.format_gemm_us`,
+    `advisor.model.roofline.format_fixed_s`); (0, dtype, 0.0) where none does."""
+    _, used, _ = compute_peak(h, r, q)
+    us = format_gemm_us(h, r.key, used) if weight_bits(q).non_expert < 16 else 0.0
+    return (geometry(model).dense_products if us else 0), used, us
 
 
 def linear_flops_s(h: Hardware, r: Runtime, q: Quant, eff: Efficiency) -> float:

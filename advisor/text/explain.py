@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from advisor.model.devices import format_gemm_us
 from advisor.model.efficiency import efficiency_for
-from advisor.model.geometry import geometry, weight_bits
+from advisor.model.geometry import geometry
+from advisor.model.inputs import format_products
 from advisor.text.format import duration_ms, num
 from advisor.model.notes import efficiency_note
 
@@ -49,13 +49,12 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
                if math.isfinite(p.peak_tflops) else math.nan)
     seq_us = float(eff.seq_overhead_us)
     # a low-precision format's dense products each cost a little more (`advisor.model.devices.format_gemm_us`)
-    quantized = weight_bits(cfg.quant).non_expert < 16
-    fmt_us = format_gemm_us(cfg.hardware, cfg.runtime.key, p.compute_dtype) if quantized else 0.0
-    fixed_ms = (g.layers * float(eff.layer_overhead_us) + g.dense_products * fmt_us + float(eff.step_overhead_us)
+    products, fmt_dtype, fmt_us = format_products(cfg.hardware, cfg.runtime, cfg.quant, cfg.model)
+    fixed_ms = (g.layers * float(eff.layer_overhead_us) + products * fmt_us + float(eff.step_overhead_us)
                 + w.batch * seq_us) / 1e3
     per_seq = f" + {w.batch} × {num(seq_us)} µs per sequence" if seq_us > 0 else ""
-    per_product = (f" + {g.dense_products} {p.compute_dtype.upper()} products × {num(fmt_us)} µs (quantizing "
-                   f"activations)") if fmt_us else ""
+    per_product = (f" + {products} {fmt_dtype.upper()} products × {num(fmt_us)} µs (quantizing "
+                   f"activations)") if products else ""
     out["decode"] = Explanation(
         "Decode tok/s per user",
         "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer + τ_step "

@@ -25,6 +25,7 @@ from advisor import __version__
 from advisor.data.errors import AdvisorError
 from advisor.model.config import Config
 from advisor.model.efficiency import efficiency_for, select_profile
+from advisor.model.inputs import format_products
 from advisor.model.predict import Curve, Prediction, Roofline, curve, predict, roofline
 from advisor.plan import pricing
 from advisor.model.roofline import Workload
@@ -297,6 +298,12 @@ def _sources(cat: "Catalog", configs) -> tuple[SourceEntry, ...]:
     return tuple(out)
 
 
+def _format_cost(cfg: Config) -> str:
+    """The low-precision format's extra cost per product, as the fixed-costs row adds it ('' where none)."""
+    products, dtype, us = format_products(cfg.hardware, cfg.runtime, cfg.quant, cfg.model)
+    return f" + {products} {dtype.upper()} products × {num(us)} µs each (the format's)" if products else ""
+
+
 def _profile_table(cat: "Catalog", cfg: Config) -> Table:
     eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
     found = select_profile(cat.profiles, cfg.runtime, cfg.hardware)
@@ -312,8 +319,9 @@ def _profile_table(cat: "Catalog", cfg: Config) -> Table:
         ("decode bandwidth fraction η_bw", f"{float(eff.decode_bw_fraction):.3f}"),
         ("prefill compute fraction η_c", f"{float(eff.prefill_compute_fraction):.3f}"),
         ("attention compute fraction η_att", f"{float(eff.attention_compute_fraction):.3f}"),
-        ("fixed costs", f"{num(float(eff.layer_overhead_us))} µs per layer + {num(float(eff.step_overhead_us))} µs "
-                        f"per step + {num(float(eff.seq_overhead_us))} µs per running sequence; "
+        ("fixed costs", f"{num(float(eff.layer_overhead_us))} µs per layer{_format_cost(cfg)} + "
+                        f"{num(float(eff.step_overhead_us))} µs per step + {num(float(eff.seq_overhead_us))} µs per "
+                        f"running sequence; "
                         f"{num(float(eff.request_overhead_us))} µs per request before its first token; "
                         f"all-reduce {num(float(eff.allreduce_latency_us))} µs"),
         ("decode band (measured error)", f"×{float(eff.decode_low):.2f} – ×{float(eff.decode_high):.2f} on tok/s"),

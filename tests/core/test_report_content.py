@@ -93,6 +93,11 @@ def test_one_configuration(cat):
     assert r.batch_curve.x.size > 10 and r.prompt_curve.x.size > 10
     assert {p_.name for p_ in r.roofline.points} >= {"prefill", "decode", "all-reduce"}
     assert r.notes == tuple(dict.fromkeys(p.notes + r.serving.notes))
+    # the profile table's fixed costs carry the FP8 products' own (vLLM on Hopper: 3.4 µs each)
+    fixed = dict(r.profile.rows)["fixed costs"]
+    assert cfg.runtime.key == "vllm" and "+ 320 FP8 products × 3.40 µs each (the format's)" in fixed
+    bf16 = api.report_from_config(cat, cfg.replace(quant=cat.quants["bf16"]), ttft_ms=1000, tok_s=20)
+    assert "products" not in dict(bf16.profile.rows)["fixed costs"]
 
 
 def test_the_report_prints_verdicts_that_agree_with_the_bands(rec_report):
