@@ -152,7 +152,7 @@ def gemm_share(hw: Hardware, runtime_key: str, dtype: str) -> float:
 #: per-tensor scaled path (the catalog's FP8 W8A8). The block-scaled path of the models released in FP8
 #: (DeepSeek's, Kimi's) is not priced apart: its figures (Hopper: SGLang 6.6 µs, TensorRT-LLM 2.0, vLLM
 #: 28.5) put GPUStack's DeepSeek-R1 on 8 × H200 with vLLM 23 % slower than measured under load, held out
-#: (4 % with these), so vLLM's served path is not the one measured at one row. So an FP8 model does not
+#: (9 % with these), so vLLM's served path is not the one measured at one row. So an FP8 model does not
 #: decode twice as fast as BF16 where its layers are small (a large tensor-parallel split): each of its
 #: dense products (`Geometry.dense_products`) costs this much more. Elsewhere (other vendors and tiers,
 #: weight-only formats computed in 16 bits, nothing measured) 0.
