@@ -64,10 +64,31 @@ def prediction_notes(cfg, eff, *, evidence: str = "", fits: bool, weights_fit: b
     if hw.kind == "apple" and not hw.gpu_wired_limit_gb:
         notes.append("usable memory = default macOS GPU wired limit (2/3 of RAM up to 32 GB, 3/4 above)")
     notes.extend(hw.assumed)  # what the hardware name left open: memory size, GPU-core bin
+    across = tensor_parallel_across_nodes_note(cfg)
+    if across:
+        notes.append(across)
     beyond = context_note(cfg.model, w.context_tokens)
     if beyond:
         notes.append(beyond)
     return notes
+
+
+def tensor_parallel_across_nodes_note(cfg) -> str | None:
+    """Where one tensor-parallel group is larger than a node (or NVLink domain): every layer's
+    all-reduces then cross the network. The model prices that, but deployments split across nodes
+    by layers or experts instead, so say so and name the layout that does."""
+    from advisor.model.devices import domain_gpus
+
+    tp = cfg.layout.tp if cfg.layout is not None else (cfg.gpus if cfg.split == "tp" else 1)
+    domain = domain_gpus(cfg.hardware)
+    if tp <= domain:
+        return None
+    nodes = math.ceil(tp / domain)
+    alt = f"--layout tp{domain}+pp{tp // domain}" if tp % domain == 0 else f"tp {domain} with pipeline stages"
+    if cfg.model.experts:
+        alt += f", or attention DP with EP: --layout dp{tp}+ep{tp}"
+    return (f"tensor parallel {tp} spans {nodes} nodes of {domain} GPUs: each layer's all-reduces cross the network "
+            f"between them (priced here); multi-node deployments split by layers or experts instead ({alt})")
 
 
 def batched_experts_note(cfg, batch: float) -> str | None:

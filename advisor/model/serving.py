@@ -1062,7 +1062,7 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
     all from one vectorised solve of the estimate and both band edges."""
     from advisor.model.config import context_note
     from advisor.model.inputs import experts_slow
-    from advisor.model.notes import batched_experts_note, efficiency_note
+    from advisor.model.notes import batched_experts_note, efficiency_note, tensor_parallel_across_nodes_note
     from advisor.model.ceilings import ceiling_note, ceiling_tok_s
     from advisor.model.roofline import experts_slowdown
     from advisor.model.predict import ceiling_at
@@ -1098,6 +1098,9 @@ def _serve_at(cat, cfg, load: Load, clients) -> list[ServeReport]:
                       f"that prompt, with every running sequence waiting (--cache-ram 0 turns the cache off; it pays "
                       f"back only where requests share long prefixes)")
     shared.extend(cfg.hardware.assumed)  # what the hardware name left open (memory size, GPU-core bin)
+    across = tensor_parallel_across_nodes_note(cfg)
+    if across:
+        shared.append(across)
     beyond = context_note(cfg.model, context)
     if beyond:
         shared.append(beyond)

@@ -295,3 +295,25 @@ def test_predict_refuses_a_tensor_parallel_split_the_engine_refuses(cat, capsys)
                       (["--model", "deepseek-r1", "--hardware", "h100-pcie-80gb", "--layout", "tp72", "--network",
                         "ib-ndr"], "128 attention heads")):
         _predict_refuses(capsys, argv, why)
+
+
+def test_a_tensor_parallel_group_past_a_node_says_so_and_names_the_usual_layouts(cat):
+    """TP 16 over two 8-GPU H100 nodes is priced (its all-reduces cross the network) and accepted,
+    but deployments split across nodes by layers or experts: the prediction and `serve` say so and
+    name the layouts; within a node, or with stages per node, or in one NVL72 rack, they do not."""
+    from advisor.model.config import configure
+    from advisor.model.predict import predict
+    from advisor.model.serving import Load, serve
+
+    dense = configure(cat, hardware="h100-sxm5-80gb", model="llama-3.1-405b", runtime="vllm", gpus=16)
+    note = next(n for n in predict(cat, dense).notes if "spans" in n)
+    assert "tensor parallel 16 spans 2 nodes of 8 GPUs" in note and "--layout tp8+pp2" in note
+    assert "ep" not in note.split("(")[-1]                    # a dense model: no expert layout offered
+    moe = configure(cat, hardware="h100-sxm5-80gb", model="deepseek-r1", runtime="sglang", gpus=16)
+    assert any("--layout dp16+ep16" in n for n in predict(cat, moe).notes)
+    report = serve(cat, dense, Load(kind="closed", concurrency=4, prompt_tokens=1000, output_tokens=200))
+    assert any("spans 2 nodes" in n for n in report.notes)
+    for quiet in (configure(cat, hardware="h100-sxm5-80gb", model="llama-3.1-405b", runtime="vllm", layout="tp8+pp2"),
+                  configure(cat, hardware="h100-sxm5-80gb", model="llama-3.1-70b", runtime="vllm", gpus=8),
+                  configure(cat, hardware="gb200-nvl72-gpu", model="llama-3.1-405b", runtime="vllm", gpus=16)):
+        assert not any("spans" in n for n in predict(cat, quiet).notes), quiet.hardware.key
