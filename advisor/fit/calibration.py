@@ -112,9 +112,10 @@ MIN_ROWS_FOR_DEVICE = 12
 
 # ---- evaluating cases with given efficiencies ----------------------------------------------------
 
-def _ideal_terms(r, x) -> dict[str, np.ndarray]:
+def _ideal_terms(r, x, g) -> dict[str, np.ndarray]:
     """What multiplies each fitted parameter, from the kernel's physical quantities: ideal (100 %)
-    times, per-layer and per-pass counts, GPU-to-GPU message counts and transfer times."""
+    times, per-layer and per-pass counts, GPU-to-GPU message counts and transfer times; and what is
+    known, not fitted: the low-precision format's fixed cost per pass (`roofline.format_fixed_s`)."""
     bw = np.asarray(x.bandwidth_gb_s, float) * 1e9
     peak = np.asarray(x.peak_tflops, float) * 1e12
     apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12
@@ -130,6 +131,7 @@ def _ideal_terms(r, x) -> dict[str, np.ndarray]:
         "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / apeak,
         "pf_mem_ideal_s": r.prefill_bytes / bw, "ubatches": r.micro_batches,
         "pf_comm_lat_coeff": r.prefill_exchanges, "pf_comm_bw_s": r.prefill_transfer_s,
+        "format_fixed_s": format_fixed_s(g, x),
     }
 
 
@@ -151,9 +153,7 @@ def evaluate_cases(cases: Sequence[Case], effs: Sequence[Efficiency]) -> dict[st
         x = stack_inputs([_case_inputs(cases[i], effs[i]) for i in idx])
         g = geometry(cases[idx[0]].model)
         r = evaluate(g, x)
-        values = {name: getattr(r, name) for name in r.names()} | _ideal_terms(r, x)
-        # the format's extra fixed cost per pass (`advisor.model.devices.format_gemm_us`): known, not fitted
-        values["format_fixed_s"] = format_fixed_s(g, x)
+        values = {name: getattr(r, name) for name in r.names()} | _ideal_terms(r, x, g)
         for key, v in values.items():
             dest = out.setdefault(key, np.full(n, np.nan))
             dest[idx] = np.broadcast_to(v, (len(idx),))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from advisor.model.config import context_note
+from advisor.model.devices import domain_gpus
 
 
 def efficiency_note(eff, runtime, hw, evidence: str = "", quant=None) -> str | None:
@@ -77,8 +78,6 @@ def tensor_parallel_across_nodes_note(cfg) -> str | None:
     """Where one tensor-parallel group is larger than a node (or NVLink domain): every layer's
     all-reduces then cross the network. The model prices that, but deployments split across nodes
     by layers or experts instead, so say so and name the layout that does."""
-    from advisor.model.devices import domain_gpus
-
     tp = cfg.layout.tp if cfg.layout is not None else (cfg.gpus if cfg.split == "tp" else 1)
     domain = domain_gpus(cfg.hardware)
     if tp <= domain:
