@@ -35,6 +35,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.data.catalog import user_catalog  # noqa: E402
+from advisor.model.config import Config  # noqa: E402
+from advisor.model.efficiency import efficiency_for  # noqa: E402
+from advisor.model.geometry import geometry  # noqa: E402
+from advisor.model.layout import Layout  # noqa: E402
+from advisor.model.predict import evaluate_config  # noqa: E402
+from advisor.model.techniques import head_model  # noqa: E402
 from advisor.model.roofline import Workload  # noqa: E402
 from advisor.model.sweep import Layouts, sweep  # noqa: E402
 from advisor.text.format import markdown_table, table  # noqa: E402
@@ -51,6 +57,13 @@ DECODE_OUTPUT = 1000
 #: prompt length is not stated (4,000 assumed: its decode's mean KV length is 4,989)
 PREFIX_HIT = {"deepseek-day6-prefill-per-node": (0.563, 4000)}
 PER_DEVICE_BATCH = {"lmsys-96xh100-decode-simulated-mtp", "lmsys-k2-128xh200-decode-per-node"}
+#: decode rows run with DeepSeek's MTP module drafting (SGLang NEXTN): (drafted tokens per round, the
+#: accepted length the source states, tokens a round yields). Ant Group: "(steps=1, topK=1,
+#: draft-tokens=2) → Accept length ≈ 1.8–1.9", "(steps=2, topK=1, draft-tokens=3) → Accept length ≈
+#: 2.4–2.7" (midpoints); the EP32 comparison's setting is not stated (the base one assumed)
+MTP = {"antgroup-h20-decode-per-node": (1, 1.85), "antgroup-h20-decode-sla-base": (1, 1.85),
+       "antgroup-h20-decode-sla-pro": (1, 1.85), "antgroup-h20-decode-sla-max": (2, 2.55),
+       "antgroup-h20-decode-ep32-bs32": (1, 1.85)}
 #: the MLPerf Llama 3.1 405B rows: MLPerf publishes no mean prompt length, and this dataset's prompts
 #: are long enough for the prompt to decide the throughput (unlike DeepSeek-R1's ~3,700-token outputs)
 NO_PROMPT_LENGTH = ("mlperf51-gb200nvl72-l405b", "mlperf51-gb300nvl72-l405b")
@@ -78,6 +91,7 @@ class Check:
     batch: int = 0                # decode-batch: sequences in the pool
     speed_tok_s: float = 0.0      # decode-speed: the per-user speed the source states
     replicas: int = 1             # offline: independent instances in the system
+    mtp: tuple[int, float] | None = None   # (drafted tokens per round, tokens a round yields)
     network: str | None = None
     gpus_per_node: int = 8
     prefix_hit: float = 0.0       # prefill: the share of each prompt the cache already holds
@@ -117,7 +131,7 @@ def checks() -> list[tuple[Check, float, str]]:
         prompt = int(float(r["prompt_tokens"] or 0)) or ASSUMED_PROMPT
         output = int(float(r["output_tokens"] or 0)) or 1000
         common = dict(case=case, model=model, hardware=hw, runtime=rt, quant=quant, kv=kv, network=net,
-                      gpus_per_node=node, prompt=prompt)
+                      gpus_per_node=node, prompt=prompt, mtp=MTP.get(case))
         if "tpot" in case or "ttft" in case or case.endswith("-itl") or "speed-per-user" in case:
             continue   # latency rows: the same runs' per-user speed, used as the input of their throughput rows
         if case.startswith(NO_PROMPT_LENGTH):
@@ -192,6 +206,8 @@ def predict(cat, c: Check, prompt: int | None = None) -> float:
     if len(r) == 0:
         return math.nan
     per_user, fits_b = v["decode_tok_s"], np.asarray(v["max_batch"])
+    if c.mtp:
+        per_user = mtp_speed(cat, c, s)
     total = BATCHES * per_user
     room = int(fits_b[0])
     if c.how == "decode-batch":
@@ -211,6 +227,25 @@ def predict(cat, c: Check, prompt: int | None = None) -> float:
     if c.per == "gpu":
         return tok_s / c.gpus
     return tok_s
+
+
+def mtp_speed(cat, c: Check, prompt: int) -> np.ndarray:
+    """Per-sequence decode speed over BATCHES with DeepSeek's MTP module drafting: a round is k steps
+    of the module (one decoder layer with the target's output head: its active parameters as the
+    tool's draft head) and one verification step of k + 1 tokens per sequence, and yields the
+    source's accepted length."""
+    k, tokens = c.mtp
+    m = cat.models[c.model]
+    g = geometry(m)
+    layer_b = (g.flops_params_per_token - g.output_params) / m.layers / 1e9
+    cfg = Config(cat.hardware[c.hardware], m, cat.quants[c.quant], cat.kv_dtypes[c.kv], cat.runtimes[c.runtime],
+                 c.gpus, "tp", Workload(batch=1, prompt_tokens=prompt, output_tokens=c.output),
+                 Layout(tp=1, pp=c.stages, ep=c.gpus if c.ep else 1, dp_attention=c.dp), c.network or "")
+    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
+    verify = evaluate_config(cfg, eff, batch=BATCHES.astype(float), query_tokens=float(k + 1))
+    head = head_model(m, layer_b, 1)
+    draft = evaluate_config(cfg.replace(model=head), eff, batch=BATCHES.astype(float))
+    return tokens / (k / np.asarray(draft.decode_tok_s) + 1.0 / np.asarray(verify.decode_tok_s))
 
 
 def main() -> None:

@@ -19,8 +19,8 @@ from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
 from advisor.model.ceilings import ceiling_row
-from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, max_gpus, network_gb_s,
-                                   peak_for, usable_memory_gb)
+from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, max_gpus,
+                                   mla_decode_fraction, network_gb_s, peak_for, usable_memory_gb)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence, linear_fraction)
 from advisor.model.config import default_runtime
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
 
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
-                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s")
+                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s", "mla_decode_fraction")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
                    "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max",
                    "decode_expert_weight")
@@ -39,7 +39,8 @@ RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_
 
 def hardware_columns(h: Hardware) -> dict:
     return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h),
-            "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h), **memory_tiers(h)}
+            "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h),
+            "mla_decode_fraction": mla_decode_fraction(h), **memory_tiers(h)}
 
 
 def memory_tiers(h: Hardware) -> dict:
@@ -179,6 +180,8 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
                depth=workload.depth_tokens)
     if network:
         x = x.replace(network_gb_s=network_gb_s(hw, network))
+    if eff.level == "ideal":   # the plain roofline stays at 100 % of the attention's peak too
+        x = x.replace(mla_decode_fraction=math.nan)
     if layout is not None and split == "tp":
         x = x.replace(**layout.kernel_inputs())
     if math.isfinite(cap_tok_s):

@@ -102,6 +102,10 @@ class Inputs:
     #: (`advisor.model.devices.format_gemm_us`: FP8 on Hopper 3.4-8.8): quantizing the activations,
     #: and scaled kernels that fill small products worse; paid where the non-expert weights are in it
     format_gemm_us: Any = 0.0
+    #: the share of the attention's peak a latent-attention (MLA) decode kernel reaches where it is
+    #: compute-bound (`advisor.model.devices.mla_decode_fraction`: FlashMLA on Hopper 0.667); nan = the
+    #: linear layers' fraction, as for every other attention's decode
+    mla_decode_fraction: Any = np.nan
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies
     #: k drafted tokens (FLOPs and routed experts grow with B·q; the KV read stays B sequences')
     query_tokens: Any = 1.0
@@ -321,6 +325,11 @@ class _Arrays:
             np.where(np.isfinite(exp), exp, e.prefill_compute_fraction), ft)
         share = _arr(x.gemm_share, ft)
         self.eta_c16 = self.eta_c   # the attention products' (their own dtype), unscaled
+        # a decode step's attention: the linear layers' fraction, or a latent attention's own kernel's
+        self.eta_att_dec = self.eta_c16
+        mla = np.asarray(x.mla_decode_fraction, float)
+        if g.latent_rank and np.any(np.isfinite(mla)):
+            self.eta_att_dec = _arr(np.where(np.isfinite(mla), mla, self.eta_c16), ft)
         self.eta_c = np.minimum(self.eta_c * share, 1.0)
         self.eta_exp = np.minimum(self.eta_exp * share, 1.0)
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
@@ -647,7 +656,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         (w_mem, lin), (kv_mem, att) = parts
         return w_mem + kv_mem, lin + att
 
-    split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_c16)) for c in (c0, cm, c1)]
+    split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec)) for c in (c0, cm, c1)]
     mid_memory_s, mid_compute_s = totals(split[1])
     # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
     # kinds of kernel could approach it; none can pass it)

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from advisor.model.devices import mla_decode_fraction
 from advisor.model.efficiency import efficiency_for
 from advisor.model.geometry import geometry
 from advisor.model.inputs import format_products
@@ -55,6 +56,10 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     per_seq = f" + {w.batch} × {num(seq_us)} µs per sequence" if seq_us > 0 else ""
     per_product = (f" + {products} {fmt_dtype.upper()} products × {num(fmt_us)} µs (quantizing "
                    f"activations)") if products else ""
+    mla = mla_decode_fraction(cfg.hardware) if g.latent_rank else math.nan
+    mla_note = (f" Its latent attention (MLA) computes at {mla:.2f} of the attention's peak, what the "
+                f"{cfg.hardware.family.replace('nvidia-', '').title()} MLA decode kernels reach (not η_c)."
+                if math.isfinite(mla) else "")
     out["decode"] = Explanation(
         "Decode tok/s per user",
         "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer + τ_step "
@@ -66,7 +71,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f} the FLOPs take {num(comp_ms)} ms; fixed "
         f"costs {g.layers} × {num(float(eff.layer_overhead_us))} µs{per_product} + "
         f"{num(float(eff.step_overhead_us))} µs{per_seq} = "
-        f"{num(fixed_ms)} ms. Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
+        f"{num(fixed_ms)} ms.{mla_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
         f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
     out["throughput"] = Explanation(

@@ -152,3 +152,53 @@ def test_the_explanation_counts_the_formats_products():
     assert "320 FP8 products × 3.40 µs" in text
     cfg = api.configure(cat, hardware="H100 SXM5 80GB", model="Llama 3.1 70B", quant="bf16", runtime="vllm", gpus=8)
     assert "products ×" not in api.explain(cat, cfg, api.predict(cat, cfg))["decode"].text
+
+
+def test_a_latent_attention_decodes_at_its_own_kernels_share_of_the_peak():
+    """DeepSeek's absorbed MLA decode does ~240 FLOPs per byte of cache: on an H20 (a 16-bit roof of
+    37 FLOPs a byte) a server's batch is bound by the attention kernel's compute, which reaches 0.636
+    of the peak on Hopper (aiconfigurator's MLA kernels; FlashMLA's 660 of 989 TFLOPS), not the linear
+    layers' fitted fraction. A grouped-query model, a card without a published figure and the plain
+    roofline keep the arithmetic they had."""
+    import math
+
+    from advisor.model.devices import mla_decode_fraction
+    from advisor.model.efficiency import IDEAL, efficiency_for
+    from advisor.model.geometry import geometry
+    from advisor.model.inputs import inputs_for
+    from advisor.model.layout import Layout
+    from advisor.model.roofline import evaluate
+
+    cat = api.load_catalog()
+    h20 = cat.hardware["h20-96gb"]
+    assert mla_decode_fraction(h20) == pytest.approx(0.636)
+    assert mla_decode_fraction(cat.hardware["b200-hgx"]) == pytest.approx(0.561)
+    assert math.isnan(mla_decode_fraction(cat.hardware_named("MI300X")))
+    assert math.isnan(mla_decode_fraction(cat.hardware_named("rtx 4090")))
+
+    def step(model, hardware=h20, eff=None, batch=256):
+        cfg = api.configure(cat, hardware=hardware.name, model=model, quant="fp8", runtime="sglang", gpus=8,
+                            batch=batch, prompt=4096, output=512)
+        eff = eff or efficiency_for(cat.profiles, cfg.runtime, hardware)
+        # attention data-parallel: all 128 heads on each GPU (tensor parallel leaves 16, memory-bound)
+        x = inputs_for(hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload,
+                       layout=Layout(dp_attention=8, ep=8) if cfg.model.experts else None)
+        g = geometry(cfg.model)
+        return x, evaluate(g, x), evaluate(g, x.replace(mla_decode_fraction=math.nan)), eff
+
+    x, r, linear, eff = step("DeepSeek-R1")
+    assert float(eff.prefill_compute_fraction) < 0.5            # what the attention ran at before
+    # the step's attention takes its FLOPs over 0.636 of the 16-bit peak: faster than at η_c
+    assert float(r.decode_tok_s) > 1.2 * float(linear.decode_tok_s)
+    attn_s = float(r.decode_attention_flops) / (148e12 * 0.636)
+    assert float(r.decode_compute_s) == pytest.approx(attn_s + float(r.decode_flops - r.decode_attention_flops)
+                                                      / (float(x.peak_tflops) * 1e12 * float(eff.prefill_compute_fraction)
+                                                         * float(x.gemm_share)), rel=0.05)
+    # a grouped-query model's decode is unchanged, and so is the 100 % roofline
+    _, r, linear, _ = step("Qwen3 32B")
+    assert float(r.decode_tok_s) == float(linear.decode_tok_s)
+    x, r, _, _ = step("DeepSeek-R1", eff=IDEAL)
+    assert math.isnan(float(x.mla_decode_fraction))
+    # and the explanation says which share the attention ran at
+    cfg = api.configure(cat, hardware="H20", model="DeepSeek-R1", quant="fp8", runtime="sglang", gpus=8, batch=256)
+    assert "latent attention (MLA) computes at 0.64" in api.explain(cat, cfg, api.predict(cat, cfg))["decode"].text

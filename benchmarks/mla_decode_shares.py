@@ -1,0 +1,71 @@
+"""Where `advisor.model.devices.MLA_DECODE_ATTENTION_FRACTION` comes from: the share of its dtype's dense
+peak a latent-attention (MLA, DeepSeek's absorbed form) decode kernel reaches at a server's batch, from
+aiconfigurator's published kernel measurements (`generation_mla_perf`, per GPU, engine and version).
+
+FLOPs are counted as FlashMLA counts them (and the kernel, `Geometry.decode_attention_coeff`): 2 ·
+heads · (576 + 512) per query per cached token and layer. Per table and KV dtype, over the shapes with
+all 128 heads on the GPU and at least 256 × 2,048 cached tokens in the batch: the 90th percentile of
+TFLOP/s over the peak of the dtype the products run in (16-bit; FP8 where the cache is FP8 on Blackwell,
+where the engines compute in it), and the bytes read per second beside it (well under the bandwidth:
+these shapes are bound by compute). Then the median per hardware family over tables, 16-bit caches.
+(SGLang 0.5.14's FP8 cache on Hopper reaches 0.13: a path of its own, left out with every FP8 cache.)
+
+    python benchmarks/mla_decode_shares.py --data DIR
+
+DIR: aiconfigurator-core's `systems/data` folder (the `aiconfigurator-core` 0.12.0 wheel from PyPI,
+unzipped). Needs pandas and pyarrow (not dependencies of advisor: install them beside it to run this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+#: aiconfigurator's system folder → the catalog's hardware key
+SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200-hgx", "b300_sxm": "b300-hgx",
+           "gb200": "gb200-nvl72-gpu", "gb300": "gb300-nvl72-gpu"}
+LATENT_ELEMENTS = 576   # a cached token's latent (512) and RoPE key (64) per layer
+
+
+def main() -> None:
+    import pandas as pd
+
+    from advisor.data.catalog import load_catalog
+    from advisor.text.format import table
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, help="aiconfigurator-core's systems/data folder")
+    args = ap.parse_args()
+    cat = load_catalog(user=None)
+    rows, by_family = [], {}
+    for system, key in SYSTEMS.items():
+        hw = cat.hardware[key]
+        for path in sorted(Path(args.data, system, "mla").glob("*/*/generation_mla_perf.parquet")):
+            engine, version = path.parts[-3], path.parts[-2]
+            df = pd.read_parquet(path)
+            heads = df.num_heads / df.tp_size
+            ctx = df.isl + df.step
+            seconds = df.latency * 1e-3
+            df = df.assign(heads=heads, ctx=ctx, tflops=df.batch_size * 2 * heads * (576 + 512) * ctx / seconds / 1e12,
+                           tb_s=df.batch_size * ctx * LATENT_ELEMENTS / seconds / 1e12)
+            for kv, g in df[(df.heads == 128) & (df.batch_size * df.ctx >= 256 * 2048)].groupby("kv_cache_dtype"):
+                fp8 = kv == "fp8" and hw.family == "nvidia-blackwell"
+                peak = hw.peak_tflops("fp8" if fp8 else "bf16")
+                share = float(g.tflops.quantile(0.9)) / peak
+                tb_s = g.tb_s * (1 if kv == "fp8" else 2)   # bytes per element of the cache
+                rows.append([system, f"{engine} {version}", kv, "fp8" if fp8 else "bf16", f"{share:.3f}",
+                             f"{tb_s.quantile(0.9):.2f} of {hw.bandwidth_gb_s / 1e3:.1f}", len(g)])
+                if kv == "bfloat16":
+                    by_family.setdefault(hw.family, []).append(share)
+    print(table(["system", "engine", "KV cache", "computed in", "p90 share of that peak", "TB/s read", "shapes"], rows))
+    print()
+    print(table(["family", "median share (16-bit caches)", "tables"],
+                [[f, f"{statistics.median(v):.3f}", len(v)] for f, v in sorted(by_family.items())]))
+
+
+if __name__ == "__main__":
+    main()
