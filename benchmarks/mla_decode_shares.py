@@ -5,10 +5,11 @@ aiconfigurator's published kernel measurements (`generation_mla_perf`, per GPU, 
 FLOPs are counted as FlashMLA counts them (and the kernel, `Geometry.decode_attention_coeff`): 2 ·
 heads · (576 + 512) per query per cached token and layer. Per table and KV dtype, over the shapes with
 all 128 heads on the GPU and at least 256 × 2,048 cached tokens in the batch: the 90th percentile of
-TFLOP/s over the peak of the dtype the products run in (16-bit; FP8 where the cache is FP8 on Blackwell,
-where the engines compute in it), and the bytes read per second beside it (well under the bandwidth:
-these shapes are bound by compute). Then the median per hardware family over tables, 16-bit caches.
-(SGLang 0.5.14's FP8 cache on Hopper reaches 0.13: a path of its own, left out with every FP8 cache.)
+TFLOP/s over the peak of the dtype the tool prices the products in (`inputs.attention_dtype`: 16-bit,
+FP8 over an FP8 cache), and the bytes read per second beside it (under the bandwidth: these shapes are
+bound by compute). Then the median per (hardware family, dtype) over tables. Left out: SGLang 0.5.14's
+FP8 cache on Hopper, 0.07 of the FP8 peak (a tenth of its own 16-bit path: a fallback, not the kernel
+its FP8 cache gets elsewhere).
 
     python benchmarks/mla_decode_shares.py --data DIR
 
@@ -53,18 +54,18 @@ def main() -> None:
             df = df.assign(heads=heads, ctx=ctx, tflops=df.batch_size * 2 * heads * (576 + 512) * ctx / seconds / 1e12,
                            tb_s=df.batch_size * ctx * LATENT_ELEMENTS / seconds / 1e12)
             for kv, g in df[(df.heads == 128) & (df.batch_size * df.ctx >= 256 * 2048)].groupby("kv_cache_dtype"):
-                fp8 = kv == "fp8" and hw.family == "nvidia-blackwell"
-                peak = hw.peak_tflops("fp8" if fp8 else "bf16")
-                share = float(g.tflops.quantile(0.9)) / peak
+                dtype = "fp8" if kv == "fp8" else "fp16"
+                share = float(g.tflops.quantile(0.9)) / hw.peak_tflops("fp8" if kv == "fp8" else "bf16")
                 tb_s = g.tb_s * (1 if kv == "fp8" else 2)   # bytes per element of the cache
-                rows.append([system, f"{engine} {version}", kv, "fp8" if fp8 else "bf16", f"{share:.3f}",
+                fallback = engine == "sglang" and dtype == "fp8" and hw.family == "nvidia-hopper"
+                rows.append([system, f"{engine} {version}", kv, dtype, f"{share:.3f}" + (" (left out)" if fallback else ""),
                              f"{tb_s.quantile(0.9):.2f} of {hw.bandwidth_gb_s / 1e3:.1f}", len(g)])
-                if kv == "bfloat16":
-                    by_family.setdefault(hw.family, []).append(share)
-    print(table(["system", "engine", "KV cache", "computed in", "p90 share of that peak", "TB/s read", "shapes"], rows))
+                if not fallback:
+                    by_family.setdefault((hw.family, dtype), []).append(share)
+    print(table(["system", "engine", "KV cache", "priced in", "p90 share of that peak", "TB/s read", "shapes"], rows))
     print()
-    print(table(["family", "median share (16-bit caches)", "tables"],
-                [[f, f"{statistics.median(v):.3f}", len(v)] for f, v in sorted(by_family.items())]))
+    print(table(["family", "computed in", "median share", "tables"],
+                [[f, d, f"{statistics.median(v):.3f}", len(v)] for (f, d), v in sorted(by_family.items())]))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,10 @@ DECODE_OUTPUT = 1000
 #: prompt length is not stated (4,000 assumed: its decode's mean KV length is 4,989)
 PREFIX_HIT = {"deepseek-day6-prefill-per-node": (0.563, 4000)}
 PER_DEVICE_BATCH = {"lmsys-96xh100-decode-simulated-mtp", "lmsys-k2-128xh200-decode-per-node"}
+#: rows whose source runs attention in FP8 over an FP8 cache: Ant Group's headline and tiers ("FP8 MLA",
+#: "Fa3-FP8: By introducing FP8 quantization in the attention module", among the optimizations measured)
+FP8_ATTENTION = {"antgroup-h20-prefill-per-node", "antgroup-h20-decode-per-node", "antgroup-h20-decode-sla-base",
+                 "antgroup-h20-decode-sla-pro", "antgroup-h20-decode-sla-max", "antgroup-h20-decode-ep32-bs32"}
 #: decode rows run with DeepSeek's MTP module drafting (SGLang NEXTN): (drafted tokens per round, the
 #: accepted length the source states, tokens a round yields). Ant Group: "(steps=1, topK=1,
 #: draft-tokens=2) → Accept length ≈ 1.8–1.9", "(steps=2, topK=1, draft-tokens=3) → Accept length ≈
@@ -125,7 +129,7 @@ def checks() -> list[tuple[Check, float, str]]:
         hw = hw_keys[r["hardware"]]
         rt = "tensorrt-llm" if "TensorRT" in r["runtime"] else "vllm" if r["runtime"].startswith("vllm") else "sglang"
         quant = "nvfp4" if r["weights_format"].startswith("nvfp4") else "fp8"
-        kv = "fp8" if rt == "tensorrt-llm" else "f16"
+        kv = "fp8" if rt == "tensorrt-llm" or case in FP8_ATTENTION else "f16"
         net = "ib-ndr" if hw in ("h800-sxm5-80gb", "h20-96gb") else None
         node = int(r["gpus_per_node"] or 8)
         prompt = int(float(r["prompt_tokens"] or 0)) or ASSUMED_PROMPT

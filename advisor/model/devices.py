@@ -164,26 +164,32 @@ LOW_PRECISION_GEMM_FIXED_US = {
 
 
 #: The share of its dtype's dense peak a latent-attention (MLA) decode kernel reaches where it is
-#: compute-bound, per hardware family. DeepSeek's absorbed MLA decode does 2·heads·(576 + 512) FLOPs per
-#: cached token and layer (278,528 at 128 heads) on 1,152 bytes of latent: ~240 FLOPs a byte, past the
-#: 16-bit roof of an H20 (37 FLOPs a byte) and near an H200's (206), so at a server's batch the
-#: attention kernel's own compute rate decides much of the step, not the linear layers' fitted fraction
-#: (0.35-0.46 on Hopper), which prompt rows of small dense models set. aiconfigurator 0.12's kernel
-#: measurements (`benchmarks/mla_decode_shares.py`: the 90th percentile over batches of 256 × 2,048
-#: cached tokens or more, all 128 heads on the GPU, reading well under the bandwidth), median over
-#: tables with a 16-bit cache: Hopper 0.636 (SGLang 0.60-0.61, TensorRT-LLM 0.66-0.67 on H100 and
-#: H200), Blackwell 0.561 (SGLang 0.50-0.55, TensorRT-LLM 0.57-0.63 on B200, B300, GB200, GB300; FP8
-#: caches computed in FP8 reach 0.44-0.61 of the FP8 peak). FlashMLA's own figure agrees: "660 TFLOPS in
-#: computation-bound configuration on H800 SXM5" (deepseek-ai/FlashMLA README, 2025-04-22), 0.667 of
-#: 989.4. Elsewhere (nothing published: AMD's, older NVIDIA's) the linear layers' own fraction.
-MLA_DECODE_ATTENTION_FRACTION = {"nvidia-hopper": 0.636, "nvidia-blackwell": 0.561}
+#: compute-bound, per (hardware family, the dtype its products run in: `inputs.attention_dtype`).
+#: DeepSeek's absorbed MLA decode does 2·heads·(576 + 512) FLOPs per cached token and layer (278,528 at
+#: 128 heads) on 1,152 bytes of latent: ~240 FLOPs a byte, past the 16-bit roof of an H20 (37 FLOPs a
+#: byte) and near an H200's (206), so at a server's batch the attention kernel's own compute rate
+#: decides much of the step, not the linear layers' fitted fraction (0.35-0.46 on Hopper), which
+#: prompt rows of small dense models set. aiconfigurator 0.12's kernel measurements
+#: (`benchmarks/mla_decode_shares.py`: the 90th percentile over batches of 256 × 2,048 cached tokens or
+#: more, all 128 heads on the GPU, reading well under the bandwidth), median over tables:
+#: - Hopper, 16-bit cache: 0.636 (SGLang 0.60-0.61, TensorRT-LLM 0.66-0.67 on H100 and H200). FlashMLA's
+#:   own figure agrees: "660 TFLOPS in computation-bound configuration on H800 SXM5" (deepseek-ai/FlashMLA
+#:   README, 2025-04-22), 0.667 of 989.4;
+#: - Hopper, FP8 cache: 0.381 of the FP8 peak (TensorRT-LLM; about its 16-bit speed: the products run
+#:   in 16 bits after the cache is read). SGLang 0.5.14's 0.07 is a fallback path, left out;
+#: - Blackwell: 0.561 (16-bit), 0.537 of the FP8 peak (FP8 cache; SGLang 0.44-0.55, TensorRT-LLM
+#:   0.56-0.63 on B200, B300, GB200, GB300).
+#: Elsewhere (nothing published: AMD's, older NVIDIA's) the linear layers' own fraction, as before.
+MLA_DECODE_ATTENTION_FRACTION = {("nvidia-hopper", "fp16"): 0.636, ("nvidia-hopper", "fp8"): 0.381,
+                                 ("nvidia-blackwell", "fp16"): 0.561, ("nvidia-blackwell", "fp8"): 0.537}
 
 
-def mla_decode_fraction(hw: Hardware) -> float:
-    """`MLA_DECODE_ATTENTION_FRACTION` for ``hw`` (nan where none is published)."""
+def mla_decode_fraction(hw: Hardware, dtype: str) -> float:
+    """`MLA_DECODE_ATTENTION_FRACTION` for ``hw`` with the attention's products in ``dtype`` (nan where
+    none is published)."""
     if hw.kind != "datacenter":
         return math.nan
-    return MLA_DECODE_ATTENTION_FRACTION.get(hw.family, math.nan)
+    return MLA_DECODE_ATTENTION_FRACTION.get((hw.family, dtype), math.nan)
 
 
 def format_gemm_us(hw: Hardware, runtime_key: str, dtype: str) -> float:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
 
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
-                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s", "mla_decode_fraction")
+                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
                    "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max",
                    "decode_expert_weight")
@@ -39,8 +39,7 @@ RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_
 
 def hardware_columns(h: Hardware) -> dict:
     return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h),
-            "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h),
-            "mla_decode_fraction": mla_decode_fraction(h), **memory_tiers(h)}
+            "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h), **memory_tiers(h)}
 
 
 def memory_tiers(h: Hardware) -> dict:
@@ -161,6 +160,12 @@ def attention_peak(h: Hardware, r: Runtime, kv: KvDtype) -> float:
     return peak_for(h, attention_dtype(h, r, kv))[0]
 
 
+def mla_fraction(h: Hardware, r: Runtime, kv: KvDtype) -> float:
+    """The share of the attention's peak a latent attention's decode kernel reaches
+    (`advisor.model.devices.mla_decode_fraction`, at the dtype its products run in)."""
+    return mla_decode_fraction(h, attention_dtype(h, r, kv))
+
+
 def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: Efficiency, gpus: int,
                split: str, workload: Workload, layout=None, network: str | None = None,
                cap_tok_s: float = np.inf) -> Inputs:
@@ -173,6 +178,8 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
                gemm_share=1.0 if eff.level == "ideal" else gemm_share(hw, runtime.key, used),
                format_gemm_us=0.0 if eff.level == "ideal" else format_gemm_us(hw, runtime.key, used),
                attn_peak_tflops=attention_peak(hw, runtime, kv),
+               # the plain roofline stays at 100 % of the attention's peak too
+               mla_decode_fraction=math.nan if eff.level == "ideal" else mla_fraction(hw, runtime, kv),
                vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
                experts_slow_per_doubling=experts_slow(hw, runtime),
                bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
@@ -180,8 +187,6 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
                depth=workload.depth_tokens)
     if network:
         x = x.replace(network_gb_s=network_gb_s(hw, network))
-    if eff.level == "ideal":   # the plain roofline stays at 100 % of the attention's peak too
-        x = x.replace(mla_decode_fraction=math.nan)
     if layout is not None and split == "tp":
         x = x.replace(**layout.kernel_inputs())
     if math.isfinite(cap_tok_s):
@@ -265,6 +270,9 @@ class Tables:
         # the attention products' peak per (hardware, runtime, KV dtype)
         self.attn_peak = np.array([[[attention_peak(h, r, k) for k in kv] for r in rt] for h in hw],
                                   dtype=float).reshape(len(hw), len(rt), len(kv))
+        # … and the share of it a latent attention's decode kernel reaches
+        self.mla_fraction = np.array([[[mla_fraction(h, r, k) for k in kv] for r in rt] for h in hw],
+                                     dtype=float).reshape(len(hw), len(rt), len(kv))
         effs = [[efficiency_for(cat.profiles, r, h) for r in rt] for h in hw]
         self.eff = Efficiency(*(np.array([[getattr(e, f) for e in row] for row in effs], dtype=float)
                                 .reshape(len(hw), len(rt)) for f in RATE_FIELDS + BAND_FIELDS), level="table")
@@ -307,6 +315,7 @@ class Tables:
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
             peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
+            mla_decode_fraction=self.mla_fraction[h, r, k],
             gemm_share=self.gemm_share[h, r, q], format_gemm_us=self.format_gemm_us[h, r, q],
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
             bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,

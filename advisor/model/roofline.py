@@ -103,7 +103,7 @@ class Inputs:
     #: and scaled kernels that fill small products worse; paid where the non-expert weights are in it
     format_gemm_us: Any = 0.0
     #: the share of the attention's peak a latent-attention (MLA) decode kernel reaches where it is
-    #: compute-bound (`advisor.model.devices.mla_decode_fraction`: FlashMLA on Hopper 0.667); nan = the
+    #: compute-bound (`advisor.model.devices.mla_decode_fraction`: 0.636 on Hopper at 16 bits); nan = the
     #: linear layers' fraction, as for every other attention's decode
     mla_decode_fraction: Any = np.nan
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies

@@ -7,10 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from advisor.model.devices import mla_decode_fraction
 from advisor.model.efficiency import efficiency_for
 from advisor.model.geometry import geometry
-from advisor.model.inputs import format_products
+from advisor.model.inputs import format_products, mla_fraction
 from advisor.text.format import duration_ms, num
 from advisor.model.notes import efficiency_note
 
@@ -56,7 +55,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     per_seq = f" + {w.batch} × {num(seq_us)} µs per sequence" if seq_us > 0 else ""
     per_product = (f" + {products} {fmt_dtype.upper()} products × {num(fmt_us)} µs (quantizing "
                    f"activations)") if products else ""
-    mla = mla_decode_fraction(cfg.hardware) if g.latent_rank else math.nan
+    mla = mla_fraction(cfg.hardware, cfg.runtime, cfg.kv_dtype) if g.latent_rank else math.nan
     mla_note = (f" Its latent attention (MLA) computes at {mla:.2f} of the attention's peak, what the "
                 f"{cfg.hardware.family.replace('nvidia-', '').title()} MLA decode kernels reach (not η_c)."
                 if math.isfinite(mla) else "")

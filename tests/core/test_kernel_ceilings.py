@@ -171,10 +171,12 @@ def test_a_latent_attention_decodes_at_its_own_kernels_share_of_the_peak():
 
     cat = api.load_catalog()
     h20 = cat.hardware["h20-96gb"]
-    assert mla_decode_fraction(h20) == pytest.approx(0.636)
-    assert mla_decode_fraction(cat.hardware["b200-hgx"]) == pytest.approx(0.561)
-    assert math.isnan(mla_decode_fraction(cat.hardware_named("MI300X")))
-    assert math.isnan(mla_decode_fraction(cat.hardware_named("rtx 4090")))
+    assert mla_decode_fraction(h20, "fp16") == pytest.approx(0.636)
+    # over an FP8 cache Hopper's kernels run about as fast as at 16 bits: 0.381 of the FP8 peak
+    assert mla_decode_fraction(h20, "fp8") * 296 == pytest.approx(mla_decode_fraction(h20, "fp16") * 148, rel=0.25)
+    assert mla_decode_fraction(cat.hardware["b200-hgx"], "fp16") == pytest.approx(0.561)
+    assert math.isnan(mla_decode_fraction(cat.hardware_named("MI300X"), "fp16"))
+    assert math.isnan(mla_decode_fraction(cat.hardware_named("rtx 4090"), "fp16"))
 
     def step(model, hardware=h20, eff=None, batch=256):
         cfg = api.configure(cat, hardware=hardware.name, model=model, quant="fp8", runtime="sglang", gpus=8,
