@@ -512,7 +512,7 @@ def _link_for(a: _Arrays, group):
     return _where(group <= a.domain, a.link, a.net)
 
 
-def _wide_comm(g: Geometry, a: _Arrays, tokens):
+def _wide_comm(g: Geometry, a: _Arrays, tokens, per_node: bool = False):
     """(messages, seconds on the links, of which the experts' all-to-all) of one forward pass of
     ``tokens`` tokens (all of a stage's attention groups together) in a layout past one group:
 
@@ -523,7 +523,12 @@ def _wide_comm(g: Geometry, a: _Arrays, tokens):
       layers without EP all-reduce over the stage, over every token of it;
     - MoE layers with EP: each token to the GPUs of its top-k experts (at most EP − 1 others) and
       back, the share of peers beyond the domain over the network, the rest over the scale-up link,
-      both at once (`LINK_EFFICIENCY`);
+      both at once (`LINK_EFFICIENCY`): a decode step's low-latency kernels send straight to each
+      GPU. A prompt pass's (``per_node``) throughput kernels send a token once to each other domain
+      that holds one of its experts and forward it there over the scale-up link (DeepEP's normal
+      kernels, which SGLang and vLLM run for prompts: "forwarding data from NVLink domain to RDMA
+      domain", deepseek-ai/DeepEP docs/legacy.md; its test counts RDMA bytes per distinct node): of N
+      domains, a token's k experts reach N·(1 − (1 − 1/N)^k) of them, its own among them;
     - between pipeline stages, the activations once, over the network where the instance spans domains.
     A ring all-reduce moves 2·(G − 1)/G of the message per GPU. The all-to-all is returned apart:
     engines that run wide EP overlap it with the other half-batch's compute (two-batch overlap).
@@ -542,9 +547,17 @@ def _wide_comm(g: Geometry, a: _Arrays, tokens):
         beyond = np.clip((G - a.domain) / peers, 0.0, 1.0)   # of a GPU's peers, those past its domain
         sent = tokens / G * np.minimum(float(g.experts_per_token), G - 1.0) * g.hidden \
             * (DISPATCH_BYTES + COMBINE_BYTES)
+        if per_node:
+            # every GPU-to-GPU delivery ends on the scale-up link; the network carries one copy per
+            # other domain reached
+            domains = np.maximum(G / a.domain, 1.0)
+            reached = (domains - 1.0) * -np.expm1(float(g.experts_per_token) * np.log1p(-1.0 / np.maximum(domains, 2.0)))
+            on_link = sent
+            on_net = tokens / G * reached * g.hidden * (DISPATCH_BYTES + COMBINE_BYTES)
+        else:
+            on_link, on_net = sent * (1.0 - beyond), sent * beyond
         # (no network where one is needed: nan, a prediction that cannot be made)
-        a2a = moe * np.maximum(sent * (1.0 - beyond) / (a.link * LINK_EFFICIENCY),
-                               _where(beyond > 0, sent * beyond / a.net, 0.0))
+        a2a = moe * np.maximum(on_link / (a.link * LINK_EFFICIENCY), _where(beyond > 0, on_net / a.net, 0.0))
         msgs = msgs + _where(a.ep, 2.0 * moe, 0.0)
         a2a = _where(a.ep & (G > 1), a2a, 0.0)
     hop = _where(a.n > a.domain, a.net, a.link)
@@ -749,7 +762,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         ub = np.maximum(np.ceil(T / groups / ws_tok), 1.0)
         tok_per_ub = np.minimum(T / groups, ws_tok) * groups
         w_bytes = bytes_read(g, bits, g.expert_fraction(tok_per_ub), with_output=False)
-        exchanges, transfer, a2a = _wide_comm(g, a, tok_per_ub)
+        exchanges, transfer, a2a = _wide_comm(g, a, tok_per_ub, per_node=True)
         exchanges, transfer, a2a = ub * exchanges, ub * transfer, ub * a2a
     else:
         exchanges = ub * _exchanges(g, tp, pp, a.lat_per_exchange)

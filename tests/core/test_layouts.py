@@ -80,6 +80,33 @@ def test_expert_parallel_all_to_all_crosses_the_network_past_the_node(cat):
     assert network_gb_s(hw) == hw.scale_out_gbit_s / 8
 
 
+def test_a_prompt_pass_sends_each_token_once_to_each_other_node(cat):
+    """A prompt pass runs the throughput all-to-all (DeepEP's normal kernels): a token crosses the
+    network once to each other node holding one of its 8 experts and is forwarded there over
+    NVLink. EP 32 over four HGX H100 nodes: of 4 nodes a token's experts reach 4·(1 − (3/4)^8) = 3.6,
+    2.7 of them others, where the decode step's low-latency kernels send to 8 × 24/31 = 6.2 GPUs past
+    its node. Worked by hand for 2 prompts of 2,000 tokens in each attention group."""
+    m = cat.models["deepseek-r1"]
+    g = geometry(m)
+    hw = cat.hardware["h100-sxm5-80gb"]
+    G, s = 32, 2000
+    v = _one(cat, "deepseek-r1", "h100-sxm5-80gb", (G, 1, G, True), batch=(2 * G,), prompt=s, output=1)
+    tokens = 2 * G * s
+    per_token = g.hidden * (DISPATCH_BYTES + COMBINE_BYTES)
+    reached = 3 * (1 - (3 / 4) ** g.experts_per_token)
+    net = network_gb_s(hw) * 1e9 * LINK_EFFICIENCY
+    link = hw.interconnect_gb_s / 2 * 1e9 * LINK_EFFICIENCY
+    a2a = g.moe_layers * max(tokens / G * min(g.experts_per_token, G - 1) * per_token / link,
+                             tokens / G * reached * per_token / net)
+    # the pass's transfers: the all-to-all and nothing else (attention and dense layers data-parallel)
+    assert v["prefill_transfer_s"][0] == pytest.approx(a2a, rel=1e-3)
+    assert reached == pytest.approx(2.70, abs=0.01)
+    # one domain: nothing crosses the network, the scale-up link carries what it did
+    one = _one(cat, "deepseek-r1", "h100-sxm5-80gb", (8, 1, 8, True), batch=(16,), prompt=s, output=1)
+    assert one["prefill_transfer_s"][0] == pytest.approx(
+        g.moe_layers * 16 * s / 8 * min(g.experts_per_token, 7) * per_token / link, rel=1e-3)
+
+
 def test_an_nvl72_rack_keeps_expert_parallel_on_nvlink(cat):
     """EP 64 on GB200 NVL72 stays in one NVLink domain of 72; on HGX H100 it crosses the network:
     the rack's all-to-all takes a fraction of the time."""
