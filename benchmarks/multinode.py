@@ -14,6 +14,10 @@ in the calibration. Each row is predicted by the kernel with the row's layout:
   MLPerf does not publish the prompts' mean length: 1,000 tokens is assumed and the figure at 500 and
   2,000 is printed beside it.
 
+Where a source states that its decode drafted with DeepSeek's MTP module (Ant Group), the per-user
+speed is the tool's speculative round at the accepted length the source states (`MTP`); where it ran
+attention in FP8 over an FP8 cache, so does the check (`FP8_ATTENTION`).
+
 Where the source names no network for its GPUs (H800, H20) InfiniBand NDR 400 Gb/s per GPU is used,
 as DeepEP states for DeepSeek's H800 cluster. Printed: predicted, measured, error; and the median.
 
