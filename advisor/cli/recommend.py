@@ -184,6 +184,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         if args.export[0] not in KINDS:
             raise AdvisorError(f"--export: unknown kind {args.export[0]!r}; one of {', '.join(KINDS)}")
     rec = recommend(cat, req)
+    req = rec.requirements   # with the defaults recommend filled in (a usable speed for several users)
     if args.top is not None and args.top < 1:
         raise AdvisorError(f"--top must be at least 1, got {args.top}")
     top_n = args.top or 10
@@ -200,7 +201,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                "context_note": context_note(req.model, req.context),
                "prompt_tokens": req.prompt_tokens, "output_tokens": req.output_tokens, "ttft_ms_target": req.ttft_ms,
                "load": rec.load_kind, "think_s": req.think_s,
-               "tok_s_target": req.tok_s, "safe": req.safe, "cost_basis": rec.cost_basis,
+               "tok_s_target": req.tok_s, "tok_s_target_is_default": req.tok_s_default, "safe": req.safe, "cost_basis": rec.cost_basis,
                "cost_basis_why": rec.cost_basis_why, "context_is_default": req.context_is_default,
                "min_bits": req.min_bits, "native_quant": req.model.native_quant or "bf16",
                "configurations": len(rec), "passing": rec.n_passing, "passing_with_margin": rec.n_margin, "sweep_ms": round(rec.elapsed_ms, 1),
@@ -216,7 +217,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if req.ttft_ms:
         targets.append(f"TTFT ≤ {duration_ms(req.ttft_ms)}")
     if req.tok_s:
-        targets.append(f"≥ {num(req.tok_s)} tok/s per user")
+        targets.append(f"≥ {num(req.tok_s)} tok/s per user"
+                       + (" (default for several users: about reading speed; --tok-s to change)" if req.tok_s_default else ""))
     if rec.load_kind == "open":
         users = f"{num(req.rps)} requests/s (Poisson arrivals, ≈ {rec.users} in flight)"
     else:

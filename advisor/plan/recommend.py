@@ -14,6 +14,7 @@ upcast: a wider format costs memory and buys no quality.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from dataclasses import dataclass, field
@@ -57,6 +58,10 @@ DEFAULT_KV = ("f16", "fp8", "q8_0")
 #: With --rps and no latency targets, Little's law uses these to turn a rate into concurrency.
 DEFAULT_TTFT_S = 1.0
 DEFAULT_TOK_S = 20.0
+#: The per-user speed below which a chat is too slow to use, about reading speed: will-it-run's
+#: "usable", and the floor a server for several users is sized to where no --tok-s is given
+#: (`with_default_speed`).
+DEFAULT_MIN_TOK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class Requirements:
     think_s: float = 0.0                     # closed loop: pause between a response and the next request
     ttft_ms: float | None = None
     tok_s: float | None = None               # per-user decode speed
+    tok_s_default: bool = False              # tok_s is DEFAULT_MIN_TOK_S, set because none was asked for
     hardware_kinds: tuple[str, ...] = ()
     vendors: tuple[str, ...] = ()
     hardware: tuple[str, ...] = ()           # keys of a named list
@@ -128,7 +134,7 @@ class Requirements:
             return self.users
         if self.rps:
             ttft = (self.ttft_ms / 1e3) if self.ttft_ms else DEFAULT_TTFT_S
-            speed = self.tok_s or DEFAULT_TOK_S
+            speed = DEFAULT_TOK_S if self.tok_s_default or not self.tok_s else self.tok_s
             return max(1, math.ceil(self.rps * (ttft + self.output_tokens / speed)))
         return 1
 
@@ -817,12 +823,24 @@ def _with_technique(line: str, c: Candidate, tech: dict, quants) -> str:
     return line + note
 
 
+def with_default_speed(req: Requirements) -> Requirements:
+    """``req`` with a usable per-user speed (`DEFAULT_MIN_TOK_S`) where it serves several users and
+    asks for none. Without one the cheapest answer for thousands of users in a closed loop serves each
+    at a token or two a second, and "meets every requirement" would say nothing of use. A batch
+    arriving at once (burst) is a throughput job, and one user sets their own pace: no floor."""
+    if req.tok_s is not None or req.burst or not (req.rps or (req.users or 1) > 1):
+        return req
+    return dataclasses.replace(req, tok_s=DEFAULT_MIN_TOK_S, tok_s_default=True)
+
+
 def recommend(cat: Catalog, req: Requirements) -> Recommendation:
-    """Sweep, judge and rank every configuration for ``req`` (vectorised; candidates built lazily)."""
+    """Sweep, judge and rank every configuration for ``req`` (vectorised; candidates built lazily).
+    The `Recommendation`'s requirements are ``req`` with its defaults filled (`with_default_speed`)."""
     import time
 
     t0 = time.perf_counter()
     req.check()
+    req = with_default_speed(req)
     users = req.concurrency()
     # dataflow machines (hosted services and appliances, extrapolated) only when asked for by kind or key
     hw_keys = [h.key for h in cat.hardware.values()

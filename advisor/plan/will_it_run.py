@@ -29,12 +29,10 @@ from advisor.model.config import Config, with_defaults
 from advisor.model.roofline import Workload
 from advisor.model.sweep import sweep
 from advisor.model.techniques import moe_offload_curve, offload_curve
-from advisor.plan.recommend import is_reference, is_upcast, native_bits
+from advisor.plan.recommend import DEFAULT_MIN_TOK_S, is_reference, is_upcast, native_bits
 
 #: The output a context is split into when sizing a single user (the rest is the prompt).
 OUTPUT_TOKENS = 128
-#: The default speed below which a chat is too slow to use: about reading speed.
-DEFAULT_MIN_TOK_S = 10.0
 #: "fast": this many times the usable speed.
 FAST_FACTOR = 3.0
 #: The 4-bit class floor, as `recommend` (Q4_K_M, AWQ INT4, NVFP4, MXFP4 …); the native format passes.

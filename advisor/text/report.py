@@ -491,6 +491,7 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     from advisor.plan.recommend import distinct, recommend
 
     rec = rec or recommend(cat, req)
+    req = rec.requirements   # with the defaults recommend filled in
     best = distinct(rec, top)
     misses = rec.distinct(REJECTED_N, misses=True)
     chosen = best[0] if best else (misses[0] if misses else None)
@@ -581,7 +582,8 @@ def report_from_requirements(cat: "Catalog", req: "Requirements", top: int = TOP
     if req.ttft_ms:
         targets.append(f"TTFT ≤ {duration_ms(req.ttft_ms)}" + ("" if req.burst else " (90th percentile)"))
     if req.tok_s:
-        targets.append(f"≥ {num(req.tok_s)} tok/s per user")
+        targets.append(f"≥ {num(req.tok_s)} tok/s per user"
+                       + (" (the default for several users: about reading speed)" if req.tok_s_default else ""))
     question = [("model", req.model.name), ("load", _load_words(req, rec)),
                 ("workload", f"prompt {req.prompt_tokens:,} tokens, output {req.output_tokens:,} tokens, "
                              f"context up to {req.context:,} tokens"),

@@ -43,6 +43,35 @@ def test_70b_for_50_users_at_8k_needs_four_h100s_and_says_so(cat, capsys):
 
 
 @pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_a_server_for_many_users_is_sized_for_a_usable_speed_unless_told(cat, capsys):
+    """Thousands of users and no --tok-s: the cheapest answer would serve each at a token or two a
+    second. Several users get a floor of about reading speed (DEFAULT_MIN_TOK_S), which the header
+    and the JSON name as a default; one user, a burst and an explicit target are left as asked."""
+    from advisor.plan.recommend import DEFAULT_MIN_TOK_S, with_default_speed
+
+    m = cat.model_named("Llama 3.1 8B")
+    many = recommend(cat, Requirements(model=m, users=200, hardware=("l4-24gb", "h100-sxm5-80gb"),
+                                       runtimes=("vllm",)))
+    assert many.requirements.tok_s == DEFAULT_MIN_TOK_S and many.requirements.tok_s_default
+    assert many.passing and all(c.tok_s >= DEFAULT_MIN_TOK_S for c in many.passing)
+    assert with_default_speed(Requirements(model=m, users=1)).tok_s is None
+    assert with_default_speed(Requirements(model=m, users=50, burst=True)).tok_s is None
+    assert with_default_speed(Requirements(model=m, users=50, tok_s=3)).tok_s == 3
+    open_loop = with_default_speed(Requirements(model=m, rps=5.0))
+    assert open_loop.tok_s == DEFAULT_MIN_TOK_S
+    # Little's law still turns the rate into users at its own default speed, not the floor
+    assert open_loop.concurrency() == Requirements(model=m, rps=5.0).concurrency()
+    assert main(["recommend", "--model", "Llama 3.1 8B", "--users", "200", "--hardware", "H100 SXM5 80GB",
+                 "--runtime", "vllm", "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "≥ 10.0 tok/s per user (default for several users" in out.splitlines()[0]
+    main(["recommend", "--model", "Llama 3.1 8B", "--users", "200", "--hardware", "H100 SXM5 80GB",
+          "--runtime", "vllm", "--json", "--top", "1"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["tok_s_target"] == DEFAULT_MIN_TOK_S and doc["tok_s_target_is_default"] is True
+
+
 def test_several_datacenter_gpus_for_70b_at_50_users(cat):
     req = Requirements(model=cat.model_named("Llama-3.1-70B"), context_tokens=8192, users=50, ttft_ms=2000, tok_s=20,
                        hardware_kinds=("datacenter",), min_quality_rank=94, quality_floor="FP8")

@@ -149,3 +149,17 @@ def test_the_table_is_ranked_in_another_process_as_the_core_ranks_here(window, r
     assert shown == [(c.hardware.key, c.gpus, c.runtime.key, c.quant.key, c.kv_dtype.key, round(c.tok_s, 6))
                      for c in here.top(50)]
     assert [g.best.hardware.key for g in view.groups] == [g.best.hardware.key for g in api.by_hardware(here, 60)]
+
+
+@pytest.mark.slow   # over a second here: the slow tier (CI runs it)
+def test_several_users_without_a_speed_target_are_sized_for_the_default_speed(window, rec_view, qtbot):
+    """The Inputs tab's users with no tok/s target: the ranking holds each user to the default usable
+    speed, and the status line says it is a default (the CLI's header and the report say the same)."""
+    view = rec_view
+    window.inputs.spin_toks_target.setValue(0)
+    _recompute(view, qtbot, lambda: window.inputs.spin_batch.setValue(8))
+    assert view.rec.requirements.tok_s_default and view.rec.requirements.tok_s == 10
+    assert "tok/s per user (the default for several users" in view.status.text()
+    assert view.rec.passing_rows and all(float(c.tok_s) >= 10 for c in view.rec.passing_rows)
+    _recompute(view, qtbot, lambda: window.inputs.spin_toks_target.setValue(25))
+    assert not view.rec.requirements.tok_s_default and "the default for several users" not in view.status.text()

@@ -458,6 +458,8 @@ class RecommendView(QWidget, RowsTab):
         req = rec.requirements
         context = f"context {req.context:,} tokens" + (" (the default for chat; set the context to change)"
                                                        if req.context_is_default else "")
+        if req.tok_s_default:
+            context += f" · ≥ {req.tok_s:g} tok/s per user (the default for several users; set a speed to change)"
         self.status.setText(f"{context} · {rec.n_margin:,} of {len(rec):,} configurations meet the requirements with margin, "
                             f"{rec.n_passing - rec.n_margin:,} more only if the estimate holds · ranked by "
                             f"{basis} · {shown} · {rec.elapsed_ms:,.0f} ms")
