@@ -57,6 +57,15 @@ DISPATCH_BYTES, COMBINE_BYTES = 1, 2
 #: dispatch and combine at EP 64-256 reach 39-46 GB/s of RDMA bandwidth (0.78-0.92); its README's V2
 #: table reaches 643-740 GB/s over B200 NVLink (900 GB/s per direction: 0.71-0.82). 0.8 for both.
 LINK_EFFICIENCY = 0.8
+#: The share of the shorter of a pass's kernels and its expert all-to-all that two-batch overlap leaves
+#: exposed (wide EP: `_wide_comm`). LMSYS's ablation on 96 H100s (lmsys.org 2025-05-05, "Ablation
+#: Study: Two-batch Overlap"): decode at 128 sequences per GPU, 17,552 tok/s per node with it against
+#: 12,929 without (1.358×); prefill "a 27% to 35% throughput increase ... even when processing the same
+#: token count per device". With this kernel's times for those runs (`benchmarks/multinode.py` prints
+#: them), the decode figure leaves 0.28 of the shorter part exposed and the prefill range 0.22-0.36:
+#: the halves do not overlap perfectly (each layer's dispatch waits on its attention, the combine on
+#: its experts, and the communication kernels take SMs).
+TBO_EXPOSED = 0.3
 #: Unfused attention moves its score matrix four times: written by Q·Kᵀ, read and written by the
 #: softmax, read by the product with V (llama.cpp's path without flash attention).
 EAGER_SCORE_PASSES = 4
@@ -687,7 +696,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
 
     t_compute_bound = simpson([compute_bound(s) for s in split])
     if a.wide:
-        t_step = np.fmax(t_step, a2a)   # the all-to-all hides behind the other half-batch's work
+        # the all-to-all hides behind the other half-batch's work, all but TBO_EXPOSED of the shorter
+        t_step = np.fmax(t_step, a2a) + TBO_EXPOSED * np.fmin(t_step, a2a)
         transfer = transfer + a2a
     t_step = t_step + fixed_comm
     t_step_ceil = simpson(ideal)
@@ -783,7 +793,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     t = compute + ub * per_pass + exchanges * lat + transfer
     if a.wide:
         # the all-to-all of one half-batch runs while the other computes (two-batch overlap)
-        t = np.fmax(compute + ub * per_pass, a2a) + exchanges * lat + transfer
+        busy = compute + ub * per_pass
+        t = np.fmax(busy, a2a) + TBO_EXPOSED * np.fmin(busy, a2a) + exchanges * lat + transfer
         transfer = transfer + a2a
         # what the prompts cost a server whose attention groups all take prompts at once: the
         # non-expert and attention work spread over every group (TTFT above keeps one prompt's own)
