@@ -18,10 +18,10 @@ Where a source states that its decode drafted with DeepSeek's MTP module (Ant Gr
 speed is the tool's speculative round at the accepted length the source states (`MTP`); where it ran
 attention in FP8 over an FP8 cache, so does the check (`FP8_ATTENTION`).
 
-Where the source names no network for its GPUs (DeepSeek's H800) InfiniBand NDR 400 Gb/s per GPU is used,
-as DeepEP states for DeepSeek's H800 cluster (and Ant Group's table lists for H800 nodes); Ant Group's
-H20 nodes have the 200 Gb/s per GPU its table states (`NETWORK`). Printed: predicted, measured, error;
-and the median, then the two-batch-overlap share LMSYS's ablation implies.
+Each hardware runs on its catalog reference network (`scale_out_gbit_s`): 400 Gb/s per H800 and H100,
+as DeepEP states for DeepSeek's H800 cluster; 200 Gb/s per H20, the 4 × 400 Gb/s per 8-GPU node Ant
+Group's table states. Printed: predicted, measured, error; and the median, then the two-batch-overlap
+share LMSYS's ablation implies.
 
 Run: python benchmarks/multinode.py [--markdown]
 """
@@ -63,9 +63,6 @@ DECODE_OUTPUT = 1000
 #: prompt length is not stated (4,000 assumed: its decode's mean KV length is 4,989)
 PREFIX_HIT = {"deepseek-day6-prefill-per-node": (0.563, 4000)}
 PER_DEVICE_BATCH = {"lmsys-96xh100-decode-simulated-mtp", "lmsys-k2-128xh200-decode-per-node"}
-#: the network a source states for its GPUs, per source: Ant Group's H20 nodes have "RDMA NIC Bandwidth
-#: 4 × 400 Gb/s" for 8 GPUs (its H20 vs H800 table), 200 Gb/s per GPU (the tool's ib-hdr figure)
-NETWORK = {"antgroup": "ib-hdr"}
 #: rows whose source runs attention in FP8 over an FP8 cache: Ant Group's headline and tiers ("FP8 MLA",
 #: "Fa3-FP8: By introducing FP8 quantization in the attention module", among the optimizations measured)
 FP8_ATTENTION = {"antgroup-h20-prefill-per-node", "antgroup-h20-decode-per-node", "antgroup-h20-decode-sla-base",
@@ -139,7 +136,7 @@ def checks() -> list[tuple[Check, float, str]]:
         rt = "tensorrt-llm" if "TensorRT" in r["runtime"] else "vllm" if r["runtime"].startswith("vllm") else "sglang"
         quant = "nvfp4" if r["weights_format"].startswith("nvfp4") else "fp8"
         kv = "fp8" if rt == "tensorrt-llm" or case in FP8_ATTENTION else "f16"
-        net = NETWORK.get(case.split("-")[0]) or ("ib-ndr" if hw in ("h800-sxm5-80gb", "h20-96gb") else None)
+        net = None   # each hardware's reference network (catalog: scale_out_gbit_s, with its source)
         node = int(r["gpus_per_node"] or 8)
         prompt = int(float(r["prompt_tokens"] or 0)) or ASSUMED_PROMPT
         output = int(float(r["output_tokens"] or 0)) or 1000
