@@ -10,9 +10,11 @@ in the calibration. Each row is predicted by the kernel with the row's layout:
   batch where the prediction reaches that speed: the throughput "at the same per-user speed";
 - a disaggregated prefill pool: prompts in every attention group at once (two per group), tokens per
   second over the pool;
-- an MLPerf Offline run: a static batch as large as the KV cache holds, its prompts then its outputs.
-  MLPerf does not publish the prompts' mean length: 1,000 tokens is assumed and the figure at 500 and
-  2,000 is printed beside it.
+- an MLPerf Offline run: a static batch as large as the KV cache holds, its prompts then its outputs,
+  at the mean prompt of MLPerf's dataset (`MLPERF_PROMPT`);
+- an MLPerf Server or Interactive run of Llama 3.1 405B, whose ~9,400-token prompts share the steps with
+  the decode: the serving model (`advisor serve`) at the run's arrival rate per instance, its TPOT
+  against MLPerf's median TPOT.
 
 Where a source states that its decode drafted with DeepSeek's MTP module (Ant Group), the per-user
 speed is the tool's speculative round at the accepted length the source states (`MTP`); where it ran
@@ -53,6 +55,7 @@ from advisor.text.format import markdown_table, table  # noqa: E402
 
 CASES = Path(__file__).with_name("multinode_cases.csv")
 BATCHES = np.unique(np.round(np.geomspace(1, 65536, 160)).astype(int))
+#: a row without a prompt length of its own (none left: each states one, or a KV length, or is MLPerf's)
 ASSUMED_PROMPT = 1000
 #: rows whose batch is per GPU (LMSYS's table: 'batch size 128' per device; Kimi K2's 'Decode Batch
 #: Size 480', which 288k tok/s over 96 GPUs rules out as a total: 600 tok/s a user)
@@ -74,10 +77,14 @@ FP8_ATTENTION = {"antgroup-h20-prefill-per-node", "antgroup-h20-decode-per-node"
 MTP = {"antgroup-h20-decode-per-node": (1, 1.85), "antgroup-h20-decode-sla-base": (1, 1.85),
        "antgroup-h20-decode-sla-pro": (1, 1.85), "antgroup-h20-decode-sla-max": (2, 2.55),
        "antgroup-h20-decode-ep32-bs32": (1, 1.85)}
-#: the MLPerf Llama 3.1 405B rows: MLPerf publishes no mean prompt length, and this dataset's prompts
-#: are long enough for the prompt to decide the throughput (unlike DeepSeek-R1's ~3,700-token outputs)
-NO_PROMPT_LENGTH = ("mlperf51-gb200nvl72-l405b", "mlperf51-gb300nvl72-l405b")
-#: Llama 3.1 405B's MLPerf prompts are long (its dataset's mean is not published) and decide its throughput
+#: MLPerf's mean prompt per model: the tokenized input lengths of its dataset files, as summarised in
+#: openshift-psap/performance-dashboard mlperf-data/summaries/{deepseek-r1,llama3-1-405b}.csv @7100702
+#: (from the pickles' tok_input_len): DeepSeek-R1's 4,388 samples average 803.8 tokens (the longest 3,140,
+#: the submissions' max_input_len), Llama 3.1 405B's 8,313 average 9,428.6
+MLPERF_PROMPT = {"deepseek-r1": 804, "llama-3.1-405b": 9429}
+#: MLPerf runs the check does not express: a disaggregated interactive run (14 × TP4 prefill instances
+#: beside 4 × TP4 decode ones)
+NOT_EXPRESSED = ("mlperf51-gb200nvl72-l405b-interactive-dynamo-disagg",)
 
 
 @dataclass
@@ -102,6 +109,7 @@ class Check:
     speed_tok_s: float = 0.0      # decode-speed: the per-user speed the source states
     replicas: int = 1             # offline: independent instances in the system
     mtp: tuple[int, float] | None = None   # (drafted tokens per round, tokens a round yields)
+    rate_rps: float = 0.0         # rate-itl: Poisson arrivals per instance
     network: str | None = None
     gpus_per_node: int = 8
     prefix_hit: float = 0.0       # prefill: the share of each prompt the cache already holds
@@ -144,9 +152,11 @@ def checks() -> list[tuple[Check, float, str]]:
                       gpus_per_node=node, prompt=prompt, mtp=MTP.get(case))
         if "tpot" in case or "ttft" in case or case.endswith("-itl") or "speed-per-user" in case:
             continue   # latency rows: the same runs' per-user speed, used as the input of their throughput rows
-        if case.startswith(NO_PROMPT_LENGTH):
+        if case.startswith(NOT_EXPRESSED):
             skipped.append(case)
             continue
+        if case.startswith("mlperf"):
+            common["prompt"] = MLPERF_PROMPT[model]
         if r["mode"] == "disaggregated" and metric.startswith("input"):
             g = int(r["prefill_gpus"])
             st, dp, ep = _layout(r["prefill_layout"], g)
@@ -181,17 +191,21 @@ def checks() -> list[tuple[Check, float, str]]:
         replicas = int(r["gpus_total"]) // g
         out_len = int(float(r["output_tokens"] or 1000))
         if "offline" in case:
-            out.append((Check(**{**common, "prompt": ASSUMED_PROMPT}, gpus=g, stages=st, dp=dp, ep=ep,
-                              output=out_len, how="offline", per="total", replicas=replicas), value, r["unit"]))
+            out.append((Check(**common, gpus=g, stages=st, dp=dp, ep=ep, output=out_len, how="offline",
+                              per="total", replicas=replicas), value, r["unit"]))
+            continue
+        tpot = {"mlperf51-gb200nvl72-dsr1-server": 61.29, "mlperf51-gb300nvl72-dsr1-server": 66.14,
+                "mlperf51-gb200nvl72-l405b-server": 104.77, "mlperf51-gb200nvl72-l405b-interactive": 66.62}[case]
+        if model == "llama-3.1-405b":
+            # long prompts share every step with the decode: the serving model at the run's arrival
+            # rate per instance, its median inter-token latency against the measured TPOT
+            out.append((Check(**common, gpus=g, stages=st, dp=dp, ep=ep, output=out_len, how="rate-itl",
+                              per="ms", replicas=replicas, rate_rps=value / out_len / replicas,
+                              note=f"{value / out_len:.2f} samples/s over {replicas} instances"), tpot, "ms TPOT p50"))
         else:
-            tpot = {"mlperf51-gb200nvl72-dsr1-server": 61.29, "mlperf51-gb300nvl72-dsr1-server": 66.14,
-                    "mlperf51-gb200nvl72-l405b-server": 104.77,
-                    "mlperf51-gb200nvl72-l405b-interactive": 66.62,
-                    "mlperf51-gb200nvl72-l405b-interactive-dynamo-disagg": 45.2}.get(case)
-            if tpot:
-                out.append((Check(**{**common, "prompt": ASSUMED_PROMPT}, gpus=g, stages=st, dp=dp, ep=ep,
-                                  output=out_len, how="decode-speed", per="total", replicas=replicas,
-                                  speed_tok_s=1e3 / tpot, note=f"at the median TPOT {tpot} ms"), value, r["unit"]))
+            out.append((Check(**common, gpus=g, stages=st, dp=dp, ep=ep, output=out_len, how="decode-speed",
+                              per="total", replicas=replicas, speed_tok_s=1e3 / tpot,
+                              note=f"at the median TPOT {tpot} ms"), value, r["unit"]))
     return out
 
 
@@ -209,6 +223,16 @@ def predict(cat, c: Check, prompt: int | None = None) -> float:
         # input tokens per second, the cached ones counted as the source counts them
         tok_s = float(r.values["prefill_tok_s"][0]) * s / (s - cached)
         return tok_s / nodes if c.per == "node" else tok_s / c.gpus
+    if c.how == "rate-itl":
+        from advisor.model.serving import Load, serve
+
+        cfg = Config(cat.hardware[c.hardware], m, cat.quants[c.quant], cat.kv_dtypes[c.kv], cat.runtimes[c.runtime],
+                     c.gpus, "tp", Workload(batch=1, prompt_tokens=s, output_tokens=c.output),
+                     None if (c.stages, c.dp, c.ep) == (1, 1, False) else
+                     Layout(tp=c.gpus // (c.stages * c.dp), pp=c.stages, ep=c.gpus if c.ep else 1, dp_attention=c.dp),
+                     c.network or "")
+        report = serve(cat, cfg, Load(kind="open", rate_rps=c.rate_rps, prompt_tokens=s, output_tokens=c.output))
+        return float(report.tpot_ms)   # MLPerf's TPOT: (latency − TTFT) / (tokens − 1) per request
     r = sweep(cat, m, Workload(batch=1, prompt_tokens=s, output_tokens=c.output), hardware=[c.hardware],
               runtimes=[c.runtime], quants=[c.quant], kv_dtypes=[c.kv], layouts=lay, network=c.network,
               batch=BATCHES)
@@ -300,16 +324,12 @@ def main() -> None:
     for c, measured, unit in checks():
         p = predict(cat, c)
         err = p / measured - 1.0 if math.isfinite(p) else math.nan
-        extra = ""
-        if c.how == "offline":
-            lo, hi = predict(cat, c, 500), predict(cat, c, 2000)
-            extra = f"{lo:,.0f} at 500 / {hi:,.0f} at 2,000 prompt tokens"
         if math.isfinite(err):
             errors.append(abs(err))
         layout = f"{c.gpus} GPUs " + ("DP+EP" if c.ep else f"TP{c.gpus // c.stages}+PP{c.stages}" if c.stages > 1
                                       else f"TP{c.gpus}")
         rows.append([c.case, c.hardware, layout, c.how, f"{measured:,.0f}", f"{p:,.0f}",
-                     f"{err:+.0%}" if math.isfinite(err) else "—", unit, extra or c.note])
+                     f"{err:+.0%}" if math.isfinite(err) else "—", unit, c.note])
     head = ["case", "hardware", "pool", "how", "measured", "predicted", "error", "unit", "note"]
     print((markdown_table if args.markdown else table)(head, rows))
     if errors:
@@ -317,7 +337,7 @@ def main() -> None:
         print(f"\n{len(errors)} checks: median |error| {statistics.median(errors):.0%}; "
               f"{within} within 25 %")
     if skipped:
-        print(f"not checked (the prompt length is not published): {', '.join(skipped)}")
+        print(f"not checked (a deployment the check does not express): {', '.join(skipped)}")
     from advisor.model.roofline import TBO_EXPOSED
     shares = overlap_shares(cat)
     print(f"two-batch overlap: LMSYS's measured gains leave {shares['decode'][0]:.2f} of the shorter part exposed "
