@@ -234,6 +234,9 @@ class Result:
     prefill_compute_share: Any = None  # ideal compute time / ideal time: ≥ 0.5 = compute-bound
     prefill_compute_s: Any = None     # the linear and attention FLOPs at the attained compute rate
     prefill_pass_extra_s: Any = None  # a prompt pass's extra fixed cost over a decode step's (eager launches)
+    #: the part of the pass that grows with its tokens: the products, the tensor-parallel all-reduces of
+    #: the activations (and an eager attention's score traffic); a wide layout's server-wide products
+    prefill_token_s: Any = None
     ttft_s: Any = None
     ttft_low_s: Any = None
     ttft_high_s: Any = None
@@ -791,6 +794,9 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     if g.experts:
         compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
     t = compute + ub * per_pass + exchanges * lat + transfer
+    # the part of the pass that grows with its tokens (what a server's steps pay per prompt token):
+    # the products and, under tensor parallel, the all-reduces of the activations
+    token_s = compute + transfer
     if a.wide:
         # the all-to-all of one half-batch runs while the other computes (two-batch overlap)
         busy = compute + ub * per_pass
@@ -801,6 +807,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         compute = (lin - lin_exp) * (1.0 / (tp_e * peak * eta_c)) + att * (1.0 / (tp_e * apeak * eta_att))
         if g.experts:
             compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
+        token_s = compute
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
         # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer
@@ -808,6 +815,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         score_bytes = B * a.score * EAGER_SCORE_PASSES * s * (g.heads / tp) \
             * (g.full_layers * (d + (s + u) / 2.0) + g.sliding_layers * np.minimum(W, d + (s + u) / 2.0))
         t = t + score_bytes / (bw * eta_bw)
+        token_s = token_s + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
     ideal_compute = lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak))
@@ -830,7 +838,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         "prefill_expert_flops": lin_exp / tp_e,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
-        "prefill_compute_s": compute, "prefill_pass_extra_s": a.eager + 0 * tp,
+        "prefill_compute_s": compute, "prefill_pass_extra_s": a.eager + 0 * tp, "prefill_token_s": token_s,
     }
 
 

@@ -191,7 +191,7 @@ def test_a_latent_attention_decodes_at_its_own_kernels_share_of_the_peak():
     x, r, linear, eff = step("DeepSeek-R1")
     assert float(eff.prefill_compute_fraction) < 0.5            # what the attention ran at before
     # the step's attention takes its FLOPs over 0.636 of the 16-bit peak: faster than at η_c
-    assert float(r.decode_tok_s) > 1.2 * float(linear.decode_tok_s)
+    assert float(r.decode_tok_s) > 1.1 * float(linear.decode_tok_s)
     attn_s = float(r.decode_attention_flops) / (148e12 * 0.636)
     assert float(r.decode_compute_s) == pytest.approx(attn_s + float(r.decode_flops - r.decode_attention_flops)
                                                       / (float(x.peak_tflops) * 1e12 * float(eff.prefill_compute_fraction)
