@@ -722,3 +722,25 @@ def test_serve_widens_its_band_by_the_catalogs_serving_bands(cat):
     shipped, bare = serving.serve(cat, cfg, batch), serving.serve(plain, cfg, batch)
     assert shipped.itl_low_ms <= bare.itl_low_ms and shipped.itl_high_ms >= bare.itl_high_ms
     assert shipped.throughput_high_tok_s >= bare.throughput_high_tok_s
+
+
+def test_a_servers_prompt_pays_its_all_reduces_per_token():
+    """A prompt's cost per token in a server's steps is the part of its pass that grows with its
+    tokens: the products and, under tensor parallel, each layer's all-reduce of the activations
+    (Llama 3.1 70B on 4 × H100: ~10 % of a 2,000-token pass). The weight reads and launches are per
+    pass and stay out; one GPU has no all-reduce, and its cost is the products alone."""
+    load = Load(kind="closed", concurrency=8, prompt_tokens=2000, output_tokens=200)
+    for gpus in (4, 1):
+        cfg = api.configure(CAT, hardware="H100 SXM5 80GB", model="Llama 3.1 70B" if gpus > 1 else "Llama 3.1 8B",
+                            quant="fp8", runtime="vllm", gpus=gpus)
+        eff = efficiency_for(CAT.profiles, cfg.runtime, cfg.hardware)
+        r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=2000, output=200)
+        compute, transfer = float(np.ravel(r.prefill_compute_s)[0]), float(np.ravel(r.prefill_transfer_s)[0])
+        costs = real_costs(load, cfg)
+        assert float(np.ravel(costs.prompt_token_s)[0]) == pytest.approx((compute + transfer) / 2000, rel=1e-6)
+        if gpus > 1:
+            assert transfer > 0.05 * compute          # the all-reduces are a real share of the prompt
+        else:
+            assert transfer == 0.0
+        # and the whole pass costs more than its per-token part: the weight reads and launches
+        assert float(np.ravel(r.prefill_s)[0]) > compute + transfer
