@@ -209,6 +209,16 @@ def checks() -> list[tuple[Check, float, str]]:
     return out
 
 
+def config_of(cat, c: Check, prompt: int) -> Config:
+    """The check's deployment as one `Config` (its layout where it has one past a plain split)."""
+    plain = (c.stages, c.dp, c.ep) == (1, 1, False)
+    layout = None if plain else Layout(tp=c.gpus // (c.stages * c.dp), pp=c.stages, ep=c.gpus if c.ep else 1,
+                                       dp_attention=c.dp)
+    return Config(cat.hardware[c.hardware], cat.models[c.model], cat.quants[c.quant], cat.kv_dtypes[c.kv],
+                  cat.runtimes[c.runtime], c.gpus, "tp", Workload(batch=1, prompt_tokens=prompt, output_tokens=c.output),
+                  layout, c.network or "")
+
+
 def predict(cat, c: Check, prompt: int | None = None) -> float:
     m = cat.models[c.model]
     lay = Layouts([(c.gpus, c.stages, c.dp, c.ep)])
@@ -226,12 +236,7 @@ def predict(cat, c: Check, prompt: int | None = None) -> float:
     if c.how == "rate-itl":
         from advisor.model.serving import Load, serve
 
-        cfg = Config(cat.hardware[c.hardware], m, cat.quants[c.quant], cat.kv_dtypes[c.kv], cat.runtimes[c.runtime],
-                     c.gpus, "tp", Workload(batch=1, prompt_tokens=s, output_tokens=c.output),
-                     None if (c.stages, c.dp, c.ep) == (1, 1, False) else
-                     Layout(tp=c.gpus // (c.stages * c.dp), pp=c.stages, ep=c.gpus if c.ep else 1, dp_attention=c.dp),
-                     c.network or "")
-        report = serve(cat, cfg, Load(kind="open", rate_rps=c.rate_rps, prompt_tokens=s, output_tokens=c.output))
+        report = serve(cat, config_of(cat, c, s), Load(kind="open", rate_rps=c.rate_rps, prompt_tokens=s, output_tokens=c.output))
         return float(report.tpot_ms)   # MLPerf's TPOT: (latency − TTFT) / (tokens − 1) per request
     r = sweep(cat, m, Workload(batch=1, prompt_tokens=s, output_tokens=c.output), hardware=[c.hardware],
               runtimes=[c.runtime], quants=[c.quant], kv_dtypes=[c.kv], layouts=lay, network=c.network,
@@ -272,9 +277,7 @@ def mtp_speed(cat, c: Check, prompt: int) -> np.ndarray:
     m = cat.models[c.model]
     g = geometry(m)
     layer_b = (g.flops_params_per_token - g.output_params) / m.layers / 1e9
-    cfg = Config(cat.hardware[c.hardware], m, cat.quants[c.quant], cat.kv_dtypes[c.kv], cat.runtimes[c.runtime],
-                 c.gpus, "tp", Workload(batch=1, prompt_tokens=prompt, output_tokens=c.output),
-                 Layout(tp=1, pp=c.stages, ep=c.gpus if c.ep else 1, dp_attention=c.dp), c.network or "")
+    cfg = config_of(cat, c, prompt)
     eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
     verify = evaluate_config(cfg, eff, batch=BATCHES.astype(float), query_tokens=float(k + 1))
     head = head_model(m, layer_b, 1)

@@ -163,6 +163,15 @@ LOW_PRECISION_GEMM_FIXED_US = {
 }
 
 
+def format_gemm_us(hw: Hardware, runtime_key: str, dtype: str) -> float:
+    """`LOW_PRECISION_GEMM_FIXED_US` for runtime ``runtime_key`` on ``hw`` computing in ``dtype``, µs
+    per product (0 where nothing was measured)."""
+    by_engine = LOW_PRECISION_GEMM_FIXED_US.get((dtype, hw.family)) if hw.kind == "datacenter" else None
+    if not by_engine:
+        return 0.0
+    return by_engine.get(runtime_key, by_engine[None])
+
+
 #: The share of its dtype's dense peak a latent-attention (MLA) decode kernel reaches where it is
 #: compute-bound, per (hardware family, the dtype its products run in: `inputs.attention_dtype`).
 #: DeepSeek's absorbed MLA decode does 2·heads·(576 + 512) FLOPs per cached token and layer (278,528 at
@@ -190,15 +199,6 @@ def mla_decode_fraction(hw: Hardware, dtype: str) -> float:
     if hw.kind != "datacenter":
         return math.nan
     return MLA_DECODE_ATTENTION_FRACTION.get((hw.family, dtype), math.nan)
-
-
-def format_gemm_us(hw: Hardware, runtime_key: str, dtype: str) -> float:
-    """`LOW_PRECISION_GEMM_FIXED_US` for runtime ``runtime_key`` on ``hw`` computing in ``dtype``, µs
-    per product (0 where nothing was measured)."""
-    by_engine = LOW_PRECISION_GEMM_FIXED_US.get((dtype, hw.family)) if hw.kind == "datacenter" else None
-    if not by_engine:
-        return 0.0
-    return by_engine.get(runtime_key, by_engine[None])
 
 
 def peak_for(hw: Hardware, dtype: str) -> tuple[float, str]:

@@ -245,22 +245,22 @@ class Tables:
         dtype_idx = {v_: np.array([[dtypes.index(r.compute_for(x, v_)) for x in q] for r in rt], dtype=int)
                      .reshape(len(rt), len(q)) for v_ in vendors}
         dtype_by = np.array([[used == "int8" for _, used in row] for row in found]).reshape(len(hw), len(dtypes))
-        # the share of the peak the format's products reach relative to 16-bit ones', by the dtype in use
-        share_by = np.array([[[gemm_share(h, r_.key, used) for _, used in row] for r_ in rt] for h, row in zip(hw, found)],
-                            dtype=float).reshape(len(hw), len(rt), len(dtypes))
-        # … and the extra fixed cost of each of its products (`format_gemm_us`)
-        fixed_by = np.array([[[format_gemm_us(h, r_.key, used) for _, used in row] for r_ in rt]
-                             for h, row in zip(hw, found)], dtype=float).reshape(len(hw), len(rt), len(dtypes))
+        def by_format(per_dtype) -> np.ndarray:
+            """(hardware, runtime, quant) from ``per_dtype(hardware, runtime key, dtype in use)``."""
+            by_dtype = np.array([[[per_dtype(h, r_.key, used) for _, used in row] for r_ in rt]
+                                 for h, row in zip(hw, found)], dtype=float).reshape(len(hw), len(rt), len(dtypes))
+            return np.stack([np.take_along_axis(by_dtype[i], dtype_idx[h.vendor], axis=1) for i, h in enumerate(hw)])
+
         self.peak = np.empty((len(hw), len(rt), len(q)))
         self.int8_linear = np.empty((len(hw), len(rt), len(q)), dtype=bool)
-        self.gemm_share = np.empty((len(hw), len(rt), len(q)))
-        self.format_gemm_us = np.empty((len(hw), len(rt), len(q)))
         caps = np.array([[int8_cap(h, r) for r in rt] for h in hw]).reshape(len(hw), len(rt), 1)
         for i, h in enumerate(hw):
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
-            self.gemm_share[i] = np.take_along_axis(share_by[i], dtype_idx[h.vendor], axis=1)
-            self.format_gemm_us[i] = np.take_along_axis(fixed_by[i], dtype_idx[h.vendor], axis=1)
+        # the share of the peak the format's products reach relative to 16-bit ones', and the extra
+        # fixed cost of each of its products (`format_gemm_us`), by the dtype in use
+        self.gemm_share = by_format(gemm_share)
+        self.format_gemm_us = by_format(format_gemm_us)
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)

@@ -62,7 +62,7 @@ LINK_EFFICIENCY = 0.8
 #: Study: Two-batch Overlap"): decode at 128 sequences per GPU, 17,552 tok/s per node with it against
 #: 12,929 without (1.358×); prefill "a 27% to 35% throughput increase ... even when processing the same
 #: token count per device". With this kernel's times for those runs (`benchmarks/multinode.py` prints
-#: them), the decode figure leaves 0.28 of the shorter part exposed and the prefill range 0.22-0.36:
+#: them), the decode figure leaves 0.28 of the shorter part exposed and the prefill range 0.23-0.37:
 #: the halves do not overlap perfectly (each layer's dispatch waits on its attention, the combine on
 #: its experts, and the communication kernels take SMs).
 TBO_EXPOSED = 0.3

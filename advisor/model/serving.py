@@ -862,8 +862,7 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per
     # prompt work is linear in its tokens: the per-token cost is the same at every grid batch (the
     # products and the tensor-parallel all-reduces of each token's activations; the weight reads and
     # launches are per pass, and the steps that carry chunks pay them)
-    token_s = getattr(r, "prefill_token_s", None)
-    prompt_token_s = _first(r.prefill_compute_s if token_s is None else token_s, nd) / load.new_prompt_tokens
+    prompt_token_s = _first(r.prefill_token_s, nd) / load.new_prompt_tokens
     seq_bytes, budget = _first(r.kv_seq_bytes, nd), _first(r.kv_budget_gpu_bytes, nd)
     full = load.prompt_tokens + load.output_tokens
     # a paged cache holds each sequence at its current length, on average prompt + output / 2
