@@ -1,10 +1,15 @@
-"""Where `advisor.model.devices.LOW_PRECISION_GEMM_SHARE` comes from: the share of its dense peak a
-low-precision format's matrix products reach, over the share BF16 products reach of theirs, from
-aiconfigurator's published kernel measurements (per GPU, engine and version; NVIDIA's own collection).
+"""Where `advisor.model.devices.LOW_PRECISION_GEMM_SHARE` and the NVIDIA parts' ``bf16_achievable_tflops``
+(`advisor.model.devices.matrix_share`) come from: the share of its dense peak a low-precision format's
+matrix products reach, over the share BF16 products reach of theirs, and the share BF16 products reach
+on each GPU, from aiconfigurator's published kernel measurements (per GPU, engine and version; NVIDIA's
+own collection).
 
 For each system and engine: the median TFLOP/s over prompt-sized GEMMs (2,048-8,192 tokens, both
 other sides 4,096 or more) per dtype, as a share of that dtype's dense peak (the catalog's figures),
-and each low-precision dtype's share over BF16's. Prints one table.
+and each low-precision dtype's share over BF16's. Then, per GPU, the 90th percentile of BF16 TFLOP/s
+over the same GEMMs (what the best-placed products sustain), the median over the engines' tables, as
+a share of the peak and over the Hopper parts' share (H100 and H200 SXM, what the fitted fractions
+mostly stand for).
 
     python benchmarks/gemm_shares.py --data DIR
 
@@ -23,6 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 #: aiconfigurator's system folder → the catalog's hardware key
 SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200-hgx"}
+#: every system with GEMM tables → the catalog's hardware key (the sustained BF16 share)
+BF16_SYSTEMS = SYSTEMS | {"b300_sxm": "b300-hgx", "gb200": "gb200-nvl72-gpu", "gb300": "gb300-nvl72-gpu",
+                          "a100_sxm": "a100-sxm4-80gb", "l40s": "l40s-48gb",
+                          "rtx_pro_6000_server": "rtx-pro-6000-blackwell-server"}
+#: the reference the fitted fractions stand for
+HOPPER = ("h100_sxm", "h200_sxm")
 #: aiconfigurator's GEMM dtype → the catalog's compute dtype
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 
@@ -44,13 +55,24 @@ def gemm_tables(doc: str, systems: dict[str, str]):
             yield system, cat.hardware[key], path.parts[-3], path.parts[-2], pd.read_parquet(path)
 
 
+def prompt_sized(df):
+    return df[(df.m >= 2048) & (df.m <= 8192) & (df.n >= 4096) & (df.k >= 4096)]
+
+
 def main() -> None:
     from advisor.text.format import table
 
-    rows, family = [], {}
-    for system, hw, engine, version, df in gemm_tables(__doc__, SYSTEMS):
+    rows, family, bf16_p90 = [], {}, {}
+    for system, hw, engine, version, df in gemm_tables(__doc__, BF16_SYSTEMS):
+        bf = prompt_sized(df)
+        bf = bf[bf.gemm_dtype == "bfloat16"]
+        if len(bf):
+            tflops = 2 * bf.m * bf.n * bf.k / (bf.latency * 1e-3) / 1e12
+            bf16_p90.setdefault((system, hw.key, hw.bf16_dense_tflops), []).append(float(tflops.quantile(0.9)))
+        if system not in SYSTEMS:
+            continue
         family[system] = hw.family
-        q = df[(df.m >= 2048) & (df.m <= 8192) & (df.n >= 4096) & (df.k >= 4096)]
+        q = prompt_sized(df)
         share = {}
         for dtype, g in q.groupby("gemm_dtype"):
             if dtype not in DTYPES:
@@ -75,6 +97,14 @@ def main() -> None:
     print()
     print(table(["dtype", "family", "engine", "median over BF16's share", "figures"],
                 [[*k, f"{statistics.median(v):.3f}", len(v)] for k, v in sorted(pooled.items())]))
+    # what each GPU's BF16 products sustain: the catalog's bf16_achievable_tflops
+    sustained = {k: statistics.median(v) for k, v in bf16_p90.items()}
+    hopper = statistics.mean(v / k[2] for k, v in sustained.items() if k[0] in HOPPER)
+    print()
+    print(table(["system", "catalog key", "tables", "BF16 TFLOP/s (p90)", "share of its peak", "over Hopper's"],
+                [[k[0], k[1], len(bf16_p90[k]), f"{v:.0f}", f"{v / k[2]:.3f}", f"{v / k[2] / hopper:.3f}"]
+                 for k, v in sorted(sustained.items())]))
+    print(f"\nHopper's share (the reference, devices.REFERENCE_BF16_SHARE): {hopper:.3f}")
 
 
 if __name__ == "__main__":

@@ -89,6 +89,12 @@ class Hardware:
     fp8_dense_tflops: float | None = _f("num", min=0.01, max=100_000)
     int8_dense_tops: float | None = _f("num", min=0.01, max=100_000)
     fp4_dense_tflops: float | None = _f("num", min=0.01, max=100_000)
+    #: The BF16 matrix rate measured under sustained load, TFLOP/s: the vendor's max-achievable figure
+    #: (AMD's, its best library GEMM at an optimal shape) or the 90th percentile of published
+    #: prompt-sized GEMM timings (aiconfigurator's, NVIDIA parts). A power-limited chip clocks well below
+    #: the boost clock its datasheet peak assumes under dense load
+    #: (`advisor.model.devices.matrix_share`). Empty = none published
+    bf16_achievable_tflops: float | None = _f("num", min=0.01, max=100_000)
     tdp_w: float | None = _f("num", min=1, max=10_000)
     interconnect: str = _f("str")
     interconnect_gb_s: float | None = _f("num", min=1, max=100_000)

@@ -117,8 +117,11 @@ def _ideal_terms(r, x, g) -> dict[str, np.ndarray]:
     times, per-layer and per-pass counts, GPU-to-GPU message counts and transfer times; and what is
     known, not fitted: the low-precision format's fixed cost per pass (`roofline.format_fixed_s`)."""
     bw = np.asarray(x.bandwidth_gb_s, float) * 1e9
-    peak = np.asarray(x.peak_tflops, float) * 1e12
-    apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12
+    # the hardware sustains its own share of the peak under dense load (`advisor.model.devices.matrix_share`):
+    # the fitted fractions are the reference parts' (Hopper's)
+    sustained = np.asarray(x.matrix_share, float)
+    peak = np.asarray(x.peak_tflops, float) * 1e12 * sustained
+    apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12 * sustained
     # the format's products reach their own share of the peak (`advisor.model.devices.gemm_share`): the
     # fitted fraction is the 16-bit products' one
     peak = peak * np.asarray(x.gemm_share, float)

@@ -201,6 +201,30 @@ def mla_decode_fraction(hw: Hardware, dtype: str) -> float:
     return MLA_DECODE_ATTENTION_FRACTION.get((hw.family, dtype), math.nan)
 
 
+#: The share of its BF16 datasheet peak the Hopper parts' products sustain (`matrix_share`'s reference:
+#: the parts most fitted compute fractions were measured on): H100 SXM 0.804 and H200 SXM 0.819 in
+#: aiconfigurator 0.12's prompt-sized GEMM tables (`benchmarks/gemm_shares.py`, the mean 0.812); our
+#: own runs agree (benchmarks/device_runs/2026-11-27-h1*0-kernels, PyTorch on cuBLASLt, the fastest
+#: Llama-shaped product at 2,048+ tokens: 800 and 810 of 989.4 TFLOP/s, 0.809 and 0.819).
+REFERENCE_BF16_SHARE = 0.812
+
+
+def matrix_share(hw: Hardware) -> float:
+    """How much of its datasheet peak ``hw``'s matrix units sustain under dense load, relative to the
+    Hopper parts' share (`REFERENCE_BF16_SHARE`), from its ``bf16_achievable_tflops``: 1 where none is
+    published (the fitted fractions as they are). A power-limited chip clocks down under dense matrix
+    load: an MI300X runs its BF16 GEMM at a 1,207 MHz median clock against the 2,100 MHz its 1,307
+    TFLOPS assume and reaches 708 TFLOP/s (AMD's published max-achievable rate), 0.54 of its peak
+    where an H100 reaches 0.80; so a fraction fitted on Hopper rows applies to it at 0.67 (MI325X 0.79,
+    B200 0.88, GB200 0.86, L40S 0.81, A100 1.08). One figure per part, for every dtype: the FP8 and FP4
+    products' own share relative to BF16's is `gemm_share` (AMD's FP8 max-achievable is 0.90 of its
+    BF16 share, as cuBLASLt's per-tensor FP8 is on H100 and H200: 0.88-0.91)."""
+    peak = hw.bf16_dense_tflops or hw.fp16_dense_tflops
+    if not hw.bf16_achievable_tflops or not peak:
+        return 1.0
+    return hw.bf16_achievable_tflops / peak / REFERENCE_BF16_SHARE
+
+
 def peak_for(hw: Hardware, dtype: str) -> tuple[float, str]:
     """Dense peak in TFLOP/s for ``dtype``, falling back to what the hardware has; (nan, '') if none."""
     fallback = DTYPE_FALLBACK_CPU if hw.kind == "cpu" else DTYPE_FALLBACK

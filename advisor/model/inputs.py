@@ -19,7 +19,7 @@ from advisor.data.specs import COMPUTE_DTYPES, Hardware, KvDtype, Quant, Runtime
 from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
 from advisor.model.ceilings import ceiling_row
-from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, max_gpus,
+from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, matrix_share, max_gpus,
                                    mla_decode_fraction, network_gb_s, peak_for, usable_memory_gb)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence, linear_fraction)
@@ -136,12 +136,12 @@ def format_products(h: Hardware, r: Runtime, q: Quant, model) -> tuple[int, str,
 
 def linear_flops_s(h: Hardware, r: Runtime, q: Quant, eff: Efficiency) -> float:
     """The linear layers' attained compute, FLOP/s: the peak of the dtype the format runs in × the
-    profile's fraction for it × the share of that peak its products reach (`gemm_share`); inf where the
-    hardware has no peak for it."""
+    profile's fraction for it × the share of that peak its products reach (`gemm_share`) × the share
+    the hardware sustains under dense load (`matrix_share`); inf where the hardware has no peak for it."""
     peak, used, _ = compute_peak(h, r, q)
     if not math.isfinite(peak):
         return math.inf
-    return peak * 1e12 * linear_fraction(eff, used) * gemm_share(h, r.key, used)
+    return peak * 1e12 * linear_fraction(eff, used) * gemm_share(h, r.key, used) * matrix_share(h)
 
 
 def attention_dtype(h: Hardware, r: Runtime, kv: KvDtype) -> str:
@@ -176,6 +176,7 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
     x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
                # the plain roofline (IDEAL) stays at 100 % of every peak
                gemm_share=1.0 if eff.level == "ideal" else gemm_share(hw, runtime.key, used),
+               matrix_share=1.0 if eff.level == "ideal" else matrix_share(hw),
                format_gemm_us=0.0 if eff.level == "ideal" else format_gemm_us(hw, runtime.key, used),
                attn_peak_tflops=attention_peak(hw, runtime, kv),
                # the plain roofline stays at 100 % of the attention's peak too
@@ -260,6 +261,8 @@ class Tables:
         # the share of the peak the format's products reach relative to 16-bit ones', and the extra
         # fixed cost of each of its products (`format_gemm_us`), by the dtype in use
         self.gemm_share = by_format(gemm_share)
+        # what each part's matrix units sustain under dense load, against the fitted fractions' parts
+        self.matrix_share = np.array([matrix_share(h) for h in hw], dtype=float)
         self.format_gemm_us = by_format(format_gemm_us)
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
@@ -316,7 +319,8 @@ class Tables:
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
             peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
             mla_decode_fraction=self.mla_fraction[h, r, k],
-            gemm_share=self.gemm_share[h, r, q], format_gemm_us=self.format_gemm_us[h, r, q],
+            gemm_share=self.gemm_share[h, r, q], matrix_share=self.matrix_share[h],
+            format_gemm_us=self.format_gemm_us[h, r, q],
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
             bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
                                                                                self.bits.embedding, self.bits.head))),

@@ -107,6 +107,11 @@ class Inputs:
     #: (`advisor.model.devices.gemm_share`: FP8 on Hopper 0.70-0.81); it multiplies the linear layers'
     #: and the experts' compute fractions (capped at the peak), never the attention's
     gemm_share: Any = 1.0
+    #: the share of its datasheet peak the hardware's matrix units sustain under dense load, relative
+    #: to the Hopper parts the fitted fractions stand for (`advisor.model.devices.matrix_share`: MI300X
+    #: 0.665, from AMD's published max-achievable FLOPs; 1 where none is published); it multiplies
+    #: every compute fraction (linear, experts, attention), not a published MLA kernel share
+    matrix_share: Any = 1.0
     #: extra fixed cost of each dense matrix product in the weights' format, µs
     #: (`advisor.model.devices.format_gemm_us`: FP8 on Hopper 3.4-8.8): quantizing the activations,
     #: and scaled kernels that fill small products worse; paid where the non-expert weights are in it
@@ -336,14 +341,17 @@ class _Arrays:
         self.eta_exp = self.eta_c if not np.any(np.isfinite(exp)) else _arr(
             np.where(np.isfinite(exp), exp, e.prefill_compute_fraction), ft)
         share = _arr(x.gemm_share, ft)
-        self.eta_c16 = self.eta_c   # the attention products' (their own dtype), unscaled
+        # what the hardware's matrix units sustain under dense load (the fitted fractions are Hopper's)
+        sustained = _arr(x.matrix_share, ft)
+        self.eta_att = self.eta_att * sustained
+        self.eta_c16 = self.eta_c * sustained   # the attention products' (their own dtype)
         # a decode step's attention: the linear layers' fraction, or a latent attention's own kernel's
         self.eta_att_dec = self.eta_c16
         mla = np.asarray(x.mla_decode_fraction, float)
         if g.latent_rank and np.any(np.isfinite(mla)):
             self.eta_att_dec = _arr(np.where(np.isfinite(mla), mla, self.eta_c16), ft)
-        self.eta_c = np.minimum(self.eta_c * share, 1.0)
-        self.eta_exp = np.minimum(self.eta_exp * share, 1.0)
+        self.eta_c = np.minimum(self.eta_c * share * sustained, 1.0)
+        self.eta_exp = np.minimum(self.eta_exp * share * sustained, 1.0)
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
         self.bw_spread = _arr(e.bandwidth_spread, ft)   # the ceiling's memory roof: the best reading
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from advisor.model.devices import matrix_share
 from advisor.model.efficiency import efficiency_for
 from advisor.model.geometry import geometry
 from advisor.model.inputs import format_products, mla_fraction
@@ -45,7 +46,12 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
 
     step_ms = 1e3 / p.decode_tok_s if p.decode_tok_s else math.nan
     mem_ms = p.decode_bytes_per_step / (p.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)) * 1e3
-    comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * float(eff.prefill_compute_fraction)) * 1e3
+    # what the hardware's matrix units sustain under dense load, against the parts η_c was fitted on
+    sustained = matrix_share(cfg.hardware)
+    sustained_note = (f" Its matrix units sustain {sustained:.2f} of the share of their peak that η_c assumes "
+                      f"(the vendor's published max-achievable rate: the chip clocks down under dense load), so "
+                      f"the FLOPs run at η_c × {sustained:.2f}." if sustained != 1.0 else "")
+    comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * float(eff.prefill_compute_fraction) * sustained) * 1e3
                if math.isfinite(p.peak_tflops) else math.nan)
     seq_us = float(eff.seq_overhead_us)
     # a low-precision format's dense products each cost a little more (`advisor.model.devices.format_gemm_us`)
@@ -67,10 +73,10 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
         f"{float(eff.decode_bw_fraction):.2f} the bytes take {num(mem_ms)} ms; at {num(p.peak_tflops)} TFLOP/s "
-        f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f} the FLOPs take {num(comp_ms)} ms; fixed "
+        f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f}{' × ' + format(sustained, '.2f') if sustained != 1.0 else ''} the FLOPs take {num(comp_ms)} ms; fixed "
         f"costs {g.layers} × {num(float(eff.layer_overhead_us))} µs{per_product} + "
         f"{num(float(eff.step_overhead_us))} µs{per_seq} = "
-        f"{num(fixed_ms)} ms.{mla_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
+        f"{num(fixed_ms)} ms.{mla_note}{sustained_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
         f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
     out["throughput"] = Explanation(
@@ -89,7 +95,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
             f"{num(p.peak_tflops)} TFLOP/s {p.compute_dtype} at η_c {float(eff.prefill_compute_fraction):.2f} and "
             f"η_att {float(eff.attention_compute_fraction):.2f}: {duration_ms(p.ttft_ms)} "
             f"({band_p}: {duration_ms(p.ttft_low_ms)}–{duration_ms(p.ttft_high_ms)}), {num(p.prefill_tok_s)} prompt "
-            f"tok/s, {p.prefill_bound}-bound. The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
+            f"tok/s, {p.prefill_bound}-bound.{sustained_note} The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
     else:
         out["ttft"] = Explanation("Time to first token", "TTFT = one decode step (no prompt)",
                                   f"With no prompt the first token takes one decode step: {duration_ms(p.ttft_ms)}.\n{profile}")

@@ -99,6 +99,51 @@ def test_low_precision_products_reach_the_share_the_engines_kernels_reached():
         == pytest.approx(0.70)
 
 
+def test_a_part_that_clocks_down_under_dense_load_computes_at_its_measured_share():
+    """The fitted compute fractions stand for the Hopper parts (their BF16 products sustain 0.81 of
+    the peak). An MI300X's reach 708 of 1,307 TFLOP/s (AMD's published max-achievable rate: the clock
+    drops to ~1.2 GHz under dense load), a B200's 1,607 of 2,250 (aiconfigurator's GEMM tables), so a
+    prompt there runs at 0.67 and 0.88 of what the fraction alone gives; a part with nothing published
+    at the fraction as it is; the 100 % roofline at the datasheet's peak; and the sweep and the single
+    prediction agree."""
+    import numpy as np
+
+    from advisor.model.devices import REFERENCE_BF16_SHARE, matrix_share
+    from advisor.model.efficiency import IDEAL, efficiency_for
+    from advisor.model.geometry import geometry
+    from advisor.model.inputs import Tables, inputs_for
+    from advisor.model.roofline import evaluate
+
+    cat = api.load_catalog()
+    mi300x, b200, h100 = (cat.hardware[k] for k in ("mi300x", "b200-hgx", "h100-sxm5-80gb"))
+    assert matrix_share(mi300x) == pytest.approx(708 / 1307.4 / REFERENCE_BF16_SHARE) == pytest.approx(0.667, abs=0.005)
+    assert matrix_share(b200) == pytest.approx(0.88, abs=0.01)
+    assert matrix_share(h100) == pytest.approx(1.0, abs=0.02)
+    assert matrix_share(cat.hardware_named("rtx 4090")) == 1.0
+
+    cfg = api.configure(cat, hardware="MI300X", model="Llama 3.1 70B", quant="bf16", runtime="vllm", gpus=8,
+                        batch=1, prompt=16000, output=2)
+    eff = efficiency_for(cat.profiles, cfg.runtime, mi300x)
+    x = inputs_for(mi300x, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload)
+    g = geometry(cfg.model)
+    held, whole = evaluate(g, x), evaluate(g, x.replace(matrix_share=1.0))
+    assert float(x.matrix_share) == pytest.approx(matrix_share(mi300x))
+    # a 16k-token prompt is compute-bound: its products take 1 / 0.667 as long
+    compute = float(held.prefill_compute_s) / float(whole.prefill_compute_s)
+    assert compute == pytest.approx(1 / matrix_share(mi300x), rel=0.02)
+    assert float(held.prefill_tok_s) < 0.8 * float(whole.prefill_tok_s)
+    assert float(held.prefill_ceiling_tok_s) == float(whole.prefill_ceiling_tok_s)
+    assert inputs_for(mi300x, cfg.runtime, cfg.quant, cfg.kv_dtype, IDEAL, 8, "tp", cfg.workload).matrix_share == 1.0
+    # the sweep's tables carry the same share per part
+    tables = Tables(cat)
+    i = [h.key for h in tables.hardware].index("mi300x")
+    assert tables.matrix_share[i] == pytest.approx(matrix_share(mi300x))
+    assert np.all((tables.matrix_share > 0.5) & (tables.matrix_share < 1.2))
+    # the explanation says the part runs below the fraction and why
+    text = api.explain(cat, cfg, api.predict(cat, cfg))["ttft"].text
+    assert "sustain 0.67 of the share" in text and "clocks down under dense load" in text
+
+
 def test_each_low_precision_product_pays_its_measured_fixed_cost_at_decode():
     """An FP8 product at a decode step streams its weights as fast as a BF16 one but takes longer
     to start (quantizing the activations: `advisor.model.devices.format_gemm_us`, aiconfigurator's
