@@ -149,6 +149,24 @@ class Geometry:
         mlp_layers = self.layers - self.moe_layers + (self.moe_layers if self.shared_experts else 0)
         return 2 * self.layers + 2 * mlp_layers
 
+    @property
+    def activation_bytes(self) -> tuple[float, float, float]:
+        """Bytes the memory-bound element-wise kernels of a prompt pass move per token, over all
+        layers, at 16-bit activations: (on every GPU of a tensor-parallel group, split over the group,
+        split over the GPUs holding the routed experts). Per layer two fused add-RMSNorms each read
+        the input and the residual and write both (4 × hidden), on every GPU, since each holds the
+        whole hidden state between the all-reduces; RoPE reads and writes the queries and keys
+        (attention layers); the gated activation reads gate and up and writes their product
+        (3 × intermediate: a dense MLP's, the shared experts', each routed expert's a token visits).
+        The products' own reads and writes are in the GEMMs'; the norms' few weights are not counted."""
+        attention_layers = self.full_layers + self.sliding_layers
+        dense_mlp = (self.layers - self.moe_layers) * self.intermediate \
+            + self.moe_layers * self.shared_experts * self.moe_intermediate
+        replicated = 2.0 * self.layers * 2 * 4 * self.hidden
+        split = 2.0 * (attention_layers * 2 * (self.heads + self.kv_heads) * self.qk_head_dim + 3 * dense_mlp)
+        experts = 2.0 * 3 * self.moe_layers * self.experts_per_token * self.moe_intermediate
+        return replicated, split, experts
+
     def kv_elems_per_token(self, tp: int = 1) -> tuple[float, float]:
         """KV elements per token per GPU for (full layers, sliding layers) under tensor parallel ``tp``."""
         per_layer = self.kv_elems_per_layer

@@ -238,6 +238,7 @@ class Result:
     prefill_transfer_s: Any = None
     prefill_compute_share: Any = None  # ideal compute time / ideal time: ≥ 0.5 = compute-bound
     prefill_compute_s: Any = None     # the linear and attention FLOPs at the attained compute rate
+    prefill_activation_bytes: Any = None  # what the element-wise kernels move per GPU (`Geometry.activation_bytes`)
     prefill_pass_extra_s: Any = None  # a prompt pass's extra fixed cost over a decode step's (eager launches)
     #: the part of the pass that grows with its tokens: the products, the tensor-parallel all-reduces of
     #: the activations (and an eager attention's score traffic); a wide layout's server-wide products
@@ -750,7 +751,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
 
 def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     """Time to process B prompts of s tokens after d cached ones, in micro-batches of the
-    runtime's workspace: linear and attention FLOPs, weight reads per micro-batch, fixed costs."""
+    runtime's workspace: linear and attention FLOPs, the element-wise kernels' activation traffic, weight
+    reads per micro-batch, fixed costs."""
     ft, tp, pp, B, s, d, bw, peak, link, bits = a.ft, a.tp, a.pp, a.B, a.s, a.d, a.bw, a.peak, a.link, a.bits
     W = float(g.window) if g.window else np.inf
     attn_coeff = 2.0 * g.heads * (g.qk_head_dim + g.v_head_dim)
@@ -801,13 +803,18 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     compute = (lin - lin_exp) * (1.0 / (tp_d * peak * eta_c)) + att * (1.0 / (tp_d * apeak * eta_att))
     if g.experts:
         compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
-    t = compute + ub * per_pass + exchanges * lat + transfer
+    # the element-wise kernels between the products (norms, residual adds, RoPE, the gated
+    # activation) are memory-bound: the norms run whole on every GPU of a group, the rest split
+    repl, split, experts_act = g.activation_bytes
+    act_gpu = T * (repl * tp / tp_d + split / tp_d + experts_act / tp_e)
+    act_s = act_gpu / (bw * eta_bw)
+    t = compute + act_s + ub * per_pass + exchanges * lat + transfer
     # the part of the pass that grows with its tokens (what a server's steps pay per prompt token):
-    # the products and, under tensor parallel, the all-reduces of the activations
-    token_s = compute + transfer
+    # the products, the element-wise kernels and, under tensor parallel, the activations' all-reduces
+    token_s = compute + act_s + transfer
     if a.wide:
         # the all-to-all of one half-batch runs while the other computes (two-batch overlap)
-        busy = compute + ub * per_pass
+        busy = compute + act_s + ub * per_pass
         t = np.fmax(busy, a2a) + TBO_EXPOSED * np.fmin(busy, a2a) + exchanges * lat + transfer
         transfer = transfer + a2a
         # what the prompts cost a server whose attention groups all take prompts at once: the
@@ -815,7 +822,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         compute = (lin - lin_exp) * (1.0 / (tp_e * peak * eta_c)) + att * (1.0 / (tp_e * apeak * eta_att))
         if g.experts:
             compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
-        token_s = compute
+        token_s = compute + T * (repl * tp + split + experts_act) / tp_e / (bw * eta_bw)
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
         # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer
@@ -846,7 +853,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         "prefill_expert_flops": lin_exp / tp_e,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
-        "prefill_compute_s": compute, "prefill_pass_extra_s": a.eager + 0 * tp, "prefill_token_s": token_s,
+        "prefill_compute_s": compute, "prefill_activation_bytes": act_gpu, "prefill_pass_extra_s": a.eager + 0 * tp, "prefill_token_s": token_s,
     }
 
 

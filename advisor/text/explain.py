@@ -88,7 +88,8 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         lin = 2 * g.flops_params_per_token * w.batch * w.prompt_tokens
         out["ttft"] = Explanation(
             "Time to first token",
-            "TTFT = linear FLOPs / (peak × η_c) + attention FLOPs / (peak × η_att) + weight reads per micro-batch + fixed costs",
+            "TTFT = linear FLOPs / (peak × η_c) + attention FLOPs / (peak × η_att) + element-wise bytes / (BW × η_bw) "
+            "+ weight reads per micro-batch + fixed costs",
             f"{w.batch} prompt(s) of {w.prompt_tokens:,} tokens after {w.depth_tokens:,} cached: "
             f"{num(lin / 1e12)} TFLOP in the linear layers (2 × {num(g.flops_params_per_token / 1e9)} B active "
             f"parameters × {w.batch * w.prompt_tokens:,} tokens) plus the causal attention, on "

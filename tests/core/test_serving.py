@@ -726,9 +726,9 @@ def test_serve_widens_its_band_by_the_catalogs_serving_bands(cat):
 
 def test_a_servers_prompt_pays_its_all_reduces_per_token():
     """A prompt's cost per token in a server's steps is the part of its pass that grows with its
-    tokens: the products and, under tensor parallel, each layer's all-reduce of the activations
-    (Llama 3.1 70B on 4 × H100: ~10 % of a 2,000-token pass). The weight reads and launches are per
-    pass and stay out; one GPU has no all-reduce, and its cost is the products alone."""
+    tokens: the products, the element-wise kernels between them and, under tensor parallel, each
+    layer's all-reduce of the activations (Llama 3.1 70B on 4 × H100: ~10 % of a 2,000-token pass).
+    The weight reads and launches are per pass and stay out; one GPU has no all-reduce."""
     load = Load(kind="closed", concurrency=8, prompt_tokens=2000, output_tokens=200)
     for gpus in (4, 1):
         cfg = api.configure(CAT, hardware="H100 SXM5 80GB", model="Llama 3.1 70B" if gpus > 1 else "Llama 3.1 8B",
@@ -736,11 +736,46 @@ def test_a_servers_prompt_pays_its_all_reduces_per_token():
         eff = efficiency_for(CAT.profiles, cfg.runtime, cfg.hardware)
         r = evaluate_config(cfg, eff, batch=STEP_GRID, prompt=2000, output=200)
         compute, transfer = float(np.ravel(r.prefill_compute_s)[0]), float(np.ravel(r.prefill_transfer_s)[0])
+        elementwise = float(np.ravel(r.prefill_activation_bytes)[0]) / (
+            cfg.hardware.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction))
         costs = real_costs(load, cfg)
-        assert float(np.ravel(costs.prompt_token_s)[0]) == pytest.approx((compute + transfer) / 2000, rel=1e-6)
+        assert float(np.ravel(costs.prompt_token_s)[0]) == pytest.approx((compute + elementwise + transfer) / 2000,
+                                                                         rel=1e-6)
+        assert 0.02 * compute < elementwise < 0.5 * compute
         if gpus > 1:
             assert transfer > 0.05 * compute          # the all-reduces are a real share of the prompt
         else:
             assert transfer == 0.0
         # and the whole pass costs more than its per-token part: the weight reads and launches
-        assert float(np.ravel(r.prefill_s)[0]) > compute + transfer
+        assert float(np.ravel(r.prefill_s)[0]) > compute + elementwise + transfer
+
+
+def test_a_prompts_element_wise_kernels_read_and_write_the_activations():
+    """Between its products a prompt pass runs memory-bound element-wise kernels (`Geometry.activation_bytes`):
+    two fused add-RMSNorms per layer read and write 4 × hidden 16-bit values per token on every GPU of a
+    tensor-parallel group, since each holds the whole hidden state; RoPE and the gated activation are
+    split over it. So their share of a pass grows with the group: Llama 3.1 70B's norms move 10.5 MB
+    a token on each of eight GPUs whose products take an eighth of the FLOPs each."""
+    from advisor.model.geometry import geometry
+    from advisor.model.inputs import inputs_for
+    from advisor.model.roofline import Workload, evaluate
+
+    g = geometry(CAT.models["llama-3.1-70b"])
+    replicated, split, experts = g.activation_bytes
+    assert replicated == 2 * 80 * 2 * 4 * 8192                       # 10.5 MB per token
+    assert split == 2 * (80 * 2 * (64 + 8) * 128 + 3 * 80 * 28672)   # RoPE on q and k, SwiGLU
+    assert experts == 0
+    moe = geometry(CAT.models["deepseek-r1"])
+    assert moe.activation_bytes[2] == 2 * 3 * 58 * 8 * 2048          # each routed expert a token visits
+    h100 = CAT.hardware["h100-sxm5-80gb"]
+    cfg = api.configure(CAT, hardware="H100 SXM5 80GB", model="Llama 3.1 70B", quant="bf16", runtime="vllm", gpus=8)
+    eff = efficiency_for(CAT.profiles, cfg.runtime, h100)
+    shares = {}
+    for tp in (1, 8):
+        x = inputs_for(h100, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, tp, "tp",
+                       Workload(batch=1, prompt_tokens=8000, output_tokens=1))
+        r = evaluate(g, x)
+        act = float(r.prefill_activation_bytes)
+        assert act == pytest.approx(8000 * (replicated + split / tp))
+        shares[tp] = act / (h100.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)) / float(r.prefill_compute_s)
+    assert shares[8] > 2.5 * shares[1]      # the norms do not shrink with the group; the products do
