@@ -172,6 +172,16 @@ def hf_weights(c: Any, model: Model, checkpoints: Mapping[str, Checkpoint]) -> W
     online = dict(c.runtime.online_quantization).get(q.key)
     if online and own is not None and native in ("bf16", "f16") and (online != "fp8" or bf16_load_fits(c, model)):
         return Weights(own.repo, f"{half} --quantization {online}", "", own)
+    if online and online != "fp8" and own is not None and native not in ("bf16", "f16"):
+        # the engine quantizes 16-bit weights as it loads them (bitsandbytes), and the release is in
+        # a narrower format: dequantize it to BF16 first, then serve that copy
+        path = local_name(own, model, "BF16")
+        how = (" (a block-scaled FP8 release as DeepSeek's: inference/fp8_cast_bf16.py of deepseek-ai/DeepSeek-V3, "
+               "then copy the config and tokenizer files and drop quantization_config from config.json)"
+               if native == "fp8" else "")
+        return Weights(path, f"{half} --quantization {online}",
+                       f"  # {c.runtime.name} quantizes 16-bit weights to {q.name} as it loads them, and {model.name} "
+                       f"ships in {native.upper()}: dequantize {own.repo} to BF16 into {path} first{how}")
     if q.key == "f16" and own is not None and native == "bf16":  # the BF16 repository served at FP16
         return Weights(own.repo, half, trt_f16, own)
     if family == "mlx" and q.key in MLX_BITS and own is not None:

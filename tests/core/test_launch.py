@@ -72,7 +72,9 @@ def check_line(cat, c, line: str, context: int) -> None:
         allowed = spec.get("values", {}).get(flag)
         assert allowed is None or values[flag] in allowed, f"{flag} {values[flag]} is not accepted: {line}"
     repos = {cp.repo: cp for cp in cat.checkpoints.values()}
-    made_locally = re.search(r"in catalog/checkpoints\.yaml[^#]*: make it", comment) is not None
+    # a local path: the comment says how to make it (a checkpoint the table lacks, or a BF16 copy of a
+    # narrower release for an engine that quantizes as it loads)
+    made_locally = re.search(r"in catalog/checkpoints\.yaml[^#]*: make it|dequantize \S+ to BF16 into \./", comment) is not None
     if c.runtime.loads_hf_checkpoints:
         model_arg = model_arg or values.get("--model-path") or values.get("--model")
         if model_arg.startswith("./"):
@@ -197,6 +199,22 @@ def test_what_is_not_published_names_the_tool_that_makes_it(cat):
     assert "mlx_lm.convert --hf-path Qwen/Qwen2.5-72B-Instruct" in mlx and "--q-bits 8" in mlx
     trt = launch_line(_candidate(cat, "h100-sxm5-80gb", "tensorrt-llm", "awq-int4", gpus=2), req, cat.checkpoints)
     assert trt.startswith("trtllm-serve ./Qwen2.5-72B-Instruct-AWQ") and "Model Optimizer" in trt
+
+
+def test_a_format_quantized_at_load_from_a_narrower_release_serves_a_bf16_copy(cat):
+    """vLLM makes bitsandbytes NF4 from 16-bit weights as it loads them; no offline tool makes it.
+    A model released in 16 bits loads its own repository with the flag; DeepSeek-R1, released in
+    block-scaled FP8, must be dequantized to a BF16 copy first, and the line serves that copy and says
+    how to make it (DeepSeek's own script), not "make it with llm-compressor"."""
+    req = SimpleNamespace(model=cat.models["deepseek-r1"], context=8192, output_tokens=256)
+    line = launch_line(_candidate(cat, "quadro-rtx-8000", "vllm", "nf4", gpus=8), req, cat.checkpoints)
+    assert line.startswith("vllm serve ./DeepSeek-R1-BF16 ") and "--quantization bitsandbytes" in line
+    assert "ships in FP8" in line and "fp8_cast_bf16.py" in line and "llm-compressor" not in line
+    check_line(cat, _candidate(cat, "quadro-rtx-8000", "vllm", "nf4", gpus=8), line, 8192)
+    req = SimpleNamespace(model=cat.models["llama-3.1-8b"], context=8192, output_tokens=256)
+    own = launch_line(_candidate(cat, "rtx-4090", "vllm", "nf4"), req, cat.checkpoints)
+    assert own.startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct ") and "--quantization bitsandbytes" in own
+    assert "dequantize" not in own
 
 
 def test_format_and_kv_flags_per_runtime(cat):
