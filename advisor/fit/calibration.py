@@ -115,7 +115,8 @@ MIN_ROWS_FOR_DEVICE = 12
 def _ideal_terms(r, x, g) -> dict[str, np.ndarray]:
     """What multiplies each fitted parameter, from the kernel's physical quantities: ideal (100 %)
     times, per-layer and per-pass counts, GPU-to-GPU message counts and transfer times; and what is
-    known, not fitted: the low-precision format's fixed cost per pass (`roofline.format_fixed_s`)."""
+    known, not fitted: the low-precision format's fixed cost per pass (`roofline.format_fixed_s`), the
+    prompt's element-wise kernels' bytes (`Geometry.activation_bytes`, at the decode-side η_bw)."""
     bw = np.asarray(x.bandwidth_gb_s, float) * 1e9
     # the hardware sustains its own share of the peak under dense load (`advisor.model.devices.matrix_share`):
     # the fitted fractions are the reference parts' (Hopper's)
@@ -356,7 +357,9 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
     # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's
     eager = np.nan_to_num(parts["prefill_pass_extra_s"][rows]) if "prefill_pass_extra_s" in parts else 0.0
-    known = ((parts["pf_mem_ideal_s"][rows] + parts["pf_act_ideal_s"][rows]) / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
+    # the weights' reads per micro-batch and the element-wise kernels' activation traffic, at η_bw
+    known = ((parts["pf_mem_ideal_s"][rows] + parts["pf_act_ideal_s"][rows]) / p.decode_bw_fraction
+             + ub * layers * p.layer_overhead_us * 1e-6
              + ub * (eager + parts["format_fixed_s"][rows])
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:

@@ -109,7 +109,7 @@ class Inputs:
     gemm_share: Any = 1.0
     #: the share of its datasheet peak the hardware's matrix units sustain under dense load, relative
     #: to the Hopper parts the fitted fractions stand for (`advisor.model.devices.matrix_share`: MI300X
-    #: 0.665, from AMD's published max-achievable FLOPs; 1 where none is published); it multiplies
+    #: 0.67, from AMD's published max-achievable FLOPs; 1 where none is published); it multiplies
     #: every compute fraction (linear, experts, attention), not a published MLA kernel share
     matrix_share: Any = 1.0
     #: extra fixed cost of each dense matrix product in the weights' format, µs
@@ -240,8 +240,9 @@ class Result:
     prefill_compute_s: Any = None     # the linear and attention FLOPs at the attained compute rate
     prefill_activation_bytes: Any = None  # what the element-wise kernels move per GPU (`Geometry.activation_bytes`)
     prefill_pass_extra_s: Any = None  # a prompt pass's extra fixed cost over a decode step's (eager launches)
-    #: the part of the pass that grows with its tokens: the products, the tensor-parallel all-reduces of
-    #: the activations (and an eager attention's score traffic); a wide layout's server-wide products
+    #: the part of the pass that grows with its tokens: the products, the element-wise kernels, the
+    #: tensor-parallel all-reduces of the activations (and an eager attention's score traffic); a wide
+    #: layout's server-wide products and element-wise kernels
     prefill_token_s: Any = None
     ttft_s: Any = None
     ttft_low_s: Any = None
@@ -853,7 +854,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         "prefill_expert_flops": lin_exp / tp_e,
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
-        "prefill_compute_s": compute, "prefill_activation_bytes": act_gpu, "prefill_pass_extra_s": a.eager + 0 * tp, "prefill_token_s": token_s,
+        "prefill_compute_s": compute, "prefill_activation_bytes": act_gpu, "prefill_pass_extra_s": a.eager + 0 * tp,
+        "prefill_token_s": token_s,
     }
 
 

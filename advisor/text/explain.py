@@ -49,8 +49,8 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     # what the hardware's matrix units sustain under dense load, against the parts η_c was fitted on
     sustained = matrix_share(cfg.hardware)
     sustained_note = (f" Its matrix units sustain {sustained:.2f} of the share of their peak that η_c assumes "
-                      f"(the vendor's published max-achievable rate: the chip clocks down under dense load), so "
-                      f"the FLOPs run at η_c × {sustained:.2f}." if sustained != 1.0 else "")
+                      f"(measured under dense load, where the chip clocks down), so the FLOPs run at "
+                      f"η_c × {sustained:.2f}." if sustained != 1.0 else "")
     comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * float(eff.prefill_compute_fraction) * sustained) * 1e3
                if math.isfinite(p.peak_tflops) else math.nan)
     seq_us = float(eff.seq_overhead_us)

@@ -141,7 +141,7 @@ def test_a_part_that_clocks_down_under_dense_load_computes_at_its_measured_share
     assert np.all((tables.matrix_share > 0.5) & (tables.matrix_share < 1.2))
     # the explanation says the part runs below the fraction and why
     text = api.explain(cat, cfg, api.predict(cat, cfg))["ttft"].text
-    assert "sustain 0.67 of the share" in text and "clocks down under dense load" in text
+    assert "sustain 0.67 of the share" in text and "measured under dense load, where the chip clocks down" in text
 
 
 def test_each_low_precision_product_pays_its_measured_fixed_cost_at_decode():
