@@ -779,3 +779,8 @@ def test_a_prompts_element_wise_kernels_read_and_write_the_activations():
         assert act == pytest.approx(8000 * (replicated + split / tp))
         shares[tp] = act / (h100.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)) / float(r.prefill_compute_s)
     assert shares[8] > 2.5 * shares[1]      # the norms do not shrink with the group; the products do
+    # the explanation gives their bytes and time
+    cfg = cfg.replace(workload=Workload(batch=1, prompt_tokens=8000, output_tokens=1))
+    text = api.explain(CAT, cfg, api.predict(CAT, cfg))["ttft"].text
+    per_gpu_gb = 8000 * (replicated + split / 8) / 1e9
+    assert f"move {per_gpu_gb:.0f} GB per GPU" in text and "element-wise kernels" in text
