@@ -151,6 +151,24 @@ def test_why_shows_the_formula_with_this_workloads_numbers(cat):
                for w in ("uncalibrated", "extrapolated", "another build"))
 
 
+@pytest.mark.parametrize("model", ["DeepSeek-V2-Lite", "Qwen3-30B-A3B"])
+def test_why_a_mixture_of_experts_step_adds_up(cat, model):
+    """On one GPU a decode step is its bytes at η_bw plus its fixed costs (its FLOPs are far under
+    the roof). The fixed costs count the layers in plain layers' worth, as the kernel charges them
+    (an MoE layer 1 + 0.2 per expert a token visits, an MLA layer 2 more): DeepSeek-V2-Lite's 27
+    layers are ~123. The explanation's parts sum to the step it states."""
+    import re
+
+    cfg = api.configure(cat, hardware="H100 SXM5 80GB", model=model, runtime="vllm", quant="bf16", gpus=1, batch=1,
+                        prompt=500, output=200)
+    text = api.explain(cat, cfg, api.predict(cat, cfg))["decode"].text
+    bytes_ms = float(re.search(r"the bytes take ([\d.]+) ms", text).group(1))
+    fixed_ms = float(re.search(r"µs per sequence = ([\d.]+) ms", text).group(1))
+    step_ms = float(re.search(r"Averaged over the output: ([\d.]+) ms per step", text).group(1))
+    assert "plain layers' worth" in text
+    assert bytes_ms + fixed_ms == pytest.approx(step_ms, rel=0.03)
+
+
 def test_the_prediction_record_has_no_nan_in_json(cat):
     cfg = api.configure(cat, hardware="rtx 4090", model="llama 3.1 8b", prompt=0, output=16)
     d = api.predict(cat, cfg).to_dict()
