@@ -422,6 +422,9 @@ class Runtime:
     kv_cache_flags: tuple[tuple[str, str], ...] = _f("map")
     #: our weight-format key -> the method it quantizes BF16 weights with while loading (--quantization)
     online_quantization: tuple[tuple[str, str], ...] = _f("map")
+    #: our weight-format key -> the pip package the engine serves that format through, where it is
+    #: out of tree (vLLM 0.28+: bitsandbytes in vllm-bnb-plugin); the launch line installs it first
+    format_plugins: tuple[tuple[str, str], ...] = _f("map")
     #: the tool that makes a checkpoint of a format nobody published (a comment on the launch line)
     quantize_with: str = _f("str")
     #: it loads Hugging Face safetensors checkpoints (and reads their quantization_config)

@@ -200,6 +200,9 @@ _COMMAND_WORDS = {"vllm": 2, "sglang": 3, "tensorrt-llm": 1, "llama.cpp": 1}
 #: How advisor.plan.launch writes TensorRT-LLM's LLM API options (a KV dtype, attention DP) in front
 #: of trtllm-serve: a printf into a YAML file that --extra_llm_api_options then names.
 _TRT_PREFIX = re.compile(r"^printf '(?P<yaml>[^']*)' > (?P<file>\S+) && ")
+#: How it installs a package the engine serves the weights' format through (vLLM 0.28+: bitsandbytes in
+#: vllm-bnb-plugin, `Runtime.format_plugins`) in front of the command.
+_PLUGIN_PREFIX = re.compile(r"^pip install (?P<package>\S+) && ")
 TRT_OPTIONS_FILE = "extra-llm-api-options.yaml"
 
 
@@ -238,11 +241,16 @@ def _base_command(dep: Deployment, pool: Pool, family: str) -> _Command:
         cmd = _Command(argv, note=note)
     else:
         code, _, note = line.partition("  #")
+        plugin = _PLUGIN_PREFIX.match(code)
+        if plugin:
+            code = code[plugin.end():]
         prefix = _TRT_PREFIX.match(code)
         if prefix:
             options_yaml = prefix.group("yaml")
             code = code[prefix.end():]
         cmd = _Command(shlex.split(code), note=_kept_note(note))
+        if plugin:   # installed in the container before the engine starts
+            cmd.setup.append(f"pip install {shlex.quote(plugin.group('package'))}")
         if prefix:   # its file is written again below, under one name, with whatever the layout adds
             cmd.argv = _drop(cmd.argv, {"--extra_llm_api_options"})
     cmd.argv = _drop(cmd.argv, _OWNED[family])

@@ -337,13 +337,17 @@ def launch_line(c, req, checkpoints: Mapping[str, Checkpoint] | None = None) -> 
     if hw is not None:
         tp *= hw.devices_per_gpu  # TPU7x chiplets and NeuronCores count as devices
     prefix = kv_flags = ""
+    plugin = dict(rt.format_plugins).get(c.quant.key)
+    if plugin:
+        # the engine serves this format through an out-of-tree package: install it first
+        prefix = f"pip install {plugin} && "
     if family == "tensorrt-llm" and c.kv_dtype.key == "fp8":
         api_yaml = ["kv_cache_config:", "  dtype: fp8"] + api_yaml
     if family == "tensorrt-llm" and api_yaml:
         # trtllm-serve has no KV-dtype or attention-DP flag: --extra_llm_api_options reads a YAML of
         # LLM API fields
         name = "kv_fp8.yaml" if api_yaml == ["kv_cache_config:", "  dtype: fp8"] else "llm_api.yaml"
-        prefix = "printf '" + "\\n".join(api_yaml) + "\\n' > " + name + " && "
+        prefix += "printf '" + "\\n".join(api_yaml) + "\\n' > " + name + " && "
         kv_flags = " --extra_llm_api_options " + name
     split = ""
     if family == "llama.cpp" and c.gpus > 1:

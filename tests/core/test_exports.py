@@ -133,7 +133,8 @@ def check_argv(argv: list[str]) -> dict[str, list]:
     return values
 
 
-SHELL_WORDS = ("#", "if ", "else", "fi", "until ", "export ", ": ", "set ", "wait", "exit", "START_RANK=", "printf ")
+SHELL_WORDS = ("#", "if ", "else", "fi", "until ", "export ", ": ", "set ", "wait", "exit", "START_RANK=", "printf ",
+               "pip install ")
 
 
 def script_commands(text: str) -> list[list[str]]:
@@ -287,6 +288,26 @@ def test_compose_one_h100_machine_reserves_its_gpus_and_serves_the_plan():
     assert got["<model>"] == ["meta-llama/Llama-3.3-70B-Instruct"] and got["--max-model-len"] == ["16384"]
     assert got["--tensor-parallel-size"] == ["8"] and got["--port"] == ["8000"] and got["--host"] == ["0.0.0.0"]
     assert bench_lines(text)[0][bench_lines(text)[0].index("--base-url") + 1] == "http://HOST:8000"
+
+
+def test_a_format_served_through_a_plugin_installs_it_before_the_engine():
+    """vLLM 0.28+ serves bitsandbytes through vllm-bnb-plugin: the recommender's line installs it first
+    (`Runtime.format_plugins`), and every export runs that install before the engine, whose flags stay
+    its parser's."""
+    line = "pip install vllm-bnb-plugin && " + VLLM_70B + " --quantization bitsandbytes"
+    dep = plan("vllm", Pool("both", "h100-sxm5-80gb", "H100 SXM5 80GB", Layout(tp=8), launch=line), quant_key="nf4")
+    doc, _ = compose_doc(dep)
+    entry = doc["services"]["engine-0"]["entrypoint"]
+    assert entry[:2] == ["/bin/bash", "-c"]
+    install, engine = entry[2].split(" && ")
+    assert install == "pip install vllm-bnb-plugin" and engine.startswith("exec vllm serve ")
+    got = check_argv(shlex.split(engine.removeprefix("exec ")))
+    assert got["--quantization"] == ["bitsandbytes"] and got["--tensor-parallel-size"] == ["8"]
+    script = "\n".join(launch_files(dep).values())
+    assert "pip install vllm-bnb-plugin" in script
+    assert script.index("pip install vllm-bnb-plugin") < script.index("vllm serve ")
+    values, _ = values_doc(dep)   # the chart's schema holds; the engine runs as a custom command
+    assert "pip install vllm-bnb-plugin && exec vllm serve " in yaml.safe_dump(values)
 
 
 def test_compose_on_amd_passes_the_rocm_devices():

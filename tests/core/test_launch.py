@@ -59,6 +59,12 @@ def parse(line: str, family: str) -> tuple[list[str], str]:
 def check_line(cat, c, line: str, context: int) -> None:
     family = c.runtime.format_family
     spec = FLAGS[family]
+    # a format the engine serves through an out-of-tree package (vLLM 0.28+: bitsandbytes) installs it first
+    plugin = dict(c.runtime.format_plugins).get(c.quant.key)
+    if plugin:
+        assert line.startswith(f"pip install {plugin} && "), line
+        line = line[len(f"pip install {plugin} && "):]
+    assert not line.startswith("pip install"), line
     args, comment = parse(line, family)
     model_arg = args.pop(0) if args and not args[0].startswith("-") else None  # vllm serve / trtllm-serve MODEL
     values: dict[str, str] = {}
@@ -202,19 +208,25 @@ def test_what_is_not_published_names_the_tool_that_makes_it(cat):
 
 
 def test_a_format_quantized_at_load_from_a_narrower_release_serves_a_bf16_copy(cat):
-    """vLLM makes bitsandbytes NF4 from 16-bit weights as it loads them; no offline tool makes it.
+    """vLLM makes bitsandbytes NF4 from 16-bit weights as it loads them; no offline tool makes it, and
+    since 0.28 it does so through the out-of-tree vllm-bnb-plugin, which the line installs first.
     A model released in 16 bits loads its own repository with the flag; DeepSeek-R1, released in
     block-scaled FP8, must be dequantized to a BF16 copy first, and the line serves that copy and says
     how to make it (DeepSeek's own script), not "make it with llm-compressor"."""
     req = SimpleNamespace(model=cat.models["deepseek-r1"], context=8192, output_tokens=256)
     line = launch_line(_candidate(cat, "quadro-rtx-8000", "vllm", "nf4", gpus=8), req, cat.checkpoints)
-    assert line.startswith("vllm serve ./DeepSeek-R1-BF16 ") and "--quantization bitsandbytes" in line
+    # vLLM 0.28+ serves bitsandbytes through its out-of-tree plugin: the line installs it first
+    assert line.startswith("pip install vllm-bnb-plugin && vllm serve ./DeepSeek-R1-BF16 ")
+    assert "--quantization bitsandbytes" in line
     assert "ships in FP8" in line and "fp8_cast_bf16.py" in line and "llm-compressor" not in line
     check_line(cat, _candidate(cat, "quadro-rtx-8000", "vllm", "nf4", gpus=8), line, 8192)
     req = SimpleNamespace(model=cat.models["llama-3.1-8b"], context=8192, output_tokens=256)
     own = launch_line(_candidate(cat, "rtx-4090", "vllm", "nf4"), req, cat.checkpoints)
-    assert own.startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct ") and "--quantization bitsandbytes" in own
+    assert own.startswith("pip install vllm-bnb-plugin && vllm serve meta-llama/Llama-3.1-8B-Instruct ")
+    assert "--quantization bitsandbytes" in own
     assert "dequantize" not in own
+    awq = launch_line(_candidate(cat, "rtx-4090", "vllm", "awq-int4"), req, cat.checkpoints)
+    assert awq.startswith("vllm serve ")
 
 
 def test_format_and_kv_flags_per_runtime(cat):
