@@ -312,12 +312,16 @@ class ModelSupport:
     (config.json's architectures[0]; empty = any), never for those in ``excluded``, and with
     ``dense_only`` not for MoE models; on ``vendor``'s hardware ``families`` only, where they are
     given (empty = on every hardware). A model whose architecture the catalog does not state is
-    judged by ``dense_only`` alone (nothing confirms or refuses it)."""
+    judged by ``dense_only`` alone (nothing confirms or refuses it). A rule with ``kv_dtypes`` is about
+    the KV cache instead (`advisor.model.compat.model_cache_refusal`): the runtime has no cache of those
+    dtypes for the models it names (``latent_attention``: those with a latent attention, MLA)."""
 
     quants: tuple[str, ...] = _f("strlist")
     architectures: tuple[str, ...] = _f("strlist")
     excluded: tuple[str, ...] = _f("strlist")
     dense_only: bool = _f("bool")
+    kv_dtypes: tuple[str, ...] = _f("strlist")
+    latent_attention: bool = _f("bool")
     vendor: str = _f("str", choices=("",) + VENDORS)
     families: tuple[str, ...] = _f("strlist")
     reason: str = _f("str", True)

@@ -74,6 +74,8 @@ def model_refusal(hw: Hardware | None, runtime: Runtime, quant: Quant, model: Mo
         return None
     arch = model.architecture
     for rule in runtime.model_support:
+        if rule.kv_dtypes:   # a rule about the cache (`model_cache_refusal`)
+            continue
         if rule.quants and quant.key not in rule.quants:
             continue
         if rule.vendor and (hw is None or hw.vendor != rule.vendor or (rule.families and hw.family not in rule.families)):
@@ -83,6 +85,23 @@ def model_refusal(hw: Hardware | None, runtime: Runtime, quant: Quant, model: Mo
             return f"{runtime.name} cannot run {what} (a mixture of experts): {rule.reason}"
         if arch and ((rule.architectures and arch not in rule.architectures) or arch in rule.excluded):
             return f"{runtime.name} cannot run {what} ({arch}): {rule.reason}"
+    return None
+
+
+def model_cache_refusal(hw: Hardware | None, runtime: Runtime, kv: KvDtype, model: Model | None) -> str | None:
+    """The model × KV-cache axis: why ``runtime`` has no ``kv`` cache for ``model`` (on ``hw``'s
+    generation, for rules scoped to one), or None. vLLM decodes a latent attention before Hopper with
+    one Triton kernel whose FP8 cache Triton cannot run there."""
+    if model is None:
+        return None
+    for rule in runtime.model_support:
+        if not rule.kv_dtypes or kv.key not in rule.kv_dtypes:
+            continue
+        if rule.vendor and (hw is None or hw.vendor != rule.vendor or (rule.families and hw.family not in rule.families)):
+            continue
+        if rule.latent_attention and not model.kv_lora_rank:
+            continue
+        return f"{runtime.name} has no {kv.name} KV cache for {model.name}: {rule.reason}"
     return None
 
 
@@ -192,7 +211,7 @@ def refusal(hw: Hardware, model: Model | None, quant: Quant, kv: KvDtype, runtim
     if model is not None and quant.non_expert_bits_per_weight is not None and not model.is_moe:
         return quant_refusal(runtime, quant, model)
     return (runtime_refusal(hw, runtime) or format_refusal(hw, runtime, quant, model) or cache_refusal(hw, runtime, kv)
-            or gpus_refusal(hw, gpus, runtime))
+            or model_cache_refusal(hw, runtime, kv, model) or gpus_refusal(hw, gpus, runtime))
 
 
 def runtimes_for(cat: "Catalog", hw: Hardware, include_historic: bool = True) -> list[Choice]:
@@ -259,6 +278,18 @@ def model_grid(hardware, runtimes, quants, model: Model) -> np.ndarray | None:
     ok = {i: [[not r.model_support or model_refusal(hardware[i], r, x, model) is None for x in quants]
               for r in runtimes] for i in set(first)}
     return np.array([ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(quants))
+
+
+def model_cache_grid(hardware, runtimes, kv_dtypes, model: Model) -> np.ndarray | None:
+    """The model × KV-cache axis for one model as a (hardware × runtime × KV dtype) boolean table, True
+    where it runs; None where no runtime has a cache rule (the common case costs nothing)."""
+    if not any(rule.kv_dtypes for r in runtimes for rule in r.model_support):
+        return None
+    groups: dict[tuple[str, str], int] = {}
+    first = [groups.setdefault((h.vendor, h.family), i) for i, h in enumerate(hardware)]
+    ok = {i: [[model_cache_refusal(hardware[i], r, k, model) is None for k in kv_dtypes] for r in runtimes]
+          for i in set(first)}
+    return np.array([ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(kv_dtypes))
 
 
 def expert_only(quants) -> np.ndarray:

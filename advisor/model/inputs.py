@@ -310,6 +310,15 @@ class Tables:
             self._model_grids[key] = compat.model_grid(self.hardware, self.runtimes, self.quants, model)
         return self._model_grids[key]
 
+    def model_cache_grid(self, model) -> np.ndarray | None:
+        """`compat.model_cache_grid` for ``model``, kept per model as `model_grid` is."""
+        key = ("kv", model.key, bool(model.kv_lora_rank))
+        if key not in self._model_grids:
+            if len(self._model_grids) > 64:
+                self._model_grids.clear()
+            self._model_grids[key] = compat.model_cache_grid(self.hardware, self.runtimes, self.kv_dtypes, model)
+        return self._model_grids[key]
+
     def gather(self, h, r, q, k, g, *, batch, prompt, output, depth, eff: Efficiency | None = None,
                tensor_parallel=None) -> Inputs:
         """Inputs for configurations given as index arrays into the tables (they broadcast with

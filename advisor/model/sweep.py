@@ -192,6 +192,9 @@ def sweep(cat: Catalog, model: Model, workload: Workload, *, hardware: Sequence[
     by_model = t.model_grid(model)   # the model × format axis (TensorRT-LLM's matrix per architecture)
     if by_model is not None:
         ok &= by_model[np.ix_(hi, ri, qi)][:, :, :, None]
+    by_cache = t.model_cache_grid(model)   # the model × KV axis (vLLM's latent attention before Hopper)
+    if by_cache is not None:
+        ok &= by_cache[np.ix_(hi, ri, ki)][:, :, None, :]
     a, b_, c, d = np.nonzero(ok)
     h, r, q, k = hi[a], ri[b_], qi[c], ki[d]
     # every combination at every layout the hardware and runtime are used with

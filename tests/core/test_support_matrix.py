@@ -134,3 +134,30 @@ def test_the_other_configurations_of_issue_26_that_did_not_start_are_refused(cat
     assert "gfx1151" in runtime_refusal(cat.hardware["ryzen-ai-max-plus-395"], cat.runtimes["sglang"])
     assert runtime_refusal(cat.hardware["mi300x"], cat.runtimes["sglang"]) is None
     assert runtime_refusal(cat.hardware["rx-7900-xtx"], cat.runtimes["llama.cpp-vulkan"]) is None
+
+
+def test_vllm_has_no_fp8_cache_for_a_latent_attention_before_hopper(cat):
+    """Before Hopper vLLM decodes DeepSeek's latent attention (MLA) with TRITON_MLA alone, whose FP8
+    cache is E4M3 only, which Triton lacks below sm89 (the launch lines ask for E5M2 there, which that
+    kernel does not take). So DeepSeek-R1 on A100s gets a 16-bit cache: predict refuses FP8 with the
+    reason and the sweep never offers it; Llama on A100s and DeepSeek on H100s keep their FP8 cache."""
+    from advisor.model.compat import model_cache_refusal
+    from advisor.model.roofline import Workload
+    from advisor.model.sweep import sweep
+
+    r1, llama, vllm = cat.models["deepseek-r1"], cat.models["llama-3.3-70b"], cat.runtimes["vllm"]
+    a100, h100, fp8 = cat.hardware["a100-sxm4-80gb"], cat.hardware["h100-sxm5-80gb"], cat.kv_dtypes["fp8"]
+    assert "TRITON_MLA" in model_cache_refusal(a100, vllm, fp8, r1)
+    assert model_cache_refusal(a100, vllm, cat.kv_dtypes["f16"], r1) is None
+    assert model_cache_refusal(a100, vllm, fp8, llama) is None
+    assert model_cache_refusal(h100, vllm, fp8, r1) is None
+    cfg = configure(cat, hardware="a100 80gb sxm", model="deepseek-r1", runtime="vllm", quant="awq-int4", gpus=8,
+                    kv_dtype="fp8")
+    with pytest.raises(api.AdvisorError, match="TRITON_MLA"):
+        api.predict(cat, cfg)
+    s = sweep(cat, r1, Workload(batch=1, prompt_tokens=1000, output_tokens=100),
+              hardware=["a100-sxm4-80gb", "h100-sxm5-80gb"], runtimes=["vllm"], quants=["awq-int4"],
+              kv_dtypes=("fp8", "f16"), gpus=(8,), memory_only=True)
+    combos = {(s.tables.hardware[h].key, s.tables.kv_dtypes[k].key) for h, k in zip(s.hw, s.kv)}
+    assert ("a100-sxm4-80gb", "fp8") not in combos and ("a100-sxm4-80gb", "f16") in combos
+    assert ("h100-sxm5-80gb", "fp8") in combos
