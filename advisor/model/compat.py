@@ -236,11 +236,14 @@ def formats_for(cat: "Catalog", runtime: Runtime, model: Model | None = None,
     return out
 
 
-def kv_dtypes_for(cat: "Catalog", runtime: Runtime, hardware: Hardware | None = None) -> list[Choice]:
-    """Every KV-cache dtype, widest first, marked with whether ``runtime`` has it (on ``hardware``, if given)."""
+def kv_dtypes_for(cat: "Catalog", runtime: Runtime, hardware: Hardware | None = None,
+                  model: Model | None = None) -> list[Choice]:
+    """Every KV-cache dtype, widest first, marked with whether ``runtime`` has it (on ``hardware``, and
+    for ``model``, if given)."""
     out = []
     for k in sorted(cat.kv_dtypes.values(), key=lambda k: (-k.bits, k.name)):
-        why = kv_refusal(runtime, k) or (hardware_refusal(hardware, runtime, kv=k) if hardware else None)
+        why = kv_refusal(runtime, k) or (hardware_refusal(hardware, runtime, kv=k) if hardware else None) \
+            or model_cache_refusal(hardware, runtime, k, model)
         out.append(Choice(k.key, k.name, why is None, why or ""))
     return out
 

@@ -106,7 +106,7 @@ def reconfigure(cat: "Catalog", base: Config, *, size_hint: str = MEMORY_SIZE_HI
         else:
             quant = base.quant if keep else d.quant
     if kv is None:
-        kv = base.kv_dtype if _ok(kv_dtypes_for(cat, rt, hardware=hw), base.kv_dtype.key) else d.kv_dtype
+        kv = base.kv_dtype if _ok(kv_dtypes_for(cat, rt, hardware=hw, model=model), base.kv_dtype.key) else d.kv_dtype
     limited = fit_context(base, model, changes)
     if limited:
         notices.append(limited)

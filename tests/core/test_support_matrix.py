@@ -161,3 +161,9 @@ def test_vllm_has_no_fp8_cache_for_a_latent_attention_before_hopper(cat):
     combos = {(s.tables.hardware[h].key, s.tables.kv_dtypes[k].key) for h, k in zip(s.hw, s.kv)}
     assert ("a100-sxm4-80gb", "fp8") not in combos and ("a100-sxm4-80gb", "f16") in combos
     assert ("h100-sxm5-80gb", "fp8") in combos
+    # the app's KV picker greys it with the reason, and moving an FP8 setup to A100s drops to 16 bits
+    kvs = {c.key: c for c in api.kv_dtypes_for(cat, vllm, hardware=a100, model=r1)}
+    assert not kvs["fp8"].ok and "TRITON_MLA" in kvs["fp8"].reason and kvs["f16"].ok
+    on_h100 = configure(cat, hardware="h100 sxm", model="deepseek-r1", runtime="vllm", gpus=8, kv_dtype="fp8")
+    moved = api.reconfigure(cat, on_h100, hardware="a100 80gb sxm").config
+    assert moved.kv_dtype.key != "fp8" and moved.hardware.key == "a100-sxm4-80gb"

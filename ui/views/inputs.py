@@ -398,7 +398,8 @@ class InputsPanel(QScrollArea):
             # generation cannot run (NVFP4 before Blackwell, FP8 before Ada on TensorRT-LLM)
             fill_choices(self.combo_quant, api.formats_for(s.cat, cfg.runtime, cfg.model, hardware=cfg.hardware),
                          cfg.quant.key)
-            fill_choices(self.combo_kv, api.kv_dtypes_for(s.cat, cfg.runtime, hardware=cfg.hardware), cfg.kv_dtype.key)
+            fill_choices(self.combo_kv, api.kv_dtypes_for(s.cat, cfg.runtime, hardware=cfg.hardware, model=cfg.model),
+                         cfg.kv_dtype.key)
             self._facts()
             ctx = int(cfg.model.native_context)
             self.prompt.set_range(1, ctx)
