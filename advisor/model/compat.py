@@ -66,6 +66,12 @@ def hardware_refusal(hw: Hardware, runtime: Runtime, quant: Quant | None = None,
     return None
 
 
+def _scoped_to(rule, hw: Hardware | None) -> bool:
+    """Whether a `ModelSupport` rule applies on ``hw``: every part, or its vendor's listed families."""
+    return not rule.vendor or (hw is not None and hw.vendor == rule.vendor
+                               and (not rule.families or hw.family in rule.families))
+
+
 def model_refusal(hw: Hardware | None, runtime: Runtime, quant: Quant, model: Model | None) -> str | None:
     """The model × format axis: why ``runtime`` cannot run ``model`` in ``quant`` weights (on ``hw``'s
     generation, for rules scoped to one), or None. TensorRT-LLM's support matrix lists formats per
@@ -78,7 +84,7 @@ def model_refusal(hw: Hardware | None, runtime: Runtime, quant: Quant, model: Mo
             continue
         if rule.quants and quant.key not in rule.quants:
             continue
-        if rule.vendor and (hw is None or hw.vendor != rule.vendor or (rule.families and hw.family not in rule.families)):
+        if not _scoped_to(rule, hw):
             continue
         what = f"{quant.name} weights of {model.name}" if rule.quants else model.name
         if rule.dense_only and model.is_moe:
@@ -97,7 +103,7 @@ def model_cache_refusal(hw: Hardware | None, runtime: Runtime, kv: KvDtype, mode
     for rule in runtime.model_support:
         if not rule.kv_dtypes or kv.key not in rule.kv_dtypes:
             continue
-        if rule.vendor and (hw is None or hw.vendor != rule.vendor or (rule.families and hw.family not in rule.families)):
+        if not _scoped_to(rule, hw):
             continue
         if rule.latent_attention and not model.kv_lora_rank:
             continue
