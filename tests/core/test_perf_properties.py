@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from advisor.data.catalog import load_catalog
-from advisor.model.compat import cache_refusal, format_refusal, kv_refusal, runtime_refusal, tp_refusal
+from advisor.model.compat import (cache_refusal, format_refusal, kv_refusal, model_cache_refusal, runtime_refusal,
+                                  tp_refusal)
 from advisor.model.config import Config
 from advisor.model.devices import max_gpus
 from advisor.model.predict import predict
@@ -32,7 +33,9 @@ def config(draw):
     model = CAT.models[draw(st.sampled_from(MODELS))]
     quants = sorted(k for k, q in CAT.quants.items() if format_refusal(hw, rt, q, model) is None)
     assume(quants)  # a model this runtime refuses on this hardware (MLA on vLLM TPU)
-    kvs = sorted(k for k, x in CAT.kv_dtypes.items() if cache_refusal(hw, rt, x) is None)
+    # the caches the runtime has on this hardware, and for this model (vLLM's FP8 for MLA before Hopper)
+    kvs = sorted(k for k, x in CAT.kv_dtypes.items()
+                 if cache_refusal(hw, rt, x) is None and model_cache_refusal(hw, rt, x, model) is None)
     split = draw(st.sampled_from(["tp", "pp"]))
     # a tensor-parallel group gives each GPU whole attention heads (Qwen2.5-7B's 28 do not split over 8)
     gpus = [g for g in (1, 2, 4, 8) if g <= max_gpus(hw) and (split == "pp" or tp_refusal(model, rt, g) is None)]
