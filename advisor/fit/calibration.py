@@ -133,8 +133,9 @@ def _ideal_terms(r, x, g) -> dict[str, np.ndarray]:
         "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
         "pf_lin_ideal_s": np.where(int8, 0.0, lin), "pf_i8_ideal_s": np.where(int8, lin, 0.0),
         "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / apeak,
-        "pf_mem_ideal_s": r.prefill_bytes / bw, "pf_act_ideal_s": r.prefill_activation_bytes / bw,
-        "ubatches": r.micro_batches,
+        # what the pass reads and writes at the bandwidth: weights per micro-batch, the element-wise
+        # kernels' activations
+        "pf_mem_ideal_s": (r.prefill_bytes + r.prefill_activation_bytes) / bw, "ubatches": r.micro_batches,
         "pf_comm_lat_coeff": r.prefill_exchanges, "pf_comm_bw_s": r.prefill_transfer_s,
         "format_fixed_s": format_fixed_s(g, x),
     }
@@ -357,9 +358,7 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
     # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's
     eager = np.nan_to_num(parts["prefill_pass_extra_s"][rows]) if "prefill_pass_extra_s" in parts else 0.0
-    # the weights' reads per micro-batch and the element-wise kernels' activation traffic, at η_bw
-    known = ((parts["pf_mem_ideal_s"][rows] + parts["pf_act_ideal_s"][rows]) / p.decode_bw_fraction
-             + ub * layers * p.layer_overhead_us * 1e-6
+    known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
              + ub * (eager + parts["format_fixed_s"][rows])
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:

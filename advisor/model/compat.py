@@ -277,16 +277,22 @@ def generation_grids(hardware, runtimes, quants, kv_dtypes) -> tuple[np.ndarray,
     return ok_q, ok_kv
 
 
+def _family_grid(hardware, runtimes, items, runs) -> np.ndarray:
+    """(hardware × runtime × item) booleans from ``runs(hardware, runtime, item)``, asked once per
+    hardware family (the rules are scoped to vendors and families, never to one part)."""
+    groups: dict[tuple[str, str], int] = {}
+    first = [groups.setdefault((h.vendor, h.family), i) for i, h in enumerate(hardware)]
+    ok = {i: [[runs(hardware[i], r, x) for x in items] for r in runtimes] for i in set(first)}
+    return np.array([ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(items))
+
+
 def model_grid(hardware, runtimes, quants, model: Model) -> np.ndarray | None:
     """The model × format axis for one model as a (hardware × runtime × quant) boolean table, True
     where it runs; None where no runtime has a model rule (the common case costs nothing)."""
     if not any(r.model_support for r in runtimes):
         return None
-    groups: dict[tuple[str, str], int] = {}
-    first = [groups.setdefault((h.vendor, h.family), i) for i, h in enumerate(hardware)]
-    ok = {i: [[not r.model_support or model_refusal(hardware[i], r, x, model) is None for x in quants]
-              for r in runtimes] for i in set(first)}
-    return np.array([ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(quants))
+    return _family_grid(hardware, runtimes, quants,
+                        lambda h, r, q: not r.model_support or model_refusal(h, r, q, model) is None)
 
 
 def model_cache_grid(hardware, runtimes, kv_dtypes, model: Model) -> np.ndarray | None:
@@ -294,11 +300,7 @@ def model_cache_grid(hardware, runtimes, kv_dtypes, model: Model) -> np.ndarray 
     where it runs; None where no runtime has a cache rule (the common case costs nothing)."""
     if not any(rule.kv_dtypes for r in runtimes for rule in r.model_support):
         return None
-    groups: dict[tuple[str, str], int] = {}
-    first = [groups.setdefault((h.vendor, h.family), i) for i, h in enumerate(hardware)]
-    ok = {i: [[model_cache_refusal(hardware[i], r, k, model) is None for k in kv_dtypes] for r in runtimes]
-          for i in set(first)}
-    return np.array([ok[i] for i in first], dtype=bool).reshape(len(hardware), len(runtimes), len(kv_dtypes))
+    return _family_grid(hardware, runtimes, kv_dtypes, lambda h, r, k: model_cache_refusal(h, r, k, model) is None)
 
 
 def expert_only(quants) -> np.ndarray:

@@ -301,23 +301,23 @@ class Tables:
         self.expert_only = compat.expert_only(q)
         self._model_grids: dict[tuple, np.ndarray | None] = {}
 
-    def model_grid(self, model) -> np.ndarray | None:
-        """`compat.model_grid` for ``model``, kept per model (sweeps of one model repeat)."""
-        key = (model.key, model.architecture, model.is_moe)
+    def _kept(self, key, build) -> np.ndarray | None:
+        """``build()``, kept under ``key`` (sweeps of one model repeat)."""
         if key not in self._model_grids:
             if len(self._model_grids) > 64:
                 self._model_grids.clear()
-            self._model_grids[key] = compat.model_grid(self.hardware, self.runtimes, self.quants, model)
+            self._model_grids[key] = build()
         return self._model_grids[key]
 
+    def model_grid(self, model) -> np.ndarray | None:
+        """`compat.model_grid` for ``model``, kept per model."""
+        return self._kept(("quants", model.key, model.architecture, model.is_moe),
+                          lambda: compat.model_grid(self.hardware, self.runtimes, self.quants, model))
+
     def model_cache_grid(self, model) -> np.ndarray | None:
-        """`compat.model_cache_grid` for ``model``, kept per model as `model_grid` is."""
-        key = ("kv", model.key, bool(model.kv_lora_rank))
-        if key not in self._model_grids:
-            if len(self._model_grids) > 64:
-                self._model_grids.clear()
-            self._model_grids[key] = compat.model_cache_grid(self.hardware, self.runtimes, self.kv_dtypes, model)
-        return self._model_grids[key]
+        """`compat.model_cache_grid` for ``model``, kept per model."""
+        return self._kept(("kv", model.key, bool(model.kv_lora_rank)),
+                          lambda: compat.model_cache_grid(self.hardware, self.runtimes, self.kv_dtypes, model))
 
     def gather(self, h, r, q, k, g, *, batch, prompt, output, depth, eff: Efficiency | None = None,
                tensor_parallel=None) -> Inputs:
