@@ -801,13 +801,19 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     if a.tiered:
         per_pass = per_pass + w_gpu * a.w_tier / eta_bw
     apeak = a.attn_peak
-    compute = (lin - lin_exp) * (1.0 / (tp_d * peak * eta_c)) + att * (1.0 / (tp_d * apeak * eta_att))
-    if g.experts:
-        compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
     # the element-wise kernels between the products (norms, residual adds, RoPE, the gated
     # activation) are memory-bound: the norms run whole on every GPU of a group, the rest split
     repl, split, experts_act = g.activation_bytes
-    act_gpu = T * (repl * tp / tp_d + split / tp_d + experts_act / tp_e)
+
+    def spread_over(gpus):
+        """(the products' time, the element-wise kernels' bytes) per GPU with the non-expert and
+        attention work over ``gpus`` GPUs (the routed experts always over the stage's)."""
+        products = (lin - lin_exp) * (1.0 / (gpus * peak * eta_c)) + att * (1.0 / (gpus * apeak * eta_att))
+        if g.experts:
+            products = products + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
+        return products, T * (repl * tp / gpus + split / gpus + experts_act / tp_e)
+
+    compute, act_gpu = spread_over(tp_d)
     act_s = act_gpu / (bw * eta_bw)
     t = compute + act_s + ub * per_pass + exchanges * lat + transfer
     # the part of the pass that grows with its tokens (what a server's steps pay per prompt token):
@@ -820,10 +826,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         transfer = transfer + a2a
         # what the prompts cost a server whose attention groups all take prompts at once: the
         # non-expert and attention work spread over every group (TTFT above keeps one prompt's own)
-        compute = (lin - lin_exp) * (1.0 / (tp_e * peak * eta_c)) + att * (1.0 / (tp_e * apeak * eta_att))
-        if g.experts:
-            compute = compute + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
-        token_s = compute + T * (repl * tp + split + experts_act) / tp_e / (bw * eta_bw)
+        compute, server_act = spread_over(tp_e)
+        token_s = compute + server_act / (bw * eta_bw)
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
         # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer
