@@ -477,8 +477,9 @@ class Runtime:
     server_prompt_cache_off_flag: str = _f("str")
     server_prompt_cache_source: str = _f("str")
     #: fixed cost of a decode step per expert a token visits, in plain layers' worth
-    #: (`advisor.model.geometry.Geometry.fixed_layers_at`); empty: the default, fitted on servers
-    #: that run each expert's products on their own
+    #: (`advisor.model.geometry.Geometry.fixed_layers_at`): the prior of each profile's fitted
+    #: ``expert_overhead_us`` and the cost where none is fitted; 0 holds it at none (one kernel takes
+    #: every expert at once); empty: the default, for servers that run each expert's products on their own
     decode_expert_weight: float | None = _f("num", min=0, max=10)
     decode_expert_weight_source: str = _f("str")
     #: how much slower than the model a mixture of experts decodes several sequences at once on
@@ -587,6 +588,10 @@ class Profile:
     #: fitted where TTFT rows exist: cost once per request before its first token, µs;
     #: empty = the runtime's value
     request_overhead_us: float | None = _f("num", min=0, max=1_000_000)
+    #: fitted where MoE decode rows exist: fixed cost of a decode step per expert a token visits per
+    #: MoE layer (routed top-k plus shared), µs; empty = the runtime's ``decode_expert_weight`` ×
+    #: ``layer_overhead_us``
+    expert_overhead_us: float | None = _f("num", min=0, max=100_000)
     decode_low: float = _f("num", True, min=0.05, max=1.0)
     decode_high: float = _f("num", True, min=1.0, max=20.0)
     prefill_low: float = _f("num", True, min=0.05, max=1.0)

@@ -48,7 +48,7 @@ from advisor.model.efficiency import (EXTRAPOLATION_BAND_WIDENING, IDEAL, SIBLIN
                                       efficiency_for, evidence)
 from advisor.model.geometry import geometry
 from advisor.model.inputs import expert_weight, inputs_for, stack_inputs
-from advisor.model.roofline import evaluate, format_fixed_s
+from advisor.model.roofline import evaluate, expert_overhead, format_fixed_s
 from advisor.data.specs import Profile, Runtime
 from advisor.data.userdata import write_atomic
 
@@ -60,6 +60,12 @@ from advisor.data.userdata import write_atomic
 #:   tau_layer   fixed cost per layer per forward pass: a few µs to tens of µs (kernel launches)
 #:   tau_step    fixed cost per forward pass: tens to hundreds of µs (sampling, scheduling)
 #:   allreduce   per GPU-to-GPU message: µs (NVLink ~5–10, PCIe ~20–50)
+#:   tau_expert  fixed cost per expert a token visits per MoE layer per forward pass: a few µs to
+#:               tens (routing, gathering and each expert's small products at a decode step's batch;
+#:               a fused MoE kernel of one vendor costs more per expert than another's). The prior is
+#:               the runtime's `decode_expert_weight` in plain layers' worth (0.2 × τ_layer); a runtime
+#:               whose weight is 0 keeps none. Told apart from τ_layer by models that visit different
+#:               numbers of experts per layer
 #:   inv_c       1/prefill compute fraction of the dense peak
 #:   att_vs_c    (1/η_att − 1/η_c) / (1/η_c): with flash attention the attention products run at
 #:               about the matmul fraction, so the attention prior is centred on the group's own
@@ -77,7 +83,8 @@ from advisor.data.userdata import write_atomic
 #:               rows exist. A step cost is tens to hundreds of µs, so a TTFT the FLOPs and bytes
 #:               do not explain is charged to the request (once), not to every decode step, and a
 #:               tiny model's TTFT does not drag the prompt compute fraction down
-PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "inv_c": 1.5,
+PRIOR_SD = {"inv_bw": 0.25, "tau_layer_us": 20.0, "tau_step_us": 200.0, "allreduce_us": 20.0, "tau_expert_us": 10.0,
+            "inv_c": 1.5,
             "att_vs_c": 0.25, "exp_vs_c": 0.25, "tau_seq_us": 50.0, "tau_req_us": 20000.0,
             # int8 kernels against float ones. On a CPU the same vector units unpack the quantized
             # blocks and multiply them, so llama.cpp's int8 kernels reach a far smaller share of
@@ -268,11 +275,17 @@ def _device_weights(cases: Sequence[Case], rows: np.ndarray) -> np.ndarray:
 
 
 def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.ndarray,
-                prior: Efficiency, at: Efficiency | None = None) -> tuple[Efficiency, dict[str, float]]:
+                prior: Efficiency, at: Efficiency | None = None, fit_experts: bool = False) -> tuple[Efficiency, dict[str, float]]:
     """MAP fit of 1/η_bw, τ_layer, τ_step, the all-reduce latency and τ_seq (per running sequence)
     to the decode rows ``rows``; ``parts`` were evaluated at the efficiencies ``at`` (default the
     prior), whose compute fractions price the compute-bound kernels. Rows from several devices are
     weighed so that each device counts alike (`_device_weights`).
+
+    The cost of an expert visit: with ``fit_experts`` (a runtime's group of one vendor's GPUs, whose
+    MoE kernels are its own) a parameter of its own where the data pins it down, its prior the
+    prior's ratio to τ_layer; elsewhere it keeps that ratio (the runtime's ``decode_expert_weight`` at
+    the top), so that a group of a few rows does not trade it against τ_layer; a runtime whose weight
+    is 0 keeps none.
 
     End-to-end latency rows count as decode rows: (latency − predicted TTFT) / (output − 1) is
     their time per step, and for short prompts and long outputs it dominates the latency.
@@ -282,10 +295,11 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
         return prior, {}
     batch = parts["dec_batch"][rows]
     varied = bool(np.ptp(batch) > 0)  # τ_seq is told apart from τ_step only across batch sizes
+    weight = expert_weight(cases[rows[0]].runtime)
+    expert_us = float(expert_overhead(prior, weight))
+    ratio = expert_us / prior.layer_overhead_us if prior.layer_overhead_us > 0 else weight
     centre = np.array([1 / prior.decode_bw_fraction, prior.layer_overhead_us, prior.step_overhead_us,
-                       prior.allreduce_latency_us, prior.seq_overhead_us])
-    width = np.array([PRIOR_SD["inv_bw"], PRIOR_SD["tau_layer_us"], PRIOR_SD["tau_step_us"], PRIOR_SD["allreduce_us"],
-                      PRIOR_SD["tau_seq_us"] if varied else 1e-3])
+                       prior.allreduce_latency_us, prior.seq_overhead_us, expert_us])
 
     def step_time(i: int) -> float:
         c = cases[i]
@@ -295,8 +309,15 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
         return max(c.measured / 1e3 - parts["ttft_s"][i], 0.05 * c.measured / 1e3) / steps
 
     t = np.array([step_time(i) for i in rows])
-    layers = np.array([geometry(cases[i].model).fixed_layers_at(expert_weight(cases[i].runtime)) for i in rows],
-                      dtype=float)
+    shapes = [geometry(cases[i].model) for i in rows]
+    layers = np.array([g.fixed_layers_at(0.0) for g in shapes], dtype=float)
+    visits = np.array([g.expert_visits for g in shapes], dtype=float)
+    own = fit_experts and weight > 0 and bool(visits.any())
+    k = 6 if own else 5   # the parameters solved for: τ_expert last, where it is the group's own
+    if not own:  # the visits count as plain layers at the prior's ratio; τ_expert follows τ_layer
+        layers = layers + ratio * visits
+    width = np.array([PRIOR_SD["inv_bw"], PRIOR_SD["tau_layer_us"], PRIOR_SD["tau_step_us"], PRIOR_SD["allreduce_us"],
+                      PRIOR_SD["tau_seq_us"] if varied else 1e-3, PRIOR_SD["tau_expert_us"]])[:k]
     # a kernel whose products take longer than its reads (a handful of sequences on llama.cpp's vector
     # kernels, or a large batch's linear layers) says nothing of the bandwidth fraction: its time is
     # its compute at the fractions the parts were evaluated at (``at``). The linear layers' kernels and
@@ -304,22 +325,32 @@ def _fit_decode(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.nd
     mem_ideal = np.nan_to_num(parts["decode_memory_bound_s"][rows]) * (at or prior).decode_bw_fraction
     compute_s = np.nan_to_num(parts["decode_compute_bound_s"][rows])
     A = np.column_stack([mem_ideal, layers * 1e-6, np.full(rows.size, 1e-6),
-                         parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6]) / t[:, None]
+                         parts["dec_comm_lat_coeff"][rows] * 1e-6, batch * 1e-6, visits * 1e-6])[:, :k] / t[:, None]
     rhs = 1.0 - (parts["dec_comm_bw_s"][rows] + compute_s + parts["format_fixed_s"][rows]) / t
     w = _device_weights(cases, rows)
     A, rhs = A * w[:, None], rhs * w
-    R, r0 = _prior_rows(centre, width)
-    post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0, 0.0]))
+    R, r0 = _prior_rows(centre[:k], width)
+    if own:
+        # the expert visit's prior is the prior's ratio to the group's own τ_layer (τ_e − ratio·τ_layer
+        # ≈ 0), as the attention fraction's is to the group's own compute fraction: where the data does
+        # not tell the two apart, the ratio holds
+        R[5, 1], r0[5] = -ratio / width[5], 0.0
+    post = map_solve(A, rhs, R, r0, np.array([1 / MAX_BW_FRACTION, 0.0, 0.0, 0.0, 0.0, 0.0])[:k])
     x = post.x
     eff = prior.replace(decode_bw_fraction=1 / float(x[0]), layer_overhead_us=float(x[1]),
-                        step_overhead_us=float(x[2]), allreduce_latency_us=float(x[3]), seq_overhead_us=float(x[4]))
-    names = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us", "seq_overhead_us")
-    sd = {"decode_bw_fraction": float(post.sd[0]) / float(x[0]) ** 2, "layer_overhead_us": float(post.sd[1]),
-          "step_overhead_us": float(post.sd[2]), "allreduce_latency_us": float(post.sd[3]),
-          "seq_overhead_us": float(post.sd[4])}
-    out = _mark(sd, post, names, width / np.array([x[0] ** 2, 1, 1, 1, 1]))
+                        step_overhead_us=float(x[2]), allreduce_latency_us=float(x[3]), seq_overhead_us=float(x[4]),
+                        expert_overhead_us=float(x[5]) if own else ratio * float(x[1]))
+    names = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us", "seq_overhead_us",
+             "expert_overhead_us")[:k]
+    sd = dict(zip(names, (float(v) for v in post.sd)))
+    sd["decode_bw_fraction"] = float(post.sd[0]) / float(x[0]) ** 2
+    out = _mark(sd, post, names, width / np.array([x[0] ** 2, 1, 1, 1, 1, 1])[:k])
     if not varied:
         out.pop("seq_overhead_us")  # held, not fitted: nothing to report
+    if own and out["expert_overhead_us"][1] != "fitted":
+        # the data did not pin it down (its sd barely moved): it keeps the prior's ratio, as a group
+        # without its own fit does, rather than a value the other parameters' noise moved
+        return _fit_decode(cases, parts, rows, prior, at=at, fit_experts=False)
     return eff, out
 
 
@@ -352,13 +383,14 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     t = np.array([cases[i].workload.prompt_tokens * cases[i].workload.batch / cases[i].measured
                   if cases[i].metric == "prefill" else cases[i].measured / 1e3 for i in rows])
     ub = parts["ubatches"][rows]
-    layers = np.array([geometry(cases[i].model).fixed_layers_at(expert_weight(cases[i].runtime)) for i in rows],
-                      dtype=float)
+    # the layers' fixed costs of each pass, µs, at the decode fit's per-layer and per-expert costs
+    fixed_us = np.array([geometry(cases[i].model).fixed_pass_us(
+        p.layer_overhead_us, float(expert_overhead(p, expert_weight(cases[i].runtime)))) for i in rows], dtype=float)
     is_ttft = np.array([cases[i].metric == "ttft" for i in rows], dtype=float)
     fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
     # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's
     eager = np.nan_to_num(parts["prefill_pass_extra_s"][rows]) if "prefill_pass_extra_s" in parts else 0.0
-    known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * layers * p.layer_overhead_us * 1e-6
+    known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * fixed_us * 1e-6
              + ub * (eager + parts["format_fixed_s"][rows])
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:
@@ -411,9 +443,11 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     return eff, out
 
 
-def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency) -> tuple[Efficiency, dict]:
+def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency,
+              fit_experts: bool = False) -> tuple[Efficiency, dict]:
     """Fit one group's parameters (decode first, then prefill/TTFT) on the cases ``rows``; returns
-    the efficiencies and {field: (posterior sd, 'fitted' | 'prior' | 'bound')}."""
+    the efficiencies and {field: (posterior sd, 'fitted' | 'prior' | 'bound')}. ``fit_experts``: the
+    cost of an expert visit is the group's own (`_fit_decode`)."""
     if rows.size == 0:
         return prior, {}
     sub = [cases[i] for i in rows]
@@ -421,14 +455,14 @@ def fit_group(cases: Sequence[Case], rows: np.ndarray, prior: Efficiency) -> tup
     local = np.arange(len(sub))
     dec = local[[c.metric in ("decode", "e2e") for c in sub]]
     pre = local[[c.metric in ("prefill", "ttft") for c in sub]]
-    p, sd_dec = _fit_decode(sub, parts, dec, prior)
+    p, sd_dec = _fit_decode(sub, parts, dec, prior, fit_experts=fit_experts)
     p, sd_pre = _fit_prefill(sub, parts, pre, p, fit_step=dec.size == 0)
     if dec.size and pre.size and np.any(np.nan_to_num(parts["decode_compute_bound_s"][dec]) > 0):
         # decode kernels bound by compute were priced at the prior's compute fractions: once more at
         # the ones the prompt rows gave, and the prompt fit again on the decode figures that gives
         at = p
         parts = evaluate_cases(sub, [at] * len(sub))
-        p, sd_dec = _fit_decode(sub, parts, dec, prior, at=at)
+        p, sd_dec = _fit_decode(sub, parts, dec, prior, at=at, fit_experts=fit_experts)
         p, sd_pre = _fit_prefill(sub, parts, pre, p)
     return p, sd_dec | sd_pre
 
@@ -522,7 +556,11 @@ def _fit_all(cases: Sequence[Case], groups: list[Group], runtimes: dict[str, Run
             parent = _parent(groups, g)
             prior = fitted.get(parent.key) if parent else Efficiency.of_runtime(runtimes[g.runtime])
             rows = np.array([i for i in g.rows if i not in exclude], dtype=int)
-            fitted[g.key], sd = fit_group(cases, rows, prior) if rows.size else (prior, {})
+            # an expert visit's cost is fitted per runtime and vendor: the MoE kernels differ by vendor
+            # (ROCm's against CUDA's), hardly between one vendor's GPUs, and a family's few MoE rows
+            # would trade it against τ_layer
+            fitted[g.key], sd = (fit_group(cases, rows, prior, fit_experts=g.level == "vendor") if rows.size
+                                 else (prior, {}))
             if uncertainty is not None:
                 uncertainty[g.key] = sd
     return fitted
@@ -755,6 +793,10 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
         # likewise only where this runtime's data decoded several sequences at once
         seq_overhead_us=(round(p.seq_overhead_us, 1) if _runtime_has(
             cases, g.runtime, lambda c: c.workload.batch > 1 and c.metric in ("decode", "e2e")) else None),
+        # and only where it had mixture-of-experts decode rows, the cost of an expert visit
+        expert_overhead_us=(round(float(p.expert_overhead_us), 2) if expert_weight(cat.runtimes[g.runtime]) > 0
+                            and np.isfinite(p.expert_overhead_us) and _runtime_has(
+            cases, g.runtime, lambda c: c.metric in ("decode", "e2e") and geometry(c.model).expert_visits > 0) else None),
         # and only where it had time-to-first-token rows
         request_overhead_us=(round(p.request_overhead_us, 1)
                              if _runtime_has(cases, g.runtime, lambda c: c.metric == "ttft") else None),
@@ -773,6 +815,7 @@ def _profile(cat: Catalog, cases: Sequence[Case], g: Group, p: Efficiency, band_
 #: Short names of the fitted fields in the uncertainty text, with their rounding.
 _SD_LABELS = {"decode_bw_fraction": ("bw", 3), "layer_overhead_us": ("layer µs", 1), "step_overhead_us": ("step µs", 0),
               "allreduce_latency_us": ("all-reduce µs", 0), "seq_overhead_us": ("per-sequence µs", 1),
+              "expert_overhead_us": ("per-expert µs", 1),
               "request_overhead_us": ("per-request µs", 0),
               "prefill_compute_fraction": ("prefill", 3),
               "attention_compute_fraction": ("attention", 3), "expert_compute_fraction": ("experts", 3),
@@ -812,7 +855,8 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
         "# decode_bw_fraction = fraction of spec bandwidth reached by decode; layer_overhead_us = fixed cost per layer\n"
         "# per forward pass; prefill_compute_fraction / attention_compute_fraction = fractions of the dense peak;\n"
         "# int8_compute_fraction = of the int8 peak, where the linear layers compute in int8 (llama.cpp's quantized kernels);\n"
-        "# allreduce_latency_us = per all-reduce (multi-GPU). Each is a MAP estimate under a physical prior (PRIOR_SD in\n"
+        "# allreduce_latency_us = per all-reduce (multi-GPU); expert_overhead_us = per expert a token visits per MoE layer\n"
+        "# per forward pass. Each is a MAP estimate under a physical prior (PRIOR_SD in\n"
         "# advisor/fit/calibration.py); notes give its posterior sd, (prior) where the data did not pin it down and\n"
         "# (bound) where it sits on a physical bound. Bands = 5th-95th percentile, per profile level, of ln(measured/\n"
         "# predicted) on rows whose whole source or build era was left out of the fit (bands_from, same file).\n"
@@ -823,7 +867,8 @@ def profiles_yaml(result: CalibrationResult, data_path: Path) -> str:
                                          "decode_bw_fraction", "layer_overhead_us",
                                          "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction",
                                          "expert_compute_fraction", "int8_compute_fraction", "allreduce_latency_us",
-                                         "seq_overhead_us", "request_overhead_us", "decode_low", "decode_high", "prefill_low",
+                                         "seq_overhead_us", "expert_overhead_us", "request_overhead_us", "decode_low",
+                                         "decode_high", "prefill_low",
                                          "prefill_high", "decode_rows", "prefill_rows", "measured_families",
                                          "measured_formats", "source", "notes")}
         d["measured_families"], d["measured_formats"] = list(p.measured_families), list(p.measured_formats)

@@ -150,6 +150,9 @@ def fit_personal(cat, cases: Sequence[Case]) -> list[PersonalFit]:
             int8_compute_fraction=(round(float(params.int8_compute_fraction), 4)
                                    if any(c.metric == "prefill" and _int8(c) for c in sub)
                                    and math.isfinite(float(params.int8_compute_fraction)) else None),
+            # the cost of an expert visit at the prior profile's ratio to the per-layer cost
+            expert_overhead_us=(round(float(params.expert_overhead_us), 2)
+                                if math.isfinite(float(params.expert_overhead_us)) else None),
             decode_low=band_decode[0], decode_high=band_decode[1],
             prefill_low=band_prefill[0], prefill_high=band_prefill[1],
             decode_rows=n_dec, prefill_rows=n_pre,
@@ -163,7 +166,7 @@ def fit_personal(cat, cases: Sequence[Case]) -> list[PersonalFit]:
 
 _FIELDS = ("key", "runtime", "formats_of", "vendor", "family", "hardware", "decode_bw_fraction", "layer_overhead_us",
            "step_overhead_us", "prefill_compute_fraction", "attention_compute_fraction", "int8_compute_fraction",
-           "decode_low", "decode_high",
+           "expert_overhead_us", "decode_low", "decode_high",
            "prefill_low", "prefill_high", "decode_rows", "prefill_rows", "measured_families", "measured_formats",
            "source", "notes")
 

@@ -18,6 +18,7 @@ import numpy as np
 from advisor.model.devices import tier
 from advisor.data.eras import parse_date, weights as era_weights
 from advisor.data.specs import Hardware, Profile, Runtime
+from advisor.model.geometry import DECODE_EXPERT_WEIGHT
 
 #: Band for an uncalibrated runtime: wide, because nothing measured backs it. `advisor calibrate`
 #: measures it (the 5th–95th percentile on rows predicted from a runtime's defaults with their
@@ -28,13 +29,18 @@ UNCALIBRATED_DECODE_BAND = (0.33, 1.4)
 UNCALIBRATED_PREFILL_BAND = (0.4, 1.82)
 
 
+def expert_weight(r: Runtime) -> float:
+    """`Runtime.decode_expert_weight`, else the default (`advisor.model.geometry.DECODE_EXPERT_WEIGHT`)."""
+    return DECODE_EXPERT_WEIGHT if r.decode_expert_weight is None else float(r.decode_expert_weight)
+
+
 #: The fitted rates, in the order the calibration solves for them.
 RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "prefill_compute_fraction",
                "attention_compute_fraction", "allreduce_latency_us", "expert_compute_fraction", "seq_overhead_us",
-               "request_overhead_us", "int8_compute_fraction")
+               "request_overhead_us", "int8_compute_fraction", "expert_overhead_us")
 #: The rates that set decode speed: blended between build eras (prefill follows the era's kernels).
 DECODE_RATE_FIELDS = ("decode_bw_fraction", "layer_overhead_us", "step_overhead_us", "allreduce_latency_us",
-                      "seq_overhead_us")
+                      "seq_overhead_us", "expert_overhead_us")
 BAND_FIELDS = ("decode_low", "decode_high", "prefill_low", "prefill_high", "bandwidth_spread")
 #: the fields that set each phase's speed and band (a profile may lend one phase, see `efficiency_for`)
 PREFILL_FIELDS = ("prefill_compute_fraction", "attention_compute_fraction", "expert_compute_fraction",
@@ -70,6 +76,11 @@ class Efficiency:
     #: themselves, so they reach a smaller share of their peak than a float GEMM); nan = the prefill
     #: compute fraction (groups whose data has no int8 prompt rows)
     int8_compute_fraction: Any = math.nan
+    #: fixed cost per expert a token visits (routed top-k plus shared) per MoE layer per forward pass:
+    #: the routing, gathering and small products each expert adds at a decode step's batch, which
+    #: differ by runtime and hardware (a fused MoE kernel of one vendor against another's); nan = the
+    #: runtime's ``decode_expert_weight`` plain layers' worth (`expert_overhead`)
+    expert_overhead_us: Any = math.nan
     decode_low: Any = 1.0              # band: multipliers on the predicted speed
     decode_high: Any = 1.0
     prefill_low: Any = 1.0
@@ -101,6 +112,7 @@ class Efficiency:
         return cls(rt.decode_bw_fraction, rt.layer_overhead_us, rt.step_overhead_us, rt.prefill_compute_fraction,
                    rt.attention_compute_fraction, rt.allreduce_latency_us, seq_overhead_us=rt.seq_overhead_us,
                    request_overhead_us=rt.request_overhead_us,
+                   expert_overhead_us=expert_weight(rt) * rt.layer_overhead_us,
                    decode_low=UNCALIBRATED_DECODE_BAND[0], decode_high=UNCALIBRATED_DECODE_BAND[1],
                    prefill_low=UNCALIBRATED_PREFILL_BAND[0], prefill_high=UNCALIBRATED_PREFILL_BAND[1],
                    basis=f"defaults of {rt.name} (uncalibrated)", level="none")
@@ -116,6 +128,8 @@ class Efficiency:
                    p.seq_overhead_us if p.seq_overhead_us is not None else rt.seq_overhead_us,
                    p.request_overhead_us if p.request_overhead_us is not None else rt.request_overhead_us,
                    math.nan if p.int8_compute_fraction is None else p.int8_compute_fraction,
+                   p.expert_overhead_us if p.expert_overhead_us is not None
+                   else expert_weight(rt) * p.layer_overhead_us,
                    decode_low=p.decode_low / decode_widen, decode_high=p.decode_high * decode_widen,
                    prefill_low=p.prefill_low / prefill_widen, prefill_high=p.prefill_high * prefill_widen,
                    basis=(f"{p.key} (calibrated on your {p.decode_rows + p.prefill_rows} measurements)"

@@ -136,9 +136,18 @@ class Geometry:
         (``expert_weight`` extra per expert, `Runtime.decode_expert_weight`: where each expert is a few
         small GEMMs of its own at a decode step's batch, the GPU's units idle through each; a runtime
         whose one kernel takes every expert at once, llama.cpp's, pays none). A number or an array."""
-        cplx = self.eager_layers[1]
-        visited = self.experts_per_token + self.shared_experts
-        return self.layers + expert_weight * visited * self.moe_layers + DECODE_COMPLEX_LAYER_WEIGHT * cplx
+        return self.layers + DECODE_COMPLEX_LAYER_WEIGHT * self.eager_layers[1] + expert_weight * self.expert_visits
+
+    @property
+    def expert_visits(self) -> int:
+        """Experts one token visits in a forward pass, routed top-k plus shared, over the MoE layers."""
+        return (self.experts_per_token + self.shared_experts) * self.moe_layers
+
+    def fixed_pass_us(self, layer_us, expert_us):
+        """The fixed cost of one forward pass's layers, µs: ``layer_us`` per plain layer's worth (an MLA or
+        linear-attention layer counting extra) and ``expert_us`` per expert visit (`expert_visits`).
+        Numbers or arrays."""
+        return self.fixed_layers_at(0.0) * layer_us + self.expert_visits * expert_us
 
     @property
     def dense_products(self) -> int:

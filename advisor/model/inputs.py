@@ -22,9 +22,9 @@ from advisor.model.ceilings import ceiling_row
 from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, matrix_share, max_gpus,
                                    mla_decode_fraction, network_gb_s, peak_for, usable_memory_gb)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
-                                      Efficiency, efficiency_for, evidence, linear_fraction)
+                                      Efficiency, efficiency_for, evidence, expert_weight, linear_fraction)
 from advisor.model.config import default_runtime
-from advisor.model.geometry import DECODE_EXPERT_WEIGHT, WeightBits, geometry, weight_bits
+from advisor.model.geometry import WeightBits, geometry, weight_bits
 from advisor.model.roofline import Inputs, Workload
 
 if TYPE_CHECKING:
@@ -59,11 +59,6 @@ def runtime_columns(r: Runtime) -> dict:
             "allreduce_per_device": r.allreduce_per_device, "prefill_moe_layer_us": r.prefill_moe_layer_us,
             "prefill_complex_layer_us": r.prefill_complex_layer_us, "vector_batch_max": float(r.vector_batch_max or 0),
             "decode_expert_weight": expert_weight(r)}
-
-
-def expert_weight(r: Runtime) -> float:
-    """`Runtime.decode_expert_weight`, else the default (`advisor.model.geometry.DECODE_EXPERT_WEIGHT`)."""
-    return DECODE_EXPERT_WEIGHT if r.decode_expert_weight is None else float(r.decode_expert_weight)
 
 
 def own_gpu_kernels(h: Hardware, r: Runtime) -> bool:

@@ -168,7 +168,7 @@ class Inputs:
     #: slow edge takes it, not the estimate
     experts_slow_per_doubling: Any = 0.0
     #: fixed cost per expert a token visits, in plain layers' worth (`Runtime.decode_expert_weight`,
-    #: `Geometry.fixed_layers_at`)
+    #: `Geometry.fixed_layers_at`), where the efficiency has no ``expert_overhead_us`` of its own
     decode_expert_weight: Any = DECODE_EXPERT_WEIGHT
     #: the most output tokens per second the instance can give: a vendor's published maximum for this
     #: model on this hardware (`advisor.model.ceilings`); inf = none. A decode step of B sequences
@@ -289,6 +289,13 @@ def format_fixed_s(g: Geometry, x: Inputs):
     return np.where(quantized, g.dense_products * np.asarray(x.format_gemm_us, float) * 1e-6, 0.0)
 
 
+def expert_overhead(e, expert_weight):
+    """µs per expert visit (`Efficiency.expert_overhead_us`), or where it is nan ``expert_weight`` plain
+    layers' worth (the runtime's ``decode_expert_weight``). Numbers or arrays."""
+    fitted = np.asarray(e.expert_overhead_us, float)
+    return np.where(np.isfinite(fitted), fitted, np.asarray(expert_weight, float) * np.asarray(e.layer_overhead_us, float))
+
+
 class _Arrays:
     """The inputs as arrays of the working dtype, converted once per evaluation and shared by the
     three steps, plus the terms they all use (GPU split, KV per sequence, fixed costs)."""
@@ -358,7 +365,7 @@ class _Arrays:
         self.bw_spread = _arr(e.bandwidth_spread, ft)   # the ceiling's memory roof: the best reading
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
         # per forward pass: L·τ_layer + τ_step, and the latency of one GPU-to-GPU message
-        self.fixed = (g.fixed_layers_at(_arr(x.decode_expert_weight, ft)) * _arr(e.layer_overhead_us, ft) * 1e-6
+        self.fixed = (_arr(g.fixed_pass_us(e.layer_overhead_us, expert_overhead(e, x.decode_expert_weight)), ft) * 1e-6
                       + _arr(format_fixed_s(g, x), ft) + _arr(e.step_overhead_us, ft) * 1e-6)
         self.lat = _arr(e.allreduce_latency_us, ft) * 1e-6
         self.per_seq = _arr(e.seq_overhead_us, ft) * 1e-6

@@ -11,6 +11,7 @@ from advisor.model.devices import matrix_share
 from advisor.model.efficiency import efficiency_for
 from advisor.model.geometry import geometry
 from advisor.model.inputs import expert_weight, format_products, mla_fraction
+from advisor.model.roofline import expert_overhead
 from advisor.text.format import duration_ms, num
 from advisor.model.notes import efficiency_note
 
@@ -58,13 +59,17 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     seq_us = float(eff.seq_overhead_us)
     # a low-precision format's dense products each cost a little more (`advisor.model.devices.format_gemm_us`)
     products, fmt_dtype, fmt_us = format_products(cfg.hardware, cfg.runtime, cfg.quant, cfg.model)
-    # the layers in plain layers' worth (`Geometry.fixed_layers_at`): MoE and latent-attention layers
-    # launch more small kernels, and the kernel charges them so
-    plain_layers = float(g.fixed_layers_at(expert_weight(cfg.runtime)))
-    layers_text = (f"{num(plain_layers)} plain layers' worth ({g.layers} layers; MoE and latent-attention "
-                   f"layers count more)" if abs(plain_layers - g.layers) > 0.5 else f"{g.layers}")
-    fixed_ms = (plain_layers * float(eff.layer_overhead_us) + products * fmt_us + float(eff.step_overhead_us)
-                + w.batch * seq_us) / 1e3
+    # the layers in plain layers' worth (`Geometry.fixed_layers_at`): latent-attention layers launch
+    # more small kernels, and the kernel charges them so; each expert a token visits costs its own
+    plain_layers = float(g.fixed_layers_at(0.0))
+    layers_text = (f"{num(plain_layers)} plain layers' worth ({g.layers} layers; latent-attention "
+                   f"layers count more)" if abs(plain_layers - g.layers) > 0.5 else f"{g.layers} layers")
+    expert_us = float(expert_overhead(eff, expert_weight(cfg.runtime)))
+    visits = g.expert_visits if expert_us > 0 else 0
+    experts_text = (f" + {visits:,} expert visits ({g.experts_per_token + g.shared_experts} a token in each of "
+                    f"{g.moe_layers} MoE layers) × {num(expert_us)} µs" if visits else "")
+    fixed_ms = (plain_layers * float(eff.layer_overhead_us) + visits * expert_us + products * fmt_us
+                + float(eff.step_overhead_us) + w.batch * seq_us) / 1e3
     per_seq = f" + {w.batch} × {num(seq_us)} µs per sequence" if seq_us > 0 else ""
     per_product = (f" + {products} {fmt_dtype.upper()} products × {num(fmt_us)} µs (quantizing "
                    f"activations)") if products else ""
@@ -74,14 +79,14 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
                 if math.isfinite(mla) else "")
     out["decode"] = Explanation(
         "Decode tok/s per user",
-        "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer + τ_step "
-        "+ batch × τ_seq + GPU exchanges",
+        "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer "
+        "+ expert visits × τ_expert + τ_step + batch × τ_seq + GPU exchanges",
         f"One step of {w.batch} sequence{'s' if w.batch != 1 else ''} at the middle of the output moves {num(p.decode_bytes_per_step / 1e9)} GB "
         f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
         f"{float(eff.decode_bw_fraction):.2f} the bytes take {num(mem_ms)} ms; at {num(p.peak_tflops)} TFLOP/s "
         f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f}{' × ' + format(sustained, '.2f') if shown else ''} the FLOPs take {num(comp_ms)} ms; fixed "
-        f"costs {layers_text} × {num(float(eff.layer_overhead_us))} µs{per_product} + "
+        f"costs {layers_text} × {num(float(eff.layer_overhead_us))} µs{experts_text}{per_product} + "
         f"{num(float(eff.step_overhead_us))} µs{per_seq} = "
         f"{num(fixed_ms)} ms.{mla_note}{sustained_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "

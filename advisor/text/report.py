@@ -24,11 +24,11 @@ import numpy as np
 from advisor import __version__
 from advisor.data.errors import AdvisorError
 from advisor.model.config import Config
-from advisor.model.efficiency import efficiency_for, select_profile
+from advisor.model.efficiency import efficiency_for, expert_weight, select_profile
 from advisor.model.inputs import format_products
 from advisor.model.predict import Curve, Prediction, Roofline, curve, predict, roofline
 from advisor.plan import pricing
-from advisor.model.roofline import Workload
+from advisor.model.roofline import Workload, expert_overhead
 from advisor.model.serving import Load, ServeReport, concurrency_sweep, serve
 from advisor.text.explain import Explanation, explain
 from advisor.text.format import duration_ms, num
@@ -320,6 +320,7 @@ def _profile_table(cat: "Catalog", cfg: Config) -> Table:
         ("prefill compute fraction η_c", f"{float(eff.prefill_compute_fraction):.3f}"),
         ("attention compute fraction η_att", f"{float(eff.attention_compute_fraction):.3f}"),
         ("fixed costs", f"{num(float(eff.layer_overhead_us))} µs per layer{_format_cost(cfg)} + "
+                        f"{num(float(expert_overhead(eff, expert_weight(cfg.runtime))))} µs per expert a token visits + "
                         f"{num(float(eff.step_overhead_us))} µs per step + {num(float(eff.seq_overhead_us))} µs per "
                         f"running sequence; "
                         f"{num(float(eff.request_overhead_us))} µs per request before its first token; "

@@ -7,6 +7,7 @@ import pytest
 
 from advisor import api
 from advisor.model.inputs import tables_for
+from advisor.model.geometry import geometry
 from advisor.text.format import num
 
 
@@ -154,9 +155,10 @@ def test_why_shows_the_formula_with_this_workloads_numbers(cat):
 @pytest.mark.parametrize("model", ["DeepSeek-V2-Lite", "Qwen3-30B-A3B"])
 def test_why_a_mixture_of_experts_step_adds_up(cat, model):
     """On one GPU a decode step is its bytes at η_bw plus its fixed costs (its FLOPs are far under
-    the roof). The fixed costs count the layers in plain layers' worth, as the kernel charges them
-    (an MoE layer 1 + 0.2 per expert a token visits, an MLA layer 2 more): DeepSeek-V2-Lite's 27
-    layers are ~123. The explanation's parts sum to the step it states."""
+    the roof). The fixed costs count the layers as the kernel charges them (an MLA layer 2 more
+    plain layers' worth: DeepSeek-V2-Lite's 27 are 81) and each expert a token visits at the
+    profile's cost per visit (DeepSeek-V2-Lite: 6 routed + 2 shared in 26 MoE layers; Qwen3-30B-A3B:
+    8 in 48). The explanation's parts sum to the step it states."""
     import re
 
     cfg = api.configure(cat, hardware="H100 SXM5 80GB", model=model, runtime="vllm", quant="bf16", gpus=1, batch=1,
@@ -165,7 +167,9 @@ def test_why_a_mixture_of_experts_step_adds_up(cat, model):
     bytes_ms = float(re.search(r"the bytes take ([\d.]+) ms", text).group(1))
     fixed_ms = float(re.search(r"µs per sequence = ([\d.]+) ms", text).group(1))
     step_ms = float(re.search(r"Averaged over the output: ([\d.]+) ms per step", text).group(1))
-    assert "plain layers' worth" in text
+    g = geometry(cfg.model)
+    assert f"{g.expert_visits:,} expert visits" in text
+    assert ("plain layers' worth" in text) == bool(g.latent_rank)
     assert bytes_ms + fixed_ms == pytest.approx(step_ms, rel=0.03)
 
 

@@ -333,3 +333,63 @@ def test_a_formats_measured_fixed_cost_is_known_to_the_fit_not_charged_to_its_la
     group = next(g for g in calibrate(bare, cases).groups if g.level == "runtime")
     assert group.params.layer_overhead_us == pytest.approx(TRUTH["layer_overhead_us"], rel=1e-3)
     assert group.params.decode_bw_fraction == pytest.approx(TRUTH["decode_bw_fraction"], rel=1e-3)
+
+
+def _moe_decode_cases(cat, truths):
+    """SGLang decode rows at batch 1 (two contexts) of a dense model and three MoE models that visit
+    different numbers of experts per layer, on two GPUs of each vendor, made by the model itself with
+    ``truths[vendor]``."""
+    rt, kv, bf16 = cat.runtimes["sglang"], cat.kv_dtypes["f16"], cat.quants["bf16"]
+    cases, row = [], 2
+    for hw_key in ("mi300x", "mi325x", "h100-sxm5-80gb", "h200-sxm-141gb"):
+        hw = cat.hardware[hw_key]
+        for model_key in ("llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v2-lite", "gpt-oss-20b"):
+            for wl in (Workload(1, 0, 128, 0), Workload(1, 0, 32, 4096)):
+                c = Case(row, hw, cat.models[model_key], bf16, kv, rt, 1, wl, "decode", 1.0, "synthetic")
+                row += 1
+                cases.append(dataclasses.replace(c, measured=float(predictions([c], [truths[hw.vendor]])[0])))
+    return cases
+
+
+def test_the_cost_of_an_expert_visit_is_fitted_per_runtime_and_vendor(cat):
+    """A fused MoE kernel of one vendor costs more per expert a token visits than another's: rows made
+    with 25 µs a visit on AMD (half a plain layer) and the runtime's weight (0.2 of a plain layer) on
+    NVIDIA give each vendor's group its own cost, pinned by models that visit 8, 8 and 4 experts per
+    layer, and the groups below keep their vendor's ratio to τ_layer."""
+    bare = _bare(cat)
+    base = dict(decode_bw_fraction=0.8, layer_overhead_us=50.0, step_overhead_us=1000.0, prefill_compute_fraction=0.5,
+                attention_compute_fraction=0.5, allreduce_latency_us=10.0)
+    truths = {"AMD": Efficiency(**base, expert_overhead_us=25.0), "NVIDIA": Efficiency(**base)}
+    result = calibrate(bare, _moe_decode_cases(bare, truths))
+    groups = {g.key: g for g in result.groups}
+    amd, nvidia = groups["sglang+amd"], groups["sglang+nvidia"]
+    assert amd.params.expert_overhead_us == pytest.approx(25.0, rel=0.05)
+    assert amd.uncertainty["expert_overhead_us"][1] == "fitted"
+    assert nvidia.params.expert_overhead_us == pytest.approx(0.2 * nvidia.params.layer_overhead_us, rel=0.1)
+    # the runtime's group holds the weight; a group under a vendor, its vendor's ratio
+    top = groups["sglang"].params
+    assert top.expert_overhead_us == pytest.approx(0.2 * top.layer_overhead_us, rel=1e-6)
+    for g in result.groups:
+        if g.level in ("family", "hardware") and g.vendor == "AMD":
+            ratio = amd.params.expert_overhead_us / amd.params.layer_overhead_us
+            assert g.params.expert_overhead_us == pytest.approx(ratio * g.params.layer_overhead_us, rel=1e-6)
+    # the profiles carry it, and a prediction from them charges it
+    p = {q.key: q for q in result.profiles}["sglang+amd"]
+    assert p.expert_overhead_us == pytest.approx(amd.params.expert_overhead_us, abs=0.01)
+    # a profile written before the field existed charges the runtime's weight of its own τ_layer
+    old = Efficiency.of_profile(dataclasses.replace(p, expert_overhead_us=None), cat.runtimes["sglang"], "vendor")
+    assert old.expert_overhead_us == pytest.approx(0.2 * p.layer_overhead_us)
+
+
+def test_a_runtime_whose_kernel_takes_every_expert_at_once_fits_no_visit_cost(cat):
+    """llama.cpp's one MoE kernel per layer (`decode_expert_weight` 0): its groups keep none, whatever
+    the rows, and its profiles leave the field to the runtime."""
+    bare = _bare(cat)
+    truth = Efficiency(**TRUTH, step_overhead_us=cat.runtimes["llama.cpp"].step_overhead_us)
+    cases = [dataclasses.replace(c, runtime=cat.runtimes["llama.cpp"]) for c in
+             _moe_decode_cases(bare, {"AMD": truth, "NVIDIA": truth})]
+    cases = [dataclasses.replace(c, measured=float(v)) for c, v in zip(cases, predictions(cases, [truth] * len(cases)))]
+    result = calibrate(bare, cases)
+    assert all(g.params.expert_overhead_us == 0.0 for g in result.groups)
+    assert all("expert_overhead_us" not in (g.uncertainty or {}) for g in result.groups)
+    assert all(p.expert_overhead_us is None for p in result.profiles)

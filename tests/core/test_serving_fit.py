@@ -185,7 +185,9 @@ def test_moe_and_mla_layers_weigh_more_in_the_fixed_cost(cat):
     """A layer's fixed per-pass cost in plain layers' worth: an MoE layer 1 + 0.2 per expert a token
     visits (routed and shared), an MLA or linear-attention layer 2 more (`DECODE_EXPERT_WEIGHT`,
     `DECODE_COMPLEX_LAYER_WEIGHT`), so a DeepSeek step pays 287 layers' overhead where a dense
-    80-layer model pays 80 and gpt-oss (4 experts a token) 65; the decode step grows by exactly that."""
+    80-layer model pays 80 and gpt-oss (4 experts a token) 65; the decode step grows by exactly that.
+    A profile with a cost per expert visit of its own (`Efficiency.expert_overhead_us`, fitted per
+    runtime and vendor) charges the visits at it and the rest at τ_layer."""
     from advisor.model import geometry as geo
 
     assert geometry(cat.model_named("llama-3.1-70b")).fixed_layers == 80
@@ -199,11 +201,23 @@ def test_moe_and_mla_layers_weigh_more_in_the_fixed_cost(cat):
     from advisor.model.efficiency import efficiency_for
     from advisor.model.predict import evaluate_config
 
+    # the kernel charges the plain layers' worth at τ_layer and each expert visit at the profile's own
+    # cost (its weight × τ_layer where the profile has none)
     eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
-    base = evaluate_config(cfg, eff.replace(layer_overhead_us=0.0), batch=1, prompt=100, depth=0, output=100)
-    more = evaluate_config(cfg, eff.replace(layer_overhead_us=10.0), batch=1, prompt=100, depth=0, output=100)
-    step = 1 / float(more.decode_tok_s) - 1 / float(base.decode_tok_s)
-    assert math.isclose(step, fixed * 10e-6, rel_tol=1e-6)
+    g = geometry(cfg.model)
+    assert g.expert_visits == 58 * 9 and g.fixed_layers_at(0.0) == pytest.approx(61 * (1 + geo.DECODE_COMPLEX_LAYER_WEIGHT))
+
+    def step_s(**costs):
+        r = evaluate_config(cfg, eff.replace(**costs), batch=1, prompt=100, depth=0, output=100)
+        return 1 / float(r.decode_tok_s)
+
+    base = step_s(layer_overhead_us=0.0, expert_overhead_us=0.0)
+    assert math.isclose(step_s(layer_overhead_us=10.0, expert_overhead_us=0.0) - base,
+                        g.fixed_layers_at(0.0) * 10e-6, rel_tol=1e-6)
+    assert math.isclose(step_s(layer_overhead_us=0.0, expert_overhead_us=10.0) - base, 58 * 9 * 10e-6, rel_tol=1e-6)
+    # without a cost of its own an expert visit is the weight's share of a plain layer: `fixed_layers`
+    assert math.isclose(step_s(layer_overhead_us=10.0, expert_overhead_us=math.nan) - base, fixed * 10e-6,
+                        rel_tol=1e-6)
 
 
 def test_vllm_starts_smaller_on_an_a100_and_on_gpus_under_70_gib(cat):
