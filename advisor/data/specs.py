@@ -397,6 +397,16 @@ class Runtime:
     reserve_gb: float = _f("num", True, min=0, max=64)
     overhead_gb: float = _f("num", True, min=0, max=64)
     workspace_tokens: int = _f("int", True, min=1, max=1_000_000)
+    #: How many micro-batches of one batch a layer split keeps in flight across its GPUs, one prompt's
+    #: among them (llama.cpp's pipeline parallelism: a batch is cut into micro-batches of
+    #: workspace_tokens, each GPU starts the next as it hands one on, at most this many at once);
+    #: 0: only different requests' batches overlap across the stages (a request is in one batch at a
+    #: time), so one prompt crosses the stages one after another (`advisor.model.roofline.prefill`)
+    prompt_pipeline_copies: int = _f("int", default=0, min=0, max=64)
+    #: the date (YYYY-MM-DD) builds first had it: an older build (``name@DATE``) runs the stages one
+    #: after another
+    prompt_pipeline_from: str = _f("str")
+    prompt_pipeline_source: str = _f("str")
     decode_bw_fraction: float = _f("num", True, min=0.01, max=1.0)
     prefill_compute_fraction: float = _f("num", True, min=0.01, max=1.0)
     layer_overhead_us: float = _f("num", True, min=0, max=100_000)

@@ -395,11 +395,15 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:
         known = known + ub * p.step_overhead_us * 1e-6
+    # a layer split's stages work on different micro-batches at once: the pass takes this share of its
+    # stages' work (`roofline.pipeline_share`); the request's own cost is outside the pass
+    piped = parts["prefill_pipeline_share"][rows]
+    known = known * piped
     if not fit_request:
         known = known + is_ttft * p.request_overhead_us * 1e-6
-    A = np.column_stack([parts["pf_lin_ideal_s"][rows], parts["pf_att_ideal_s"][rows], parts["pf_exp_ideal_s"][rows],
-                         ub * 1e-6 * (1.0 if fit_step else 0.0), is_ttft * 1e-6,
-                         parts["pf_i8_ideal_s"][rows]]) / t[:, None]
+    A = np.column_stack([parts["pf_lin_ideal_s"][rows] * piped, parts["pf_att_ideal_s"][rows] * piped,
+                         parts["pf_exp_ideal_s"][rows] * piped, ub * piped * 1e-6 * (1.0 if fit_step else 0.0),
+                         is_ttft * 1e-6, parts["pf_i8_ideal_s"][rows] * piped]) / t[:, None]
     rhs = 1.0 - known / t
     ok = np.isfinite(A).all(axis=1) & np.isfinite(rhs)
     if not ok.any():

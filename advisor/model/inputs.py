@@ -34,7 +34,7 @@ HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sr
                     "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
                    "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max",
-                   "decode_expert_weight")
+                   "decode_expert_weight", "prompt_pipeline_copies")
 
 
 def hardware_columns(h: Hardware) -> dict:
@@ -58,7 +58,14 @@ def runtime_columns(r: Runtime) -> dict:
             "reserve_gb": r.reserve_gb, "overhead_gb": r.overhead_gb, "workspace_tokens": float(r.workspace_tokens),
             "allreduce_per_device": r.allreduce_per_device, "prefill_moe_layer_us": r.prefill_moe_layer_us,
             "prefill_complex_layer_us": r.prefill_complex_layer_us, "vector_batch_max": float(r.vector_batch_max or 0),
-            "decode_expert_weight": expert_weight(r)}
+            "decode_expert_weight": expert_weight(r), "prompt_pipeline_copies": prompt_pipeline_copies(r)}
+
+
+def prompt_pipeline_copies(rt: Runtime) -> float:
+    """`Runtime.prompt_pipeline_copies`, 0 for a build (``name@DATE``) older than the feature."""
+    if rt.at_date and rt.prompt_pipeline_from and rt.at_date < rt.prompt_pipeline_from:
+        return 0.0
+    return float(rt.prompt_pipeline_copies)
 
 
 def own_gpu_kernels(h: Hardware, r: Runtime) -> bool:

@@ -170,6 +170,9 @@ class Inputs:
     #: fixed cost per expert a token visits, in plain layers' worth (`Runtime.decode_expert_weight`,
     #: `Geometry.fixed_layers_at`), where the efficiency has no ``expert_overhead_us`` of its own
     decode_expert_weight: Any = DECODE_EXPERT_WEIGHT
+    #: micro-batches of one batch a layer split keeps in flight across its GPUs, one prompt's among them
+    #: (`Runtime.prompt_pipeline_copies`); 0: only different requests' (`pipeline_share`)
+    prompt_pipeline_copies: Any = 0.0
     #: the most output tokens per second the instance can give: a vendor's published maximum for this
     #: model on this hardware (`advisor.model.ceilings`); inf = none. A decode step of B sequences
     #: takes at least B / this.
@@ -240,6 +243,8 @@ class Result:
     prefill_compute_s: Any = None     # the linear and attention FLOPs at the attained compute rate
     prefill_activation_bytes: Any = None  # what the element-wise kernels move per GPU (`Geometry.activation_bytes`)
     prefill_pass_extra_s: Any = None  # a prompt pass's extra fixed cost over a decode step's (eager launches)
+    #: the prompt pass's time over its stages' work one after another (`pipeline_share`; 1 without stages)
+    prefill_pipeline_share: Any = None
     #: the part of the pass that grows with its tokens: the products, the element-wise kernels, the
     #: tensor-parallel all-reduces of the activations (and an eager attention's score traffic); a wide
     #: layout's server-wide products and element-wise kernels
@@ -515,6 +520,19 @@ def _place_in_tiers(a: "_Arrays", weights, kv, kv_budget, capacity):
         a.kv_tier = (k_sram * a.d_sram + k_ddr * a.d_ddr) / np.maximum(K, 1e-30)
     return (kv_budget + F + D, capacity + F + D,
             {"sram_gpu_bytes": w_sram + k_sram, "ddr_gpu_bytes": np.minimum(w_ddr + k_ddr, D)})
+
+
+def pipeline_share(pp, micro_batches, prompts, copies):
+    """The time a prompt pass over ``pp`` pipeline stages takes, as a share of its stages' work done one
+    after another: each stage starts the next micro-batch as it hands one on, so m micro-batches take
+    (m + pp − 1) stage-times where one after another they take m·pp — when enough of them are in flight:
+    at most ``copies`` at once where one prompt's micro-batches pipeline (llama.cpp's layer split keeps 4),
+    else one per prompt (vLLM, SGLang and TensorRT-LLM put a request in one batch at a time, so a
+    lone prompt crosses the stages one after another). With c in flight the stages are at most c/pp
+    busy. 1 without stages."""
+    in_flight = np.minimum(np.minimum(pp, micro_batches), np.where(copies > 0, copies, np.maximum(prompts, 1.0)))
+    share = np.maximum(1.0 / np.maximum(in_flight, 1.0), (micro_batches + pp - 1.0) / (micro_batches * pp))
+    return np.where(pp > 1, share, 1.0)
 
 
 def _exchanges(g: Geometry, tp, pp, per_exchange=1.0):
@@ -835,13 +853,16 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         # non-expert and attention work spread over every group (TTFT above keeps one prompt's own)
         compute, server_act = spread_over(tp_e)
         token_s = compute + server_act / (bw * eta_bw)
+    # stages work on different micro-batches at once (a layer split, or pipeline stages of a wide layout)
+    piped = pipeline_share(pp, ub, B, np.asarray(x.prompt_pipeline_copies, ft))
+    t = t * piped
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
         # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer
         u = np.minimum(s, ws_tok)
         score_bytes = B * a.score * EAGER_SCORE_PASSES * s * (g.heads / tp) \
             * (g.full_layers * (d + (s + u) / 2.0) + g.sliding_layers * np.minimum(W, d + (s + u) / 2.0))
-        t = t + score_bytes / (bw * eta_bw)
+        t = t + piped * score_bytes / (bw * eta_bw)
         token_s = token_s + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
@@ -849,7 +870,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     if a.wide:
         ideal_compute = (lin - lin_exp) * (1.0 / (tp_d * peak)) + lin_exp * (1.0 / (tp_e * peak)) \
             + att * (1.0 / (tp_d * apeak))
-    t_ceil = np.maximum(ideal_compute, w_read_s)
+    t_ceil = np.maximum(ideal_compute, w_read_s) * piped
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         tok_s = _choose(has_prompt, lambda: T / t, lambda: np.nan)
@@ -866,7 +887,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
         "prefill_compute_s": compute, "prefill_activation_bytes": act_gpu, "prefill_pass_extra_s": a.eager + 0 * tp,
-        "prefill_token_s": token_s,
+        "prefill_token_s": token_s, "prefill_pipeline_share": piped + 0 * tp,
     }
 
 

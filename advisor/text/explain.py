@@ -102,6 +102,10 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         repl, split, experts = g.activation_bytes
         act_gb = w.batch * w.prompt_tokens * (repl + (split + experts) / tp) / 1e9
         act_ms = act_gb * 1e9 / (p.bandwidth_gb_s * 1e9 * float(eff.decode_bw_fraction)) * 1e3
+        # pipeline stages that work on different micro-batches at once (`roofline.pipeline_share`)
+        piped_text = (f"; the pipeline stages work on different micro-batches at once, so the pass takes "
+                      f"{p.prefill_pipeline_share:.2f} of their work one after another"
+                      if p.prefill_pipeline_share < 0.999 else "")
         out["ttft"] = Explanation(
             "Time to first token",
             "TTFT = linear FLOPs / (peak × η_c) + attention FLOPs / (peak × η_att) + element-wise bytes / (BW × η_bw) "
@@ -112,7 +116,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
             f"{num(p.peak_tflops)} TFLOP/s {p.compute_dtype} at η_c {float(eff.prefill_compute_fraction):.2f} and "
             f"η_att {float(eff.attention_compute_fraction):.2f}; the element-wise kernels between the products "
             f"(norms, RoPE, the gated activation) move {num(act_gb)} GB per GPU, {num(act_ms)} ms at η_bw "
-            f"{float(eff.decode_bw_fraction):.2f}: {duration_ms(p.ttft_ms)} "
+            f"{float(eff.decode_bw_fraction):.2f}{piped_text}: {duration_ms(p.ttft_ms)} "
             f"({band_p}: {duration_ms(p.ttft_low_ms)}–{duration_ms(p.ttft_high_ms)}), {num(p.prefill_tok_s)} prompt "
             f"tok/s, {p.prefill_bound}-bound.{sustained_note} The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
     else:

@@ -320,7 +320,8 @@ def _profile_table(cat: "Catalog", cfg: Config) -> Table:
         ("prefill compute fraction η_c", f"{float(eff.prefill_compute_fraction):.3f}"),
         ("attention compute fraction η_att", f"{float(eff.attention_compute_fraction):.3f}"),
         ("fixed costs", f"{num(float(eff.layer_overhead_us))} µs per layer{_format_cost(cfg)} + "
-                        f"{num(float(expert_overhead(eff, expert_weight(cfg.runtime))))} µs per expert a token visits + "
+                        + (f"{num(float(expert_overhead(eff, expert_weight(cfg.runtime))))} µs per expert a token "
+                           f"visits + " if cfg.model.experts else "") +
                         f"{num(float(eff.step_overhead_us))} µs per step + {num(float(eff.seq_overhead_us))} µs per "
                         f"running sequence; "
                         f"{num(float(eff.request_overhead_us))} µs per request before its first token; "

@@ -366,3 +366,58 @@ def test_a_tensor_parallel_group_past_a_node_says_so_and_names_the_usual_layouts
                   configure(cat, hardware="h100-sxm5-80gb", model="llama-3.1-70b", runtime="vllm", gpus=8),
                   configure(cat, hardware="gb200-nvl72-gpu", model="llama-3.1-405b", runtime="vllm", gpus=16)):
         assert not any("spans" in n for n in predict(cat, quiet).notes), quiet.hardware.key
+
+
+def test_pipeline_stages_work_on_different_micro_batches_at_once():
+    """m micro-batches through pp stages take (m + pp − 1) stage-times, not m·pp, when enough are in
+    flight: llama.cpp keeps 4 of one batch (its pipeline parallelism), a server one per request."""
+    from advisor.model.roofline import pipeline_share
+
+    assert pipeline_share(1.0, 8.0, 1.0, 4.0) == 1.0                       # no stages
+    assert pipeline_share(2.0, 4.0, 1.0, 4.0) == pytest.approx(5 / 8)      # one prompt, llama.cpp
+    assert pipeline_share(2.0, 4.0, 1.0, 0.0) == 1.0                       # one prompt, a server: no overlap
+    assert pipeline_share(2.0, 4.0, 8.0, 0.0) == pytest.approx(5 / 8)      # eight prompts, a server
+    assert pipeline_share(8.0, 8.0, 1.0, 4.0) == pytest.approx(1 / 4)      # at most 4 in flight
+    assert pipeline_share(2.0, 1.0, 1.0, 4.0) == 1.0                       # one micro-batch cannot overlap
+
+
+def test_a_layer_split_pipelines_a_long_prompt_on_llama_cpp_builds_that_do(cat):
+    """llama.cpp since its pipeline parallelism (March 2024) cuts a 2,048-token prompt into four
+    512-token micro-batches that two GPUs work on at once: (4 + 1) / (4 · 2) of the stages' work one
+    after another. A 512-token prompt (one micro-batch) and an older build do not gain; the prompt's
+    FLOPs and the decode step do not change."""
+    import dataclasses
+
+    from advisor import api
+    from advisor.model.config import configure
+    from advisor.model.inputs import prompt_pipeline_copies
+
+    def pf(gpus, prompt, runtime="llama.cpp", copies=None):
+        cfg = configure(cat, hardware="rtx-3090", model="llama-3.1-8b", quant="q4_k_m", runtime=runtime, gpus=gpus)
+        if copies is not None:
+            cfg = cfg.replace(runtime=dataclasses.replace(cfg.runtime, prompt_pipeline_copies=copies))
+        return api.predict(cat, cfg.replace(prompt=prompt, output=16))
+
+    one, two, serial = pf(1, 2048), pf(2, 2048), pf(2, 2048, copies=0)
+    assert two.prefill_tok_s / serial.prefill_tok_s == pytest.approx(8 / 5, rel=1e-6)
+    assert two.prefill_tok_s > 1.5 * one.prefill_tok_s
+    assert pf(2, 512).prefill_tok_s < 1.05 * pf(1, 512).prefill_tok_s
+    assert two.decode_tok_s == pytest.approx(serial.decode_tok_s, rel=1e-9)
+    assert two.prefill_tok_s <= two.prefill_ceiling_tok_s
+    # a build from before the feature runs the stages one after another
+    assert prompt_pipeline_copies(cat.runtimes["llama.cpp"]) == 4
+    old = configure(cat, hardware="rtx-3090", model="llama-3.1-8b", quant="q4_k_m", runtime="llama.cpp@2024-01", gpus=2)
+    assert prompt_pipeline_copies(old.runtime) == 0
+
+
+def test_pipeline_stages_of_a_server_overlap_different_prompts_only(cat):
+    """Llama 3.1 405B in TP2 × PP2 on GB200s (MLPerf's offline layout): a batch of prompts keeps both
+    stages busy, a lone prompt crosses them one after another."""
+    def ttft(batch):
+        v = _one(cat, "llama-3.1-405b", "gb200-nvl72-gpu", (4, 2, 1, False), rt="tensorrt-llm", q="nvfp4", kv="fp8",
+                 batch=(batch,), prompt=9000, output=100)
+        return float(v["ttft_s"][0])
+
+    lone, eight = ttft(1), ttft(8)
+    # eight prompts of 9,000 tokens are ~9 micro-batches of 8,192: (9 + 1) / (9 · 2) of sequential
+    assert eight / (8 * lone) == pytest.approx(10 / 18, rel=0.08)
