@@ -254,6 +254,10 @@ class Quant:
     #: For formats that quantize only the routed experts (MXFP4 MoE): everything else is stored
     #: at this precision (attention, dense layers, shared experts, embedding and head).
     non_expert_bits_per_weight: float | None = _f("num", min=1, max=32)
+    #: the bits a runtime dequantizes every routed expert a GPU holds to at each forward pass, before the
+    #: products (vLLM's bitsandbytes MoE method: all of them, not only those the tokens route to); empty: none
+    expert_dequant_bits: float | None = _f("num", min=1, max=32)
+    expert_dequant_source: str = _f("str")
     compute_dtype: tuple[tuple[str, str], ...] = _f("map", choices=COMPUTE_DTYPES)
     #: Perplexity increase on Llama-3-8B from llama.cpp's quantize table (lower = better).
     ppl_delta: float | None = _f("num", min=0, max=1000)

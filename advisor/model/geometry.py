@@ -246,6 +246,9 @@ class WeightBits:
     expert: float
     embedding: float
     head: float
+    #: 0, or the bits a runtime dequantizes every routed expert a GPU holds to at each forward pass
+    #: before its products (`Quant.expert_dequant_bits`: vLLM's bitsandbytes MoE method)
+    expert_dequant: float = 0.0
 
 
 def weight_bits(q: Quant) -> WeightBits:
@@ -256,6 +259,7 @@ def weight_bits(q: Quant) -> WeightBits:
         expert=body,
         embedding=q.embedding_bits_per_weight or non_expert,
         head=q.head_bits_per_weight or non_expert,
+        expert_dequant=q.expert_dequant_bits or 0.0,
     )
 
 
@@ -272,7 +276,18 @@ def bytes_read(g: Geometry, b: WeightBits, expert_fraction, with_output: bool = 
     routed experts its tokens touch, and (for decode) the output head; embedding rows are not
     counted (a lookup reads a few rows, not the matrix). Works on numpy arrays."""
     out = g.output_params * b.head if with_output else 0.0
-    return (g.non_expert_params * b.non_expert + g.routed_expert_params * expert_fraction * b.expert + out) / 8.0
+    return (g.non_expert_params * b.non_expert + out) / 8.0 + expert_pass_bytes(g, b, expert_fraction)
+
+
+def expert_pass_bytes(g: Geometry, b: WeightBits, expert_fraction):
+    """Bytes of the routed experts one forward pass moves: the ``expert_fraction`` its tokens touch,
+    as stored; or, where the runtime dequantizes every expert first (``b.expert_dequant``), all of them
+    read as stored and written at that width, and the touched ones read back at it."""
+    dq = np.asarray(b.expert_dequant, float)
+    if not np.any(dq > 0):
+        return g.routed_expert_params * expert_fraction * b.expert / 8.0
+    touched = np.where(dq > 0, dq, b.expert)
+    return g.routed_expert_params * (expert_fraction * touched + np.where(dq > 0, b.expert + dq, 0.0)) / 8.0
 
 
 def kv_bytes_per_token(m: Model, kv_bits: float) -> float:

@@ -333,8 +333,8 @@ class Tables:
             gemm_share=self.gemm_share[h, r, q], matrix_share=self.matrix_share[h],
             format_gemm_us=self.format_gemm_us[h, r, q],
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
-            bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert,
-                                                                               self.bits.embedding, self.bits.head))),
+            bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert, self.bits.embedding,
+                                             self.bits.head, self.bits.expert_dequant))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,
             gpus=g, eff=self.catalog_eff(h, r, q) if eff is None else eff,
             batch=batch, prompt=prompt, output=output, depth=depth)

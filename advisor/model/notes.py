@@ -62,6 +62,13 @@ def prediction_notes(cfg, eff, *, evidence: str = "", fits: bool, weights_fit: b
     experts = batched_experts_note(cfg, w.batch)
     if experts:
         notes.append(experts)
+    if cfg.quant.expert_dequant_bits and cfg.model.experts:
+        # vLLM's bitsandbytes MoE method (`Quant.expert_dequant_bits`): the weights' saving is lost every step
+        dq, stored = cfg.quant.expert_dequant_bits, cfg.quant.bits_per_weight
+        notes.append(f"{cfg.runtime.name} dequantizes every expert a GPU holds to {dq:g}-bit at each forward pass "
+                     f"with {cfg.quant.name}, not only those the tokens route to: a step moves about "
+                     f"{(stored + dq) / stored:.0f}× the experts' stored bytes whatever the batch; AWQ or GPTQ "
+                     "(grouped 4-bit expert kernels) decode much faster")
     if hw.kind == "apple" and not hw.gpu_wired_limit_gb:
         notes.append("usable memory = default macOS GPU wired limit (2/3 of RAM up to 32 GB, 3/4 above)")
     notes.extend(hw.assumed)  # what the hardware name left open: memory size, GPU-core bin

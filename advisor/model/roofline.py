@@ -36,7 +36,8 @@ import numpy as np
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Model
 from advisor.model.efficiency import Efficiency
-from advisor.model.geometry import DECODE_EXPERT_WEIGHT, Geometry, WeightBits, bytes_read, weight_bytes
+from advisor.model.geometry import (DECODE_EXPERT_WEIGHT, Geometry, WeightBits, bytes_read, expert_pass_bytes,
+                                    weight_bytes)
 
 #: Longest context we accept anywhere, tokens (beyond any released model).
 MAX_CONTEXT_TOKENS = 100_000_000
@@ -340,7 +341,7 @@ class _Arrays:
         self.experts_slow = _arr(x.experts_slow_per_doubling, ft)
         self.link = _arr(x.link_gb_s, ft) * 1e9
         self.bits = WeightBits(*(_arr(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding,
-                                                              x.bits.head)))
+                                                              x.bits.head, x.bits.expert_dequant)))
         e = x.eff
         self.eta_bw, self.eta_c, self.eta_att = (_arr(v, ft) for v in (e.decode_bw_fraction,
                                                                              e.prefill_compute_fraction,
@@ -452,7 +453,7 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
     if a.wide:
         # each attention group holds the non-expert weights (split over its tp GPUs and the stages)
         # and the sequences it serves; the routed experts are split over all of a stage's GPUs
-        experts = _expert_bytes(g, a.bits, 1.0)
+        experts = g.routed_expert_params * a.bits.expert / 8.0   # as stored
         weights_gpu = (weights_total - experts) / (a.tp * a.pp) + experts / (a.tp * a.dp * a.pp)
         kv_need = np.ceil(B / a.dp) * seq_bytes
         # a sequence's cache sits in one group: per GPU of the instance, 1/dp of it on average
@@ -549,8 +550,8 @@ def _transfer_s(g: Geometry, tokens, tp, pp, link):
 
 
 def _expert_bytes(g: Geometry, bits: WeightBits, fraction):
-    """Bytes of the routed experts a pass reads (``fraction`` of them; 1.0: all, as stored)."""
-    return g.routed_expert_params * fraction * bits.expert / 8.0
+    """Bytes of the routed experts a pass moves (``fraction`` of them read; `expert_pass_bytes`)."""
+    return expert_pass_bytes(g, bits, fraction)
 
 
 def _link_for(a: _Arrays, group):

@@ -122,3 +122,29 @@ def test_the_narrower_bus_decodes_slower(capsys):
     ratio = slow["decode_tok_s"] / fast["decode_tok_s"]
     assert 0.6 < ratio < 0.75
     assert slow["usable_gb"] < fast["usable_gb"]
+
+
+def test_vllm_bitsandbytes_dequantizes_every_expert_at_each_pass(cat):
+    """vLLM's bitsandbytes MoE method dequantizes the whole expert weights of a layer to 16-bit before
+    its fused products (`Quant.expert_dequant_bits`): a decode step reads every expert a GPU holds at
+    4 bits, writes it at 16 and reads the routed ones back at 16. A dense model in NF4 is as before."""
+    from advisor import api
+    from advisor.model.geometry import expert_pass_bytes, geometry, weight_bits
+
+    nf4 = cat.quants["nf4"]
+    bits = weight_bits(nf4)
+    assert bits.expert_dequant == 16
+    g = geometry(cat.models["deepseek-r1"])
+    one_token = g.expert_fraction(1.0)
+    moved = expert_pass_bytes(g, bits, one_token)
+    assert moved == pytest.approx(g.routed_expert_params * (one_token * 16 + nf4.bits_per_weight + 16) / 8)
+    cfg = api.configure(cat, hardware="H200", model="DeepSeek-R1", runtime="vllm", quant="nf4", kv_dtype="fp8",
+                        layout="dp4+ep4", batch=16, prompt=1000, output=200)
+    awq = api.predict(cat, cfg.replace(quant=cat.quants["awq-int4"]))
+    p = api.predict(cat, cfg)
+    assert p.decode_tok_s < 0.3 * awq.decode_tok_s
+    assert any("dequantizes every expert" in n for n in p.notes)
+    # a dense model has no experts to dequantize: the decode step reads its 4-bit weights as before
+    dense = api.configure(cat, hardware="rtx 4090", model="llama 3.1 8b", runtime="vllm", quant="nf4")
+    assert expert_pass_bytes(geometry(dense.model), bits, 1.0) == 0
+    assert not any("dequantizes every expert" in n for n in api.predict(cat, dense).notes)
