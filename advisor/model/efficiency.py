@@ -128,7 +128,9 @@ class Efficiency:
                    p.seq_overhead_us if p.seq_overhead_us is not None else rt.seq_overhead_us,
                    p.request_overhead_us if p.request_overhead_us is not None else rt.request_overhead_us,
                    math.nan if p.int8_compute_fraction is None else p.int8_compute_fraction,
-                   p.expert_overhead_us if p.expert_overhead_us is not None
+                   # a runtime whose one kernel takes every expert at once keeps none, whichever
+                   # sibling's profile it borrows
+                   0.0 if expert_weight(rt) == 0 else p.expert_overhead_us if p.expert_overhead_us is not None
                    else expert_weight(rt) * p.layer_overhead_us,
                    decode_low=p.decode_low / decode_widen, decode_high=p.decode_high * decode_widen,
                    prefill_low=p.prefill_low / prefill_widen, prefill_high=p.prefill_high * prefill_widen,

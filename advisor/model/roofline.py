@@ -549,11 +549,6 @@ def _transfer_s(g: Geometry, tokens, tp, pp, link):
     return _arr(per_byte, link.dtype) * (tokens * (g.hidden * ACTIVATION_BYTES))
 
 
-def _expert_bytes(g: Geometry, bits: WeightBits, fraction):
-    """Bytes of the routed experts a pass moves (``fraction`` of them read; `expert_pass_bytes`)."""
-    return expert_pass_bytes(g, bits, fraction)
-
-
 def _link_for(a: _Arrays, group):
     """Bytes per second a collective over ``group`` GPUs attains: the scale-up link within a
     domain, the network (at `LINK_EFFICIENCY`) past it."""
@@ -673,7 +668,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     if a.wide:
         # the non-expert weights whole in each attention group; the experts the stage's tokens
         # route to, split over all its GPUs; the linear FLOPs of every token split over them all
-        experts = _expert_bytes(g, bits, g.expert_fraction(Bq))
+        experts = expert_pass_bytes(g, bits, g.expert_fraction(Bq))
         w_tp = (w_read - experts) / tp + experts / (tp * a.dp)
         lin_share = 1.0 / (tp * a.dp)
 
@@ -820,7 +815,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     # per-configuration coefficients first, so that few operations run over configurations × batches
     w_gpu = w_bytes / tp
     if a.wide:
-        experts = _expert_bytes(g, bits, g.expert_fraction(tok_per_ub))
+        experts = expert_pass_bytes(g, bits, g.expert_fraction(tok_per_ub))
         w_gpu = (w_bytes - experts) / tp + experts / tp_e
     lin_gpu, att_gpu, bytes_gpu = lin / tp_d, att / tp_d, ub * w_gpu
     per_pass = w_gpu / (bw * eta_bw) + fixed + a.eager
