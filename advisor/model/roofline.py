@@ -463,6 +463,11 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
     ws_tok = np.asarray(x.workspace_tokens, ft)
     workspace = ws_tok * (WORKSPACE_HIDDEN_BYTES * g.hidden + WORKSPACE_FFN_BYTES * ffn_act) \
         + np.minimum(ws_tok, LOGIT_ROWS) * 4.0 * g.vocab
+    dq = np.asarray(a.bits.expert_dequant, ft)
+    if g.experts and np.any(dq > 0):
+        # a runtime that dequantizes every expert before its products (vLLM's bitsandbytes) holds one
+        # layer's dequantized copy of the experts on the GPU while it multiplies
+        workspace = workspace + dq / 8.0 * g.routed_expert_params / max(g.moe_layers, 1) / (a.tp * a.dp)
     if a.score is not None:
         # eager attention: one layer's score matrix at a time, for the larger of a prompt chunk
         # (its tokens × the context it attends to) and a decode step (B·q tokens × the context)

@@ -144,6 +144,11 @@ def test_vllm_bitsandbytes_dequantizes_every_expert_at_each_pass(cat):
     p = api.predict(cat, cfg)
     assert p.decode_tok_s < 0.3 * awq.decode_tok_s
     assert any("dequantizes every expert" in n for n in p.notes)
+    # while it multiplies, each GPU holds one layer's 16-bit copy of its experts (a quarter of them at EP 4)
+    one_layer_gb = 16 / 8 * g.routed_expert_params / g.moe_layers / 4 / 1e9
+    nf4_ws = p.workspace_gb / 4
+    awq_ws = awq.workspace_gb / 4
+    assert nf4_ws - awq_ws == pytest.approx(one_layer_gb, rel=0.02)
     # a dense model has no experts to dequantize: the decode step reads its 4-bit weights as before
     dense = api.configure(cat, hardware="rtx 4090", model="llama 3.1 8b", runtime="vllm", quant="nf4")
     assert expert_pass_bytes(geometry(dense.model), bits, 1.0) == 0
