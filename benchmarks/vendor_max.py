@@ -3,13 +3,13 @@
 
 `advisor.model.ceilings` bounds every prediction near a vendor's figure by that figure, so predictions
 there never show the model's own error. This script takes the bound off: per row, the decode
-throughput (batch × per-sequence tok/s, the decode steps alone at the row's lengths) at every batch that
+throughput of a batch at the row's lengths, its prompts then its outputs (B·out / (the B prompts' pass +
+out decode steps), what a static batch gives and a full continuous batch about matches) at every batch that
 fits, in the plain tensor-parallel split and, for a mixture of experts on several GPUs, in attention
 data-parallel + expert parallel over all of them (the layout TensorRT-LLM's max-throughput guides run
 for DeepSeek-R1), at the runtime's default KV cache (the rows do not all state theirs), and prints the
-best against the vendor's figure. The vendor's figure includes its
-prompts' work (short here: 128-1,042 tokens against 128-4,096 out), so a ratio above 1 understates the
-model's optimism a little.
+best against the vendor's figure, which counts its prompts' work too (128 tokens in and 128 out cost
+about as much prompt work as decode work on a compute-bound GPU).
 
     python benchmarks/vendor_max.py [--markdown]
 """
@@ -46,7 +46,8 @@ def best_uncapped(cat, row, layout: str | None) -> tuple[float, int]:
     x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, cfg.gpus, cfg.split, cfg.workload,
                    cfg.layout).replace(batch=BATCHES)
     r = evaluate(geometry(cfg.model), x)
-    total = BATCHES * np.asarray(r.decode_tok_s, float)
+    out = float(row.output_tokens)
+    total = BATCHES * out / (np.asarray(r.prefill_s, float) + out / np.asarray(r.decode_tok_s, float))
     fits = np.asarray(r.max_batch, float) >= BATCHES
     if not fits.any():
         return float("nan"), 0
