@@ -71,7 +71,7 @@ def main() -> None:
             except AdvisorError as exc:
                 print(f"{row.model} on {row.gpus} × {row.hardware}, {layout or 'TP'}: {exc}", file=sys.stderr)
                 continue
-            best.append((tok_s, batch, layout or f"TP{row.gpus}" if row.gpus > 1 else "1 GPU"))
+            best.append((tok_s, batch, layout or (f"TP{row.gpus}" if row.gpus > 1 else "1 GPU")))
         if not best:
             continue
         tok_s, batch, how = max(best)

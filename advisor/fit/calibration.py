@@ -45,9 +45,9 @@ from advisor.fit.cases import Case
 from advisor.model.devices import tier
 from advisor.model.efficiency import (EXTRAPOLATION_BAND_WIDENING, IDEAL, SIBLING_BAND_WIDENING,
                                       UNCALIBRATED_DECODE_BAND, UNCALIBRATED_PREFILL_BAND, Efficiency,
-                                      efficiency_for, evidence)
+                                      efficiency_for, evidence, expert_weight)
 from advisor.model.geometry import geometry
-from advisor.model.inputs import expert_weight, inputs_for, stack_inputs
+from advisor.model.inputs import inputs_for, stack_inputs
 from advisor.model.roofline import evaluate, expert_overhead, format_fixed_s
 from advisor.data.specs import Profile, Runtime
 from advisor.data.userdata import write_atomic

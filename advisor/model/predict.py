@@ -203,7 +203,7 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -
         knee_batch=v["knee_batch"], decode_bytes_per_step=v["decode_bytes"], decode_flops_per_step=v["decode_flops"],
         bandwidth_gb_s=hw.bandwidth_gb_s, peak_tflops=peak, compute_dtype=used_dtype,
         efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes), evidence=backing,
-        prefill_pipeline_share=v["prefill_pipeline_share"] if math.isfinite(v["prefill_pipeline_share"]) else 1.0,
+        prefill_pipeline_share=v["prefill_pipeline_share"],
     )
 
 

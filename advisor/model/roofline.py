@@ -467,7 +467,7 @@ def memory_plan(g: Geometry, x: Inputs, a: _Arrays) -> Result:
     if g.experts and np.any(dq > 0):
         # a runtime that dequantizes every expert before its products (vLLM's bitsandbytes) holds one
         # layer's dequantized copy of the experts on the GPU while it multiplies
-        workspace = workspace + dq / 8.0 * g.routed_expert_params / max(g.moe_layers, 1) / (a.tp * a.dp)
+        workspace = workspace + dq / 8.0 * g.routed_expert_params / g.moe_layers / (a.tp * a.dp)
     if a.score is not None:
         # eager attention: one layer's score matrix at a time, for the larger of a prompt chunk
         # (its tokens × the context it attends to) and a decode step (B·q tokens × the context)
@@ -854,18 +854,18 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         # non-expert and attention work spread over every group (TTFT above keeps one prompt's own)
         compute, server_act = spread_over(tp_e)
         token_s = compute + server_act / (bw * eta_bw)
-    # stages work on different micro-batches at once (a layer split, or pipeline stages of a wide layout)
-    piped = pipeline_share(pp, ub, B, np.asarray(x.prompt_pipeline_copies, ft))
-    t = t * piped
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
         # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer
         u = np.minimum(s, ws_tok)
         score_bytes = B * a.score * EAGER_SCORE_PASSES * s * (g.heads / tp) \
             * (g.full_layers * (d + (s + u) / 2.0) + g.sliding_layers * np.minimum(W, d + (s + u) / 2.0))
-        t = t + piped * score_bytes / (bw * eta_bw)
+        t = t + score_bytes / (bw * eta_bw)
         token_s = token_s + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
+    # stages work on different micro-batches at once (a layer split, or pipeline stages of a wide layout)
+    piped = pipeline_share(pp, ub, B, np.asarray(x.prompt_pipeline_copies, ft))
+    t = t * piped
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
     ideal_compute = lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak))
     if a.wide:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.model.devices import matrix_share
-from advisor.model.efficiency import efficiency_for
+from advisor.model.efficiency import efficiency_for, expert_weight
 from advisor.model.geometry import geometry
-from advisor.model.inputs import expert_weight, format_products, mla_fraction
+from advisor.model.inputs import format_products, mla_fraction
 from advisor.model.roofline import expert_overhead
 from advisor.text.format import duration_ms, num
 from advisor.model.notes import efficiency_note
