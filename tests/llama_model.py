@@ -141,6 +141,66 @@ def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: i
     return _finish(w, path)
 
 
+def write_llama_blocks(path: str | Path, dims: Dims, qtype: str, seed: int = 0, name: str = "random-llama") -> Path:
+    """Every matrix of a llama model in one ggml type ``qtype`` (any name of gguf's
+    `GGMLQuantizationType`: Q4_0, Q4_K, IQ4_XS, MXFP4 …; llama-quantize's ``--pure``), cut from one
+    tile of random bytes instead of quantized values: any format in seconds, for speed benchmarks
+    only (a kernel's time does not depend on the values it unpacks).
+
+    Every byte is below 0x20, so each 16-bit scale a block holds is a finite float under 0.008
+    (its exponent bits are never all ones), an E8M0 scale is below 2^-96 and an int8 scale is
+    small: the activations stay finite whichever field of the block a byte lands in."""
+    import gguf
+    from gguf import GGMLQuantizationType as T
+
+    qt = T[qtype]
+    block, type_bytes = gguf.GGML_QUANT_SIZES[qt]
+    rng = np.random.default_rng(seed)
+    path = Path(path)
+    w = gguf.GGUFWriter(str(path), "llama")
+    hd = dims.hidden // dims.heads
+    w.add_name(name)
+    w.add_context_length(dims.context)
+    w.add_embedding_length(dims.hidden)
+    w.add_block_count(dims.layers)
+    w.add_feed_forward_length(dims.ffn)
+    w.add_head_count(dims.heads)
+    w.add_head_count_kv(dims.kv_heads)
+    w.add_rope_dimension_count(hd)
+    w.add_layer_norm_rms_eps(1e-5)
+    # the file type llama-quantize would write (its names: MOSTLY_Q4_K_S for Q4_K …), so that
+    # llama-bench's model type names the format; MXFP4 has only the MoE one
+    ftype = next((gguf.LlamaFileType[n] for n in (f"MOSTLY_{qtype}", f"MOSTLY_{qtype}_S", f"MOSTLY_{qtype}_MOE")
+                  if n in gguf.LlamaFileType.__members__), None)
+    if ftype is not None:
+        w.add_file_type(int(ftype))
+    _tokenizer(w, dims.vocab)
+    tile = rng.integers(0, 0x20, 1 << 25, dtype=np.uint8)   # 32 MB
+
+    def matrix(name: str, rows: int, cols: int) -> None:
+        if cols % block:
+            raise ValueError(f"{name}: {cols} columns is not a whole number of {qtype} blocks of {block}")
+        w.add_tensor(name, np.resize(tile, (rows, cols // block * type_bytes)), raw_dtype=qt)
+
+    def norm(name: str) -> None:
+        w.add_tensor(name, np.ones(dims.hidden, dtype=np.float32))
+
+    matrix("token_embd.weight", dims.vocab, dims.hidden)
+    for i in range(dims.layers):
+        norm(f"blk.{i}.attn_norm.weight")
+        matrix(f"blk.{i}.attn_q.weight", dims.hidden, dims.hidden)
+        matrix(f"blk.{i}.attn_k.weight", dims.kv_heads * hd, dims.hidden)
+        matrix(f"blk.{i}.attn_v.weight", dims.kv_heads * hd, dims.hidden)
+        matrix(f"blk.{i}.attn_output.weight", dims.hidden, dims.hidden)
+        norm(f"blk.{i}.ffn_norm.weight")
+        matrix(f"blk.{i}.ffn_gate.weight", dims.ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_up.weight", dims.ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_down.weight", dims.hidden, dims.ffn)
+    norm("output_norm.weight")
+    matrix("output.weight", dims.vocab, dims.hidden)
+    return _finish(w, path)
+
+
 @dataclass(frozen=True)
 class MoEDims:
     layers: int
