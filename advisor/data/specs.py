@@ -259,6 +259,17 @@ class Quant:
     expert_dequant_bits: float | None = _f("num", min=1, max=32)
     expert_dequant_source: str = _f("str")
     compute_dtype: tuple[tuple[str, str], ...] = _f("map", choices=COMPUTE_DTYPES)
+    #: What llama.cpp's own GPU kernels pay to unpack this format, where a runtime lists the vendor in
+    #: its ``format_cost_vendors`` (measured on NVIDIA): ``mmq_cost``, the prompt's quantized matrix
+    #: products (MMQ) in time relative to Q4_K_M's on the same shape (their int8 rate is divided by
+    #: it); ``mmvq_ops_per_weight``, the vector kernel (MMVQ) over one sequence, in FP32 operations a
+    #: weight read (a decode step's products take weights × this ÷ the GPU's vector rate when that
+    #: exceeds their bytes' time); ``mmvq_seq_ops_per_weight``, what each further sequence adds, up to
+    #: the runtime's ``vector_batch_max`` (`advisor.model.inputs.format_costs`). Empty: no cost of its own (the plain int8 and vector rates)
+    mmq_cost: float | None = _f("num", min=0.1, max=10)
+    mmvq_ops_per_weight: float | None = _f("num", min=0.1, max=1000)
+    mmvq_seq_ops_per_weight: float | None = _f("num", min=0.1, max=1000)
+    kernel_cost_source: str = _f("str")
     #: Perplexity increase on Llama-3-8B from llama.cpp's quantize table (lower = better).
     ppl_delta: float | None = _f("num", min=0, max=1000)
     #: Mean KL divergence from FP16 on Llama-3-8B (llama.cpp tools/perplexity README scoreboard).
@@ -473,6 +484,9 @@ class Runtime:
     vector_peak_per_fp32: float | None = _f("num", min=0.1, max=16)
     vector_vendors: tuple[str, ...] = _f("strlist")
     vector_source: str = _f("str")
+    #: vendors on which its GPU kernels' per-format costs apply (each format's ``mmq_cost`` and
+    #: ``mmvq_*_per_weight``, measured on those vendors' parts); empty: one cost for every format
+    format_cost_vendors: tuple[str, ...] = _f("strlist")
     #: its server's own work per running sequence and step, ns per vocabulary entry: the sampler
     #: scans every token's logit for each sequence (llama-server), added to a served step
     #: (`advisor.model.serving.costs_from_result`), not to a benchmark tool's figures

@@ -74,6 +74,21 @@ def own_gpu_kernels(h: Hardware, r: Runtime) -> bool:
     return h.kind != "cpu" and h.vendor in r.vector_vendors
 
 
+def format_costs(h: Hardware, r: Runtime, q: Quant, int8_linear: bool) -> tuple[float, float, float]:
+    """(prompt cost, one sequence's vector operations a weight, each further sequence's) of format
+    ``q`` in runtime ``r``'s own GPU kernels on ``h`` (`Quant.mmq_cost`, `Quant.mmvq_ops_per_weight`,
+    `Quant.mmvq_seq_ops_per_weight`): where the format's products run int8 on a vendor the runtime
+    lists in ``format_cost_vendors``; else (1, nan, nan), the plain rates.
+
+    On a GPU whose bandwidth reads a compressed format's bytes quickly, unpacking them is what takes
+    the time: an H200 decoded one sequence of Llama 3.1 8B in Q4_0 at 343 tok/s and in Q3_K_S, 25 %
+    fewer bytes, at 193 (catalog/measured/llamacpp_h200_formats_device.md)."""
+    if not (int8_linear and h.vendor in r.format_cost_vendors and own_gpu_kernels(h, r)):
+        return 1.0, math.nan, math.nan
+    return (float(q.mmq_cost or 1.0), float(q.mmvq_ops_per_weight or math.nan),
+            float(q.mmvq_seq_ops_per_weight or math.nan))
+
+
 def experts_slow(h: Hardware, r: Runtime) -> float:
     """`Runtime.batched_experts_slow_per_doubling` where it applies to ``h`` (`own_gpu_kernels`); 0 elsewhere."""
     k = r.batched_experts_slow_per_doubling
@@ -123,7 +138,8 @@ def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
     wanted = r.compute_for(q, h.vendor)
     peak, used = peak_for(h, wanted)
     if used == "int8":
-        peak = min(peak, int8_cap(h, r))
+        # the runtime's int8 kernels' reach, less what this format's unpacking costs them
+        peak = min(peak, int8_cap(h, r)) / format_costs(h, r, q, True)[0]
     return peak, used, wanted
 
 
@@ -184,6 +200,8 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
                # the plain roofline stays at 100 % of the attention's peak too
                mla_decode_fraction=math.nan if eff.level == "ideal" else mla_fraction(hw, runtime, kv),
                vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
+               vector_ops_per_weight=format_costs(hw, runtime, quant, used == "int8")[1],
+               vector_seq_ops_per_weight=format_costs(hw, runtime, quant, used == "int8")[2],
                experts_slow_per_doubling=experts_slow(hw, runtime),
                bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
                batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
@@ -266,10 +284,15 @@ class Tables:
         # what each part's matrix units sustain under dense load, against the fitted fractions' parts
         self.matrix_share = np.array([matrix_share(h) for h in hw], dtype=float)
         self.format_gemm_us = by_format(format_gemm_us)
-        self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps), self.peak)
+        # each format's unpacking in the runtime's own kernels (`format_costs`): (cost, ops, seq ops)
+        costs = np.array([[[format_costs(h, r, x, True) for x in q] for r in rt] for h in hw],
+                         dtype=float).reshape(len(hw), len(rt), len(q), 3)
+        costs = np.where(self.int8_linear[..., None], costs, np.array([1.0, np.nan, np.nan]))
+        self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps) / costs[..., 0], self.peak)
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)
         self.vector_peak = np.where(self.int8_linear, vec, np.inf)
+        self.vector_ops, self.vector_seq_ops = costs[..., 1], costs[..., 2]
         # batched mixtures of experts measured slower than modelled (the band's slow edge), per (hardware, runtime)
         self.experts_slow = np.array([[experts_slow(h, r) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt))
         # the attention products' peak per (hardware, runtime, KV dtype)
@@ -333,6 +356,7 @@ class Tables:
             gemm_share=self.gemm_share[h, r, q], matrix_share=self.matrix_share[h],
             format_gemm_us=self.format_gemm_us[h, r, q],
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],
+            vector_ops_per_weight=self.vector_ops[h, r, q], vector_seq_ops_per_weight=self.vector_seq_ops[h, r, q],
             bits=WeightBits(*(b[q] for b in (self.bits.non_expert, self.bits.expert, self.bits.embedding,
                                              self.bits.head, self.bits.expert_dequant))),
             kv_bits=self.kv_bits[k], tensor_parallel=self.tensor_parallel[r] if tensor_parallel is None else tensor_parallel,

@@ -164,6 +164,11 @@ class Inputs:
     #: (`advisor.model.inputs.vector_peak`: llama.cpp's MMVQ); inf / 0 = no such path
     vector_peak_tflops: Any = np.inf
     vector_batch_max: Any = 0.0
+    #: what those vector kernels do for the format, in FP32 operations at ``vector_peak_tflops`` a
+    #: weight: over one sequence, and for each further one (`advisor.model.inputs.format_costs`,
+    #: measured); nan: two FLOPs a weight and sequence at the linear fraction of that peak
+    vector_ops_per_weight: Any = np.nan
+    vector_seq_ops_per_weight: Any = np.nan
     #: a mixture of experts decoding B sequences here runs slower than modelled by up to
     #: 1 + this · log2 B (B to 64; `Runtime.batched_experts_slow_per_doubling`, measured): the band's
     #: slow edge takes it, not the estimate
@@ -338,6 +343,8 @@ class _Arrays:
         self.attn_peak = self.peak if x.attn_peak_tflops is None else _arr(x.attn_peak_tflops, ft) * 1e12
         self.vec_peak = _arr(x.vector_peak_tflops, ft) * 1e12
         self.vec_max = _arr(x.vector_batch_max, ft)
+        self.vec_ops = _arr(x.vector_ops_per_weight, ft)
+        self.vec_seq_ops = _arr(x.vector_seq_ops_per_weight, ft)
         self.experts_slow = _arr(x.experts_slow_per_doubling, ft)
         self.link = _arr(x.link_gb_s, ft) * 1e9
         self.bits = WeightBits(*(_arr(b, ft) for b in (x.bits.non_expert, x.bits.expert, x.bits.embedding,
@@ -686,10 +693,23 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # the attention products run at their own dtype's peak (16-bit or FP8), never the weights' FP4/INT4
     apeak = a.attn_peak
 
-    def node_times(c, inv_bw, inv_c, inv_eta, inv_att):
+    # the vector kernels' time where the format's unpacking was measured (`Inputs.vector_ops_per_weight`):
+    # one sequence's pass over every weight read, and each further sequence's over the active ones.
+    # Not scaled by the fitted compute fraction (the operations are counted at the measured rate);
+    # nan elsewhere, and past vector_batch_max (the matrix kernels)
+    lin_vec = None
+    if np.any(np.isfinite(a.vec_ops)):
+        weights_read = g.non_expert_params + out_params + g.routed_expert_params * g.expert_fraction(Bq)
+        weights_active = g.flops_params_per_token + out_params
+        vec_s = (a.vec_ops * weights_read + a.vec_seq_ops * np.maximum(Bq - 1.0, 0.0) * weights_active) \
+            / (a.vec_peak * tp)
+        lin_vec = np.where(Bq <= a.vec_max, vec_s, np.nan)
+
+    def node_times(c, inv_bw, inv_c, inv_eta, inv_att, measured_vec=True):
         """((weight bytes, linear FLOPs), (KV bytes, attention FLOPs)) at context c, in seconds at
         the given rates: the linear layers' kernels and the attention kernels, each with its own
-        roofs."""
+        roofs. ``measured_vec``: the vector kernels at their measured cost where known (the
+        ceiling keeps the plain FLOPs at the peak)."""
         w_mem, kv_mem = w_tp * inv_bw, Bg * kv.read(c) * pp * inv_bw
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
@@ -701,6 +721,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
             lin, att = dec_flops_lin * lin_share * inv_c, Bgq * attn_flops(c) / tp * inv_att
         else:
             lin, att = dec_flops_lin * inv_c / tp, Bq * attn_flops(c) * inv_att / tp
+            if measured_vec and lin_vec is not None:
+                lin = np.where(np.isfinite(lin_vec), lin_vec, lin)
         return (w_mem, lin), (kv_mem, att)
 
     def simpson(values):
@@ -721,7 +743,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     mid_memory_s, mid_compute_s = totals(split[1])
     # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
     # kinds of kernel could approach it; none can pass it)
-    ideal = [np.fmax(*totals(node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak)))
+    ideal = [np.fmax(*totals(node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak, False)))
              for c in (c0, cm, c1)]
     fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
     t_kernels = simpson([per_kernel(s) for s in split])

@@ -91,3 +91,69 @@ def test_the_vector_path_is_in_the_sweep_tables_too(cat):
             h, r, q = cat.hardware[hk], cat.runtimes["llama.cpp"], cat.quants[qk]
             i8 = compute_peak(h, r, q)[1] == "int8"
             assert t.vector_peak[t.hw_index[hk], t.rt_index["llama.cpp"], t.q_index[qk]] == vector_peak(h, r, i8)
+
+
+# ---- each format's own unpacking (catalog/measured/llamacpp_h200_formats_device.md) -------------------
+
+def test_format_costs_apply_to_llama_cpp_int8_formats_on_nvidia_only(cat):
+    from advisor.model.inputs import format_costs
+
+    h200, llama = cat.hardware["h200-sxm-141gb"], cat.runtimes["llama.cpp"]
+    q3 = cat.quants["q3_k_s"]
+    cost, ops, seq_ops = format_costs(h200, llama, q3, True)
+    assert (cost, ops, seq_ops) == (q3.mmq_cost, q3.mmvq_ops_per_weight, q3.mmvq_seq_ops_per_weight)
+    assert cost > 1 and ops > seq_ops > 0
+    amd = next(h for h in cat.hardware.values() if h.vendor == "AMD" and h.kind != "cpu")
+    cpu = next(h for h in cat.hardware.values() if h.kind == "cpu")
+    for args in ((amd, llama, q3, True), (cpu, llama, q3, True), (h200, cat.runtimes["vllm"], q3, True),
+                 (h200, llama, q3, False)):
+        cost, ops, seq_ops = format_costs(*args)
+        assert cost == 1.0 and math.isnan(ops) and math.isnan(seq_ops)
+    # every llama.cpp format that runs int8 on NVIDIA carries its costs (measured, or a kin's, named)
+    for q in cat.quants.values():
+        if q.runtimes == ("llama.cpp",) and q.compute_for("NVIDIA") == "int8":
+            assert q.mmq_cost and q.mmvq_ops_per_weight and q.mmvq_seq_ops_per_weight and q.kernel_cost_source, q.key
+
+
+def test_on_an_h200_unpacking_not_bytes_orders_one_sequences_decode(cat):
+    """Measured on an H200 (tg128): Q4_0 343 tok/s, Q3_K_S (a quarter fewer bytes) 193, Q8_0 250,
+    Q6_K (fewer bytes than Q8_0) 206. On an RTX 4090, with a fifth of the bandwidth, the bytes decide
+    again: the smaller file decodes faster."""
+    tg = {q: _decode(cat, "h200", q, 1) for q in ("q4_0", "q3_k_s", "q8_0", "q6_k")}
+    assert tg["q4_0"] > 1.4 * tg["q3_k_s"]          # measured 1.78x
+    assert tg["q6_k"] < tg["q8_0"]                  # measured 0.83x
+    assert 280 < tg["q4_0"] < 400 and 150 < tg["q3_k_s"] < 230
+    assert _decode(cat, "rtx 4090", "q3_k_s", 1) > _decode(cat, "rtx 4090", "q4_0", 1)
+    # each further sequence adds its unpacking: Q3_K's more than Q4_0's (0.75 against 0.45 ms a sequence)
+    grow = {q: 1 / _decode(cat, "h200", q, 8) - 1 / _decode(cat, "h200", q, 1) for q in ("q4_0", "q3_k_s")}
+    assert grow["q3_k_s"] > grow["q4_0"] > 0
+
+
+def test_a_formats_prompt_cost_slows_its_prompts_and_never_the_ceiling_below_the_estimate(cat):
+    """Measured on an H200 (pp512): Q2_K 5.8k, Q4_K_M 9.4k, Q4_0 10.7k tok/s. The ceiling keeps two
+    FLOPs a weight at the vector rate: it stays above every estimate and its band."""
+    def pp(quant: str) -> float:
+        cfg = configure(cat, hardware="h200", model="llama 3.1 8b", quant=quant, runtime="llama.cpp")
+        return predict(cat, cfg.replace(workload=Workload(1, 512, 0, 0)), check_context=False).prefill_tok_s
+
+    assert pp("q2_k") < 0.7 * pp("q4_k_m") < 0.7 * pp("q4_0")
+    for q in ("q3_k_s", "q6_k", "iq1_s", "q8_0"):
+        for b in (1, 4, 8):
+            cfg = configure(cat, hardware="h200", model="llama 3.1 8b", quant=q, runtime="llama.cpp")
+            p = predict(cat, cfg.replace(workload=Workload(b, 512, 128, 0)), check_context=False)
+            assert p.decode_high_tok_s <= p.decode_ceiling_tok_s * (1 + 1e-9) and p.decode_tok_s < p.decode_ceiling_tok_s
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_the_format_costs_are_in_the_sweep_tables_too(cat):
+    from advisor.model.inputs import format_costs
+
+    t = Tables(cat)
+    for hk in ("h200-sxm-141gb", "rtx-4090", "a100-sxm4-80gb"):
+        for qk in ("q3_k_s", "iq2_m", "q4_k_m", "f16"):
+            h, r, q = cat.hardware[hk], cat.runtimes["llama.cpp"], cat.quants[qk]
+            i = (t.hw_index[hk], t.rt_index["llama.cpp"], t.q_index[qk])
+            _, ops, seq_ops = format_costs(h, r, q, compute_peak(h, r, q)[1] == "int8")
+            assert t.peak[i] == pytest.approx(compute_peak(h, r, q)[0])
+            assert t.vector_ops[i] == pytest.approx(ops, nan_ok=True)
+            assert t.vector_seq_ops[i] == pytest.approx(seq_ops, nan_ok=True)

@@ -56,3 +56,21 @@ def test_the_long_prompt_run_rehearses_on_the_cpu(tmp_path):
     assert {(t["model_type"].split(" ", 2)[2], t["n_ubatch"]) for t in bench} == \
         {(f, u) for f in ("F16", "Q4_K - Medium") for u in (512, 2048)}
     assert "### long prompts (text), rc 0" in (out / "compare.txt").read_text()
+
+
+@pytest.mark.skipif(not (BIN / "llama-bench").is_file(),
+                    reason="ADVISOR_LLAMA_CPP_BIN is not set to a built llama.cpp (scripts/llama_cpp.sh)")
+def test_the_formats_run_rehearses_on_the_cpu(tmp_path):
+    """`benchmarks/gpu_formats.py` likewise: every format written from random blocks, loaded by
+    llama.cpp under the type it was written in, benched one sequence and batched, and deleted."""
+    run, out = rehearse("gpu_formats.py", tmp_path)
+    assert run.stdout.rstrip().endswith("done")
+    from benchmarks.gpu_formats import FORMATS
+
+    bench = json.loads((out / "llama-bench.json").read_text())
+    assert {t["model_filename"].rsplit("-", 1)[1].removesuffix(".gguf") for t in bench} == set(FORMATS)
+    assert {t["n_prompt"] > 0 for t in bench} == {True, False} and len(bench) == 2 * len(FORMATS)
+    # llama.cpp names each file's type from its tensors (the file type written says the same)
+    assert any("Q3_K" in t["model_type"] for t in bench) and any("IQ2_XXS" in t["model_type"] for t in bench)
+    assert (out / "batched-bench.txt").read_text().count("=== ") == len(FORMATS)
+    assert not list((tmp_path / "work").glob("*.gguf"))     # each file deleted once measured
