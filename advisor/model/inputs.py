@@ -285,9 +285,12 @@ class Tables:
         self.matrix_share = np.array([matrix_share(h) for h in hw], dtype=float)
         self.format_gemm_us = by_format(format_gemm_us)
         # each format's unpacking in the runtime's own kernels (`format_costs`): (cost, ops, seq ops)
-        costs = np.array([[[format_costs(h, r, x, True) for x in q] for r in rt] for h in hw],
-                         dtype=float).reshape(len(hw), len(rt), len(q), 3)
-        costs = np.where(self.int8_linear[..., None], costs, np.array([1.0, np.nan, np.nan]))
+        # (whether they apply depends on the hardware and runtime, their values on the format alone)
+        applies = np.array([[h.vendor in r.format_cost_vendors and own_gpu_kernels(h, r) for r in rt] for h in hw],
+                           dtype=bool).reshape(len(hw), len(rt), 1, 1)
+        by_quant = np.array([[x.mmq_cost or 1.0, x.mmvq_ops_per_weight or np.nan, x.mmvq_seq_ops_per_weight or np.nan]
+                             for x in q], dtype=float).reshape(1, 1, len(q), 3)
+        costs = np.where(applies & self.int8_linear[..., None], by_quant, np.array([1.0, np.nan, np.nan]))
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps) / costs[..., 0], self.peak)
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)

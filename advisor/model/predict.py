@@ -22,7 +22,7 @@ from advisor.model.efficiency import Efficiency, efficiency_for, evidence, widen
 from advisor.model.geometry import geometry, weight_bits
 from advisor.model.ceilings import ceiling_note, ceiling_tok_s, config_ceiling
 from advisor.model.inputs import compute_peak, inputs_for, linear_flops_s
-from advisor.model.notes import prediction_notes
+from advisor.model.notes import prediction_notes, unpack_note
 from advisor.model.roofline import MAX_BATCH, MAX_CONTEXT_TOKENS, Result, evaluate
 from advisor.data.specs import COMPUTE_DTYPES
 
@@ -179,6 +179,9 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -
                              kv_gpu_gb=v["kv_gpu_bytes"] / GB, kv_budget_gpu_gb=v["kv_budget_gpu_bytes"] / GB,
                              peak=peak, used_dtype=used_dtype, wanted_dtype=wanted_dtype,
                              **_tier_gb(r))
+    unpack = unpack_note(cfg, used_dtype, v["decode_compute_s"], v["decode_memory_s"])
+    if unpack:
+        notes.append(unpack)
     row = config_ceiling(cfg)
     if row is not None and w.batch * v["decode_tok_s"] >= 0.999 * ceiling_tok_s(row, gpus):
         notes.append(ceiling_note(row, hw))   # the vendor's figure, not the roofline, set the speed

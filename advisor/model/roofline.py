@@ -535,16 +535,20 @@ def _place_in_tiers(a: "_Arrays", weights, kv, kv_budget, capacity):
             {"sram_gpu_bytes": w_sram + k_sram, "ddr_gpu_bytes": np.minimum(w_ddr + k_ddr, D)})
 
 
-def pipeline_share(pp, micro_batches, prompts, copies):
+def pipeline_share(pp, micro_batches, prompts, copies, largest=None):
     """The time a prompt pass over ``pp`` pipeline stages takes, as a share of its stages' work done one
-    after another: each stage starts the next micro-batch as it hands one on, so m micro-batches take
-    (m + pp − 1) stage-times where one after another they take m·pp — when enough of them are in flight:
-    at most ``copies`` at once where one prompt's micro-batches pipeline (llama.cpp's layer split keeps 4),
-    else one per prompt (vLLM, SGLang and TensorRT-LLM put a request in one batch at a time, so a
-    lone prompt crosses the stages one after another). With c in flight the stages are at most c/pp
-    busy. 1 without stages."""
+    after another: each stage starts the next micro-batch as it hands one on, so the pass takes every
+    micro-batch's time on one stage plus the largest's on the other pp − 1: a share of
+    1/pp + (pp − 1)/pp · ``largest`` (that micro-batch's share of the pass's tokens; 1/m for m equal
+    ones, (m + pp − 1)/(m·pp); a prompt one token past a micro-batch gains next to nothing) — when
+    enough of them are in flight: at most ``copies`` at once where one prompt's micro-batches pipeline
+    (llama.cpp's layer split keeps 4), else one per prompt (vLLM, SGLang and TensorRT-LLM put a request
+    in one batch at a time, so a lone prompt crosses the stages one after another). With c in flight
+    the stages are at most c/pp busy. 1 without stages."""
+    if largest is None:
+        largest = 1.0 / np.maximum(micro_batches, 1.0)
     in_flight = np.minimum(np.minimum(pp, micro_batches), np.where(copies > 0, copies, np.maximum(prompts, 1.0)))
-    share = np.maximum(1.0 / np.maximum(in_flight, 1.0), (micro_batches + pp - 1.0) / (micro_batches * pp))
+    share = np.maximum(1.0 / np.maximum(in_flight, 1.0), 1.0 / pp + (pp - 1.0) / pp * largest)
     return np.where(pp > 1, share, 1.0)
 
 
@@ -886,7 +890,9 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         token_s = token_s + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
     # stages work on different micro-batches at once (a layer split, or pipeline stages of a wide layout)
-    piped = pipeline_share(pp, ub, B, np.asarray(x.prompt_pipeline_copies, ft))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        largest = np.where(T > 0, np.minimum(tok_per_ub / np.maximum(T, 1e-30), 1.0), 1.0)
+    piped = pipeline_share(pp, ub, B, np.asarray(x.prompt_pipeline_copies, ft), largest)
     t = t * piped
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
     ideal_compute = lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak))

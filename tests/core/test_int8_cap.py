@@ -157,3 +157,14 @@ def test_the_format_costs_are_in_the_sweep_tables_too(cat):
             assert t.peak[i] == pytest.approx(compute_peak(h, r, q)[0])
             assert t.vector_ops[i] == pytest.approx(ops, nan_ok=True)
             assert t.vector_seq_ops[i] == pytest.approx(seq_ops, nan_ok=True)
+
+
+def test_a_prediction_says_when_unpacking_not_bandwidth_sets_the_decode(cat):
+    def notes(hardware: str, quant: str, batch: int = 1) -> str:
+        cfg = configure(cat, hardware=hardware, model="llama 3.1 8b", quant=quant, runtime="llama.cpp")
+        return " ".join(predict(cat, cfg.replace(workload=Workload(batch, 512, 128, 0)), check_context=False).notes)
+
+    assert "unpack Q3_K_S more slowly than H200" in notes("h200", "q3_k_s")
+    assert "unpack" not in notes("rtx 4090", "q3_k_s")       # there the bytes decide
+    assert "unpack" not in notes("h200", "f16")               # no unpacking
+    assert "unpack" not in notes("h200", "q3_k_s", 16)        # the matrix kernels past 8 sequences

@@ -379,6 +379,22 @@ def test_pipeline_stages_work_on_different_micro_batches_at_once():
     assert pipeline_share(2.0, 4.0, 8.0, 0.0) == pytest.approx(5 / 8)      # eight prompts, a server
     assert pipeline_share(8.0, 8.0, 1.0, 4.0) == pytest.approx(1 / 4)      # at most 4 in flight
     assert pipeline_share(2.0, 1.0, 1.0, 4.0) == 1.0                       # one micro-batch cannot overlap
+    # unequal micro-batches: 513 tokens are 512 + 1, which overlap by the 1 alone (hypothesis found a
+    # 513-token prompt's TTFT below a 430-token one's when m equal ones were assumed)
+    assert pipeline_share(2.0, 2.0, 1.0, 4.0, 512 / 513) == pytest.approx(0.5 + 0.5 * 512 / 513)
+    assert pipeline_share(2.0, 2.0, 1.0, 4.0, 0.5) == pytest.approx(3 / 4)
+
+
+def test_a_prompt_one_token_longer_never_comes_sooner_through_a_layer_split(cat):
+    from advisor.model.config import configure
+    from advisor.model.predict import predict
+    from advisor.model.roofline import Workload
+
+    cfg = configure(cat, hardware="a10-24gb", model="command-a-03-2025", quant="bf16", runtime="llama.cpp", gpus=2,
+                    parallelism="pp")
+    ttft = [predict(cat, cfg.replace(workload=Workload(1, s, 1, 0)), check_context=False).ttft_ms
+            for s in (430, 512, 513, 600, 1024, 1025)]
+    assert ttft == sorted(ttft)
 
 
 def test_a_layer_split_pipelines_a_long_prompt_on_llama_cpp_builds_that_do(cat):
