@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.llama_model import TINYLLAMA, write_llama  # noqa: E402
+from tests.llama_model import TINYLLAMA, write_llama, write_llama_blocks  # noqa: E402
 
 
 def main() -> None:
@@ -35,7 +35,10 @@ def main() -> None:
     ap.add_argument("--bin", help="folder with llama-bench and llama-quantize")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--keep", help="keep the model files here (default: a temporary folder)")
-    ap.add_argument("--formats", default="F16,Q8_0,Q4_K_M")
+    ap.add_argument("--formats", default="F16,Q8_0,Q4_K_M",
+                    help="F16 and llama-quantize's mixes (Q8_0, Q4_K_M …), or with --pure any ggml type")
+    ap.add_argument("--pure", action="store_true", help="every matrix in the one format, written from random blocks "
+                    "(tests/llama_model.write_llama_blocks: any ggml type, no quantizer; Q4_K, Q3_K, IQ4_XS …)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the tests, formats interleaved (default 3)")
     args = ap.parse_args()
     bin_dir = Path(args.bin or subprocess.run([str(ROOT / "scripts" / "llama_cpp.sh")], check=True,
@@ -59,8 +62,10 @@ def main() -> None:
     for fmt in args.formats.split(","):
         if fmt == "F16":
             continue
-        out = work / f"tinyllama-shape-{fmt}.gguf"
-        if not out.exists():
+        out = work / f"tinyllama-shape-{fmt}{'-pure' if args.pure else ''}.gguf"
+        if args.pure and not out.exists():
+            write_llama_blocks(out, TINYLLAMA, fmt, name="random-tinyllama")
+        elif not out.exists():
             subprocess.run([str(bin_dir / "llama-quantize"), str(f16), str(out), fmt], check=True,
                            capture_output=True)
         files[fmt] = out
