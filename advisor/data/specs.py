@@ -265,7 +265,8 @@ class Quant:
     #: it); ``mmvq_ops_per_weight``, the vector kernel (MMVQ) over one sequence, in FP32 operations a
     #: weight read (a decode step's products take weights × this ÷ the GPU's vector rate when that
     #: exceeds their bytes' time); ``mmvq_seq_ops_per_weight``, what each further sequence adds, up to
-    #: the runtime's ``vector_batch_max`` (`advisor.model.inputs.format_costs`). Empty: no cost of its own (the plain int8 and vector rates)
+    #: the runtime's ``vector_batch_max`` (`advisor.model.inputs.format_costs`). Empty: no cost of its
+    #: own (the plain int8 and vector rates)
     mmq_cost: float | None = _f("num", min=0.1, max=10)
     mmvq_ops_per_weight: float | None = _f("num", min=0.1, max=1000)
     mmvq_seq_ops_per_weight: float | None = _f("num", min=0.1, max=1000)

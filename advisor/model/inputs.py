@@ -191,6 +191,8 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
     past one tensor-parallel group; ``network``: the network between nodes instead of the hardware's;
     ``cap_tok_s``: a vendor's published maximum for the instance (`advisor.model.ceilings`)."""
     peak, used, _ = compute_peak(hw, runtime, quant)
+    # the format's measured unpacking (the plain roofline, IDEAL, keeps two FLOPs a weight at the peaks)
+    _, vec_ops, vec_seq_ops = format_costs(hw, runtime, quant, used == "int8" and eff.level != "ideal")
     x = Inputs(**hardware_columns(hw), **runtime_columns(runtime), peak_tflops=peak, int8_linear=used == "int8",
                # the plain roofline (IDEAL) stays at 100 % of every peak
                gemm_share=1.0 if eff.level == "ideal" else gemm_share(hw, runtime.key, used),
@@ -200,8 +202,7 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
                # the plain roofline stays at 100 % of the attention's peak too
                mla_decode_fraction=math.nan if eff.level == "ideal" else mla_fraction(hw, runtime, kv),
                vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
-               vector_ops_per_weight=format_costs(hw, runtime, quant, used == "int8")[1],
-               vector_seq_ops_per_weight=format_costs(hw, runtime, quant, used == "int8")[2],
+               vector_ops_per_weight=vec_ops, vector_seq_ops_per_weight=vec_seq_ops,
                experts_slow_per_doubling=experts_slow(hw, runtime),
                bits=weight_bits(quant), kv_bits=kv.bits, tensor_parallel=split == "tp", gpus=gpus, eff=eff,
                batch=workload.batch, prompt=workload.prompt_tokens, output=workload.output_tokens,
