@@ -81,19 +81,11 @@ def _finish(w, path: Path) -> Path:
     return path
 
 
-def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: int = 0, name: str = "random-llama",
-                tiled: bool = False) -> Path:
-    """``tiled``: every matrix repeats one block of 16M random values instead of drawing its own,
-    which writes an 8B model in seconds rather than minutes (a speed benchmark reads the bytes, it
-    does not mind that they repeat)."""
+def _llama_writer(path: Path, dims: Dims, name: str, file_type: int | None):
+    """A `gguf.GGUFWriter` for a llama model of ``dims`` with its metadata and tokenizer written."""
     import gguf
-    from gguf import GGMLQuantizationType as T
-    from gguf.quants import quantize
 
-    rng = np.random.default_rng(seed)
-    path = Path(path)
     w = gguf.GGUFWriter(str(path), "llama")
-    hd = dims.hidden // dims.heads
     w.add_name(name)
     w.add_context_length(dims.context)
     w.add_embedding_length(dims.hidden)
@@ -101,10 +93,48 @@ def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: i
     w.add_feed_forward_length(dims.ffn)
     w.add_head_count(dims.heads)
     w.add_head_count_kv(dims.kv_heads)
-    w.add_rope_dimension_count(hd)
+    w.add_rope_dimension_count(dims.hidden // dims.heads)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_file_type({"F16": 1, "Q8_0": 7}[dtype])
+    if file_type is not None:
+        w.add_file_type(file_type)
     _tokenizer(w, dims.vocab)
+    return w
+
+
+def _llama_tensors(w, dims: Dims, matrix) -> None:
+    """A llama model's tensors in llama.cpp's names and order: ``matrix(name, rows, cols)`` adds each
+    weight matrix, the norms are float32 ones."""
+    kv = dims.kv_heads * (dims.hidden // dims.heads)
+
+    def norm(name: str) -> None:
+        w.add_tensor(name, np.ones(dims.hidden, dtype=np.float32))
+
+    matrix("token_embd.weight", dims.vocab, dims.hidden)
+    for i in range(dims.layers):
+        norm(f"blk.{i}.attn_norm.weight")
+        matrix(f"blk.{i}.attn_q.weight", dims.hidden, dims.hidden)
+        matrix(f"blk.{i}.attn_k.weight", kv, dims.hidden)
+        matrix(f"blk.{i}.attn_v.weight", kv, dims.hidden)
+        matrix(f"blk.{i}.attn_output.weight", dims.hidden, dims.hidden)
+        norm(f"blk.{i}.ffn_norm.weight")
+        matrix(f"blk.{i}.ffn_gate.weight", dims.ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_up.weight", dims.ffn, dims.hidden)
+        matrix(f"blk.{i}.ffn_down.weight", dims.hidden, dims.ffn)
+    norm("output_norm.weight")
+    matrix("output.weight", dims.vocab, dims.hidden)
+
+
+def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: int = 0, name: str = "random-llama",
+                tiled: bool = False) -> Path:
+    """``tiled``: every matrix repeats one block of 16M random values instead of drawing its own,
+    which writes an 8B model in seconds rather than minutes (a speed benchmark reads the bytes, it
+    does not mind that they repeat)."""
+    from gguf import GGMLQuantizationType as T
+    from gguf.quants import quantize
+
+    rng = np.random.default_rng(seed)
+    path = Path(path)
+    w = _llama_writer(path, dims, name, {"F16": 1, "Q8_0": 7}[dtype])
 
     block = rng.standard_normal(1 << 24, dtype=np.float32) * 0.02 if tiled else None
     if block is not None and dtype == "F16":
@@ -122,22 +152,7 @@ def write_llama(path: str | Path, dims: Dims = TINY, dtype: str = "F16", seed: i
         else:
             w.add_tensor(name, a.astype(np.float16, copy=False))
 
-    def norm(name: str) -> None:
-        w.add_tensor(name, np.ones(dims.hidden, dtype=np.float32))
-
-    matrix("token_embd.weight", dims.vocab, dims.hidden)
-    for i in range(dims.layers):
-        norm(f"blk.{i}.attn_norm.weight")
-        matrix(f"blk.{i}.attn_q.weight", dims.hidden, dims.hidden)
-        matrix(f"blk.{i}.attn_k.weight", dims.kv_heads * hd, dims.hidden)
-        matrix(f"blk.{i}.attn_v.weight", dims.kv_heads * hd, dims.hidden)
-        matrix(f"blk.{i}.attn_output.weight", dims.hidden, dims.hidden)
-        norm(f"blk.{i}.ffn_norm.weight")
-        matrix(f"blk.{i}.ffn_gate.weight", dims.ffn, dims.hidden)
-        matrix(f"blk.{i}.ffn_up.weight", dims.ffn, dims.hidden)
-        matrix(f"blk.{i}.ffn_down.weight", dims.hidden, dims.ffn)
-    norm("output_norm.weight")
-    matrix("output.weight", dims.vocab, dims.hidden)
+    _llama_tensors(w, dims, matrix)
     return _finish(w, path)
 
 
@@ -157,24 +172,11 @@ def write_llama_blocks(path: str | Path, dims: Dims, qtype: str, seed: int = 0, 
     block, type_bytes = gguf.GGML_QUANT_SIZES[qt]
     rng = np.random.default_rng(seed)
     path = Path(path)
-    w = gguf.GGUFWriter(str(path), "llama")
-    hd = dims.hidden // dims.heads
-    w.add_name(name)
-    w.add_context_length(dims.context)
-    w.add_embedding_length(dims.hidden)
-    w.add_block_count(dims.layers)
-    w.add_feed_forward_length(dims.ffn)
-    w.add_head_count(dims.heads)
-    w.add_head_count_kv(dims.kv_heads)
-    w.add_rope_dimension_count(hd)
-    w.add_layer_norm_rms_eps(1e-5)
     # the file type llama-quantize would write (its names: MOSTLY_Q4_K_S for Q4_K …), so that
     # llama-bench's model type names the format; MXFP4 has only the MoE one
     ftype = next((gguf.LlamaFileType[n] for n in (f"MOSTLY_{qtype}", f"MOSTLY_{qtype}_S", f"MOSTLY_{qtype}_MOE")
                   if n in gguf.LlamaFileType.__members__), None)
-    if ftype is not None:
-        w.add_file_type(int(ftype))
-    _tokenizer(w, dims.vocab)
+    w = _llama_writer(path, dims, name, None if ftype is None else int(ftype))
     tile = rng.integers(0, 0x20, 1 << 25, dtype=np.uint8)   # 32 MB
 
     def matrix(name: str, rows: int, cols: int) -> None:
@@ -182,22 +184,7 @@ def write_llama_blocks(path: str | Path, dims: Dims, qtype: str, seed: int = 0, 
             raise ValueError(f"{name}: {cols} columns is not a whole number of {qtype} blocks of {block}")
         w.add_tensor(name, np.resize(tile, (rows, cols // block * type_bytes)), raw_dtype=qt)
 
-    def norm(name: str) -> None:
-        w.add_tensor(name, np.ones(dims.hidden, dtype=np.float32))
-
-    matrix("token_embd.weight", dims.vocab, dims.hidden)
-    for i in range(dims.layers):
-        norm(f"blk.{i}.attn_norm.weight")
-        matrix(f"blk.{i}.attn_q.weight", dims.hidden, dims.hidden)
-        matrix(f"blk.{i}.attn_k.weight", dims.kv_heads * hd, dims.hidden)
-        matrix(f"blk.{i}.attn_v.weight", dims.kv_heads * hd, dims.hidden)
-        matrix(f"blk.{i}.attn_output.weight", dims.hidden, dims.hidden)
-        norm(f"blk.{i}.ffn_norm.weight")
-        matrix(f"blk.{i}.ffn_gate.weight", dims.ffn, dims.hidden)
-        matrix(f"blk.{i}.ffn_up.weight", dims.ffn, dims.hidden)
-        matrix(f"blk.{i}.ffn_down.weight", dims.hidden, dims.ffn)
-    norm("output_norm.weight")
-    matrix("output.weight", dims.vocab, dims.hidden)
+    _llama_tensors(w, dims, matrix)
     return _finish(w, path)
 
 
