@@ -168,3 +168,22 @@ def test_a_prediction_says_when_unpacking_not_bandwidth_sets_the_decode(cat):
     assert "unpack" not in notes("rtx 4090", "q3_k_s")       # there the bytes decide
     assert "unpack" not in notes("h200", "f16")               # no unpacking
     assert "unpack" not in notes("h200", "q3_k_s", 16)        # the matrix kernels past 8 sequences
+
+
+def test_the_h200_formats_run_reads_back_within_its_bands(cat):
+    """The raw llama-bench file of the lent H200 (benchmarks/device_runs/2026-11-28-h200-formats) through
+    the importer and the comparison a user runs (`advisor compare-measured`): every dense format maps,
+    and each one-sequence decode is inside its band and within 12 % (the model before the formats'
+    costs had Q3_K_S at +74 %, outside)."""
+    from pathlib import Path
+
+    from advisor.fit.bench_results import read_results
+    from advisor.fit.compare import Overrides, compare
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks/device_runs/2026-11-28-h200-formats/llama-bench.json"
+    _tool, records = read_results(path)
+    rows = compare(cat, records, Overrides(hardware="h200-sxm-141gb", model="llama-3.1-8b"))
+    decode = [c for c in rows if c.record.metric == "decode_tok_s" and c.predicted is not None]
+    assert len(rows) == 28 and len(decode) == 13          # MXFP4's GGUF format is experts-only: not mapped
+    for c in decode:
+        assert c.low <= c.record.value <= c.high and abs(c.predicted / c.record.value - 1) < 0.12, c.record
