@@ -21,6 +21,7 @@ build.log, llama-bench.json (every format's records in one list) and batched-ben
 ``=== FORMAT`` section each).
 
     python benchmarks/gpu_formats.py --src .device/llama-src.tar.xz --out OUT [--deadline-s 540]
+    python benchmarks/gpu_formats.py --src … --out OUT --cpu-only --dims tinyllama   (the CPU, every format)
 """
 
 from __future__ import annotations
@@ -50,22 +51,23 @@ BITS = {"Q4_K": 4.5, "Q8_0": 8.5, "Q6_K": 6.56, "Q5_K": 5.5, "Q4_0": 4.5, "IQ4_X
         "Q2_K": 2.63, "IQ3_S": 3.44, "IQ2_XXS": 2.06, "BF16": 16, "IQ1_S": 1.56, "Q5_0": 5.5}
 
 
-def writer(work: Path, out: Path, formats: list[str], small: bool, ready: queue.Queue, stop: threading.Event) -> None:
+def writer(work: Path, out: Path, formats: list[str], dims, ready: queue.Queue, stop: threading.Event) -> None:
     """Write each format's file in turn and hand it to the measuring loop; wait while the work folder
     has no room for the next (the loop deletes each file once measured)."""
-    from tests.llama_model import LLAMA_8B, TINY, write_llama_blocks
+    from tests.llama_model import write_llama_blocks
 
-    dims = TINY if small else LLAMA_8B
     for q in formats:
-        need = dims.params * BITS[q] / 8 + 4e9
-        while not small and shutil.disk_usage(work).free < need and not stop.is_set():
+        size = dims.params * BITS[q] / 8
+        need = size + (4e9 if size > 1e9 else 1e8)   # room left beside it
+        while shutil.disk_usage(work).free < need and not stop.is_set():
             time.sleep(1)
         if stop.is_set():
             break
         t0 = time.time()
-        path = work / f"llama-3.1-8b-random-{q}.gguf"
+        shape = {32: "llama-3.1-8b", 22: "tinyllama"}.get(dims.layers, "tiny")
+        path = work / f"{shape}-random-{q}.gguf"
         try:
-            write_llama_blocks(path, dims, q, name="Llama 3.1 8B (random weights)")
+            write_llama_blocks(path, dims, q, name=f"{shape} (random weights)")
         except Exception as e:   # noqa: BLE001 - one format's failure must not end the others
             log(out, f"writing {q} failed: {e!r}")
             continue
@@ -80,7 +82,13 @@ def main() -> int:
     ap.add_argument("--deadline-s", type=float, default=540,
                     help="no format is started after this many seconds less the time one took")
     ap.add_argument("--formats", default=",".join(FORMATS), help="comma-separated ggml types, in the order to measure")
+    ap.add_argument("--dims", choices=("tiny", "tinyllama", "llama-3.1-8b"),
+                    help="the model shape (default: Llama 3.1 8B's on a GPU, a 4-layer toy with --cpu-only)")
     args = ap.parse_args()
+    from tests.llama_model import LLAMA_8B, TINY, TINYLLAMA
+
+    dims = {"tiny": TINY, "tinyllama": TINYLLAMA, "llama-3.1-8b": LLAMA_8B}[args.dims or
+                                                                             ("tiny" if args.cpu_only else "llama-3.1-8b")]
     out, work = folders(args, "gpu-formats")
     formats = [f for f in args.formats.split(",") if f]
     log_gpu(out)
@@ -89,7 +97,7 @@ def main() -> int:
     use_tree_gguf(tree)
     ready: queue.Queue = queue.Queue()
     stop = threading.Event()
-    t = threading.Thread(target=writer, args=(work, out, formats, args.cpu_only, ready, stop), daemon=True)
+    t = threading.Thread(target=writer, args=(work, out, formats, dims, ready, stop), daemon=True)
     t.start()
     try:
         bin_dir = args.bin or build(tree, work, out, args.arch, args.cpu_only, TARGETS)
@@ -99,6 +107,7 @@ def main() -> int:
         return 1
 
     ngl = [] if args.cpu_only else ["-ngl", "99"]
+    toy = dims.layers < 8    # the 4-layer rehearsal model: short runs
     records: list = []
     longest = 0.0
     while (item := ready.get()) is not None:
@@ -109,8 +118,8 @@ def main() -> int:
             path.unlink(missing_ok=True)
             break
         t0 = time.time()
-        b = sh(out, [str(bin_dir / "llama-bench"), "-m", str(path), *ngl, "-p", "64" if args.cpu_only else "512",
-                     "-n", "16" if args.cpu_only else "128", "-r", "3", "-o", "json"], 120)
+        b = sh(out, [str(bin_dir / "llama-bench"), "-m", str(path), *ngl, "-p", "64" if toy else "512",
+                     "-n", "16" if toy else "128", "-r", "3", "-o", "json"], 120)
         if b.returncode == 0:
             try:
                 records += json.loads(b.stdout)
@@ -119,8 +128,8 @@ def main() -> int:
             (out / "llama-bench.json").write_text(json.dumps(records, indent=1))
         log(out, f"llama-bench {q}: rc {b.returncode} {b.stderr[-400:] if b.returncode else ''}")
         bb = sh(out, [str(bin_dir / "llama-batched-bench"), "-m", str(path), *ngl, "-c", "4096", "-b", "2048",
-                      "-ub", "512", "-npp", "128", "-ntg", "16" if args.cpu_only else "64",
-                      "-npl", "1,2" if args.cpu_only else "1,2,4,8,16"], 120)
+                      "-ub", "512", "-npp", "128", "-ntg", "16" if toy else "64",
+                      "-npl", "1,2" if toy else "1,2,4,8,16"], 120)
         with open(out / "batched-bench.txt", "a") as f:
             # the backend's start-up lines name the device (stderr); the table is stdout
             err = bb.stderr if len(bb.stderr) < 6000 else bb.stderr[:2000] + "\n[…]\n" + bb.stderr[-3000:]
