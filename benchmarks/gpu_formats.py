@@ -41,30 +41,32 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_llama_cpp import START, build, device_args, folders, log, log_gpu, sh, unpack, use_tree_gguf  # noqa: E402
+from tests.llama_model import LLAMA_8B, TINY, TINYLLAMA, write_llama_blocks  # noqa: E402
 
 TARGETS = ("llama-bench", "llama-batched-bench")
 #: most used first, so that a run cut short has measured those
 FORMATS = ("Q4_K", "Q8_0", "Q6_K", "Q5_K", "Q4_0", "IQ4_XS", "MXFP4", "Q3_K", "Q2_K", "IQ3_S", "IQ2_XXS", "BF16",
            "IQ1_S", "Q5_0")
-#: bits a weight for the free-space check (a file is written only where it fits beside the others)
-BITS = {"Q4_K": 4.5, "Q8_0": 8.5, "Q6_K": 6.56, "Q5_K": 5.5, "Q4_0": 4.5, "IQ4_XS": 4.25, "MXFP4": 4.25, "Q3_K": 3.44,
-        "Q2_K": 2.63, "IQ3_S": 3.44, "IQ2_XXS": 2.06, "BF16": 16, "IQ1_S": 1.56, "Q5_0": 5.5}
+#: the model shapes --dims names
+SHAPES = {"tiny": TINY, "tinyllama": TINYLLAMA, "llama-3.1-8b": LLAMA_8B}
 
 
-def writer(work: Path, out: Path, formats: list[str], dims, ready: queue.Queue, stop: threading.Event) -> None:
-    """Write each format's file in turn and hand it to the measuring loop; wait while the work folder
-    has no room for the next (the loop deletes each file once measured)."""
-    from tests.llama_model import write_llama_blocks
+def writer(work: Path, out: Path, formats: list[str], shape: str, ready: queue.Queue, stop: threading.Event) -> None:
+    """Write each format's file of model shape ``shape`` (a `SHAPES` name) in turn and hand it to the
+    measuring loop; wait while the work folder has no room for the next (the loop deletes each file
+    once measured)."""
+    import gguf   # here: the llama.cpp tree's gguf-py where none is installed (`use_tree_gguf`)
 
+    dims = SHAPES[shape]
     for q in formats:
-        size = dims.params * BITS[q] / 8
+        block, type_bytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[q]]
+        size = dims.params * type_bytes / block   # the file, near enough, for the free-space check
         need = size + (4e9 if size > 1e9 else 1e8)   # room left beside it
         while shutil.disk_usage(work).free < need and not stop.is_set():
             time.sleep(1)
         if stop.is_set():
             break
         t0 = time.time()
-        shape = {32: "llama-3.1-8b", 22: "tinyllama"}.get(dims.layers, "tiny")
         path = work / f"{shape}-random-{q}.gguf"
         try:
             write_llama_blocks(path, dims, q, name=f"{shape} (random weights)")
@@ -82,13 +84,10 @@ def main() -> int:
     ap.add_argument("--deadline-s", type=float, default=540,
                     help="no format is started after this many seconds less the time one took")
     ap.add_argument("--formats", default=",".join(FORMATS), help="comma-separated ggml types, in the order to measure")
-    ap.add_argument("--dims", choices=("tiny", "tinyllama", "llama-3.1-8b"),
+    ap.add_argument("--dims", choices=tuple(SHAPES),
                     help="the model shape (default: Llama 3.1 8B's on a GPU, a 4-layer toy with --cpu-only)")
     args = ap.parse_args()
-    from tests.llama_model import LLAMA_8B, TINY, TINYLLAMA
-
-    dims = {"tiny": TINY, "tinyllama": TINYLLAMA, "llama-3.1-8b": LLAMA_8B}[args.dims or
-                                                                             ("tiny" if args.cpu_only else "llama-3.1-8b")]
+    shape = args.dims or ("tiny" if args.cpu_only else "llama-3.1-8b")
     out, work = folders(args, "gpu-formats")
     formats = [f for f in args.formats.split(",") if f]
     log_gpu(out)
@@ -97,7 +96,7 @@ def main() -> int:
     use_tree_gguf(tree)
     ready: queue.Queue = queue.Queue()
     stop = threading.Event()
-    t = threading.Thread(target=writer, args=(work, out, formats, dims, ready, stop), daemon=True)
+    t = threading.Thread(target=writer, args=(work, out, formats, shape, ready, stop), daemon=True)
     t.start()
     try:
         bin_dir = args.bin or build(tree, work, out, args.arch, args.cpu_only, TARGETS)
@@ -107,7 +106,7 @@ def main() -> int:
         return 1
 
     ngl = [] if args.cpu_only else ["-ngl", "99"]
-    toy = dims.layers < 8    # the 4-layer rehearsal model: short runs
+    toy = shape == "tiny"    # the 4-layer rehearsal model: short runs
     records: list = []
     longest = 0.0
     while (item := ready.get()) is not None:

@@ -74,19 +74,33 @@ def own_gpu_kernels(h: Hardware, r: Runtime) -> bool:
     return h.kind != "cpu" and h.vendor in r.vector_vendors
 
 
+#: (prompt cost, vector operations a weight over one sequence, over each further one) where a format
+#: has no costs of its own: the plain int8 and vector rates
+NO_FORMAT_COSTS = (1.0, math.nan, math.nan)
+
+
+def format_costs_apply(h: Hardware, r: Runtime) -> bool:
+    """Whether runtime ``r``'s per-format kernel costs apply on ``h``: its own GPU kernels
+    (`own_gpu_kernels`) on a vendor it lists in ``format_cost_vendors``, where they were measured."""
+    return h.vendor in r.format_cost_vendors and own_gpu_kernels(h, r)
+
+
+def quant_costs(q: Quant) -> tuple[float, float, float]:
+    """Format ``q``'s own kernel costs (`Quant.mmq_cost`, `Quant.mmvq_ops_per_weight`,
+    `Quant.mmvq_seq_ops_per_weight`), `NO_FORMAT_COSTS`' figures where it has none."""
+    return (float(q.mmq_cost or 1.0), float(q.mmvq_ops_per_weight or math.nan),
+            float(q.mmvq_seq_ops_per_weight or math.nan))
+
+
 def format_costs(h: Hardware, r: Runtime, q: Quant, int8_linear: bool) -> tuple[float, float, float]:
     """(prompt cost, one sequence's vector operations a weight, each further sequence's) of format
-    ``q`` in runtime ``r``'s own GPU kernels on ``h`` (`Quant.mmq_cost`, `Quant.mmvq_ops_per_weight`,
-    `Quant.mmvq_seq_ops_per_weight`): where the format's products run int8 on a vendor the runtime
-    lists in ``format_cost_vendors``; else (1, nan, nan), the plain rates.
+    ``q`` in runtime ``r``'s own GPU kernels on ``h`` (`quant_costs`): where the format's products run
+    int8 and the costs apply (`format_costs_apply`); else `NO_FORMAT_COSTS`.
 
     On a GPU whose bandwidth reads a compressed format's bytes quickly, unpacking them is what takes
     the time: an H200 decoded one sequence of Llama 3.1 8B in Q4_0 at 343 tok/s and in Q3_K_S, 25 %
     fewer bytes, at 193 (catalog/measured/llamacpp_h200_formats_device.md)."""
-    if not (int8_linear and h.vendor in r.format_cost_vendors and own_gpu_kernels(h, r)):
-        return 1.0, math.nan, math.nan
-    return (float(q.mmq_cost or 1.0), float(q.mmvq_ops_per_weight or math.nan),
-            float(q.mmvq_seq_ops_per_weight or math.nan))
+    return quant_costs(q) if int8_linear and format_costs_apply(h, r) else NO_FORMAT_COSTS
 
 
 def experts_slow(h: Hardware, r: Runtime) -> float:
@@ -285,13 +299,12 @@ class Tables:
         # what each part's matrix units sustain under dense load, against the fitted fractions' parts
         self.matrix_share = np.array([matrix_share(h) for h in hw], dtype=float)
         self.format_gemm_us = by_format(format_gemm_us)
-        # each format's unpacking in the runtime's own kernels (`format_costs`): (cost, ops, seq ops)
-        # (whether they apply depends on the hardware and runtime, their values on the format alone)
-        applies = np.array([[h.vendor in r.format_cost_vendors and own_gpu_kernels(h, r) for r in rt] for h in hw],
+        # each format's unpacking in the runtime's own kernels (`format_costs`): (cost, ops, seq ops);
+        # whether they apply depends on the hardware and runtime, their values on the format alone
+        applies = np.array([[format_costs_apply(h, r) for r in rt] for h in hw],
                            dtype=bool).reshape(len(hw), len(rt), 1, 1)
-        by_quant = np.array([[x.mmq_cost or 1.0, x.mmvq_ops_per_weight or np.nan, x.mmvq_seq_ops_per_weight or np.nan]
-                             for x in q], dtype=float).reshape(1, 1, len(q), 3)
-        costs = np.where(applies & self.int8_linear[..., None], by_quant, np.array([1.0, np.nan, np.nan]))
+        by_quant = np.array([quant_costs(x) for x in q], dtype=float).reshape(1, 1, len(q), 3)
+        costs = np.where(applies & self.int8_linear[..., None], by_quant, np.array(NO_FORMAT_COSTS))
         self.peak = np.where(self.int8_linear, np.minimum(self.peak, caps) / costs[..., 0], self.peak)
         # the vector kernels' peak where the format runs int8 products (per hardware × runtime, then by format)
         vec = np.array([[vector_peak(h, r, True) for r in rt] for h in hw], dtype=float).reshape(len(hw), len(rt), 1)

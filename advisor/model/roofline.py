@@ -659,7 +659,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         return attn_coeff * (g.full_layers * c + g.sliding_layers * np.minimum(c, W))
 
     Bq = B if a.q is None else B * a.q   # query tokens per step (speculative verification: B·(k+1))
-    w_read = bytes_read(g, bits, g.expert_fraction(Bq))
+    touched = g.expert_fraction(Bq)   # the share of the routed experts the step's tokens visit
+    w_read = bytes_read(g, bits, touched)
     dec_flops_lin = Bq * 2.0 * (g.flops_params_per_token + out_params)
     eta_bw, eta_c, fixed, lat = a.eta_bw, a.eta_c, a.fixed, a.lat
     a2a = 0.0
@@ -684,7 +685,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     if a.wide:
         # the non-expert weights whole in each attention group; the experts the stage's tokens
         # route to, split over all its GPUs; the linear FLOPs of every token split over them all
-        experts = expert_pass_bytes(g, bits, g.expert_fraction(Bq))
+        experts = expert_pass_bytes(g, bits, touched)
         w_tp = (w_read - experts) / tp + experts / (tp * a.dp)
         lin_share = 1.0 / (tp * a.dp)
 
@@ -700,19 +701,20 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # the vector kernels' time where the format's unpacking was measured (`Inputs.vector_ops_per_weight`):
     # one sequence's pass over every weight read, and each further sequence's over the active ones.
     # Not scaled by the fitted compute fraction (the operations are counted at the measured rate);
-    # nan elsewhere, and past vector_batch_max (the matrix kernels)
-    lin_vec = None
+    # elsewhere, and past vector_batch_max (the matrix kernels), the FLOPs at the attained compute rate.
+    # It does not depend on the context: worked out once, not for each point the step is evaluated at
+    lin_measured = None
     if np.any(np.isfinite(a.vec_ops)):
-        weights_read = g.non_expert_params + out_params + g.routed_expert_params * g.expert_fraction(Bq)
+        weights_read = g.non_expert_params + out_params + g.routed_expert_params * touched
         weights_active = g.flops_params_per_token + out_params
         vec_s = (a.vec_ops * weights_read + a.vec_seq_ops * np.maximum(Bq - 1.0, 0.0) * weights_active) \
             / (a.vec_peak * tp)
-        lin_vec = np.where(Bq <= a.vec_max, vec_s, np.nan)
+        lin_measured = np.where((Bq <= a.vec_max) & np.isfinite(vec_s), vec_s, dec_flops_lin * (1.0 / eff_c) / tp)
 
     def node_times(c, inv_bw, inv_c, inv_eta, inv_att, measured_vec=True):
         """((weight bytes, linear FLOPs), (KV bytes, attention FLOPs)) at context c, in seconds at
         the given rates: the linear layers' kernels and the attention kernels, each with its own
-        roofs. ``measured_vec``: the vector kernels at their measured cost where known (the
+        roofs. ``measured_vec``: the linear layers as `lin_measured` has them, at the attained rates (the
         ceiling keeps the plain FLOPs at the peak)."""
         w_mem, kv_mem = w_tp * inv_bw, Bg * kv.read(c) * pp * inv_bw
         if a.tiered:
@@ -725,8 +727,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
             lin, att = dec_flops_lin * lin_share * inv_c, Bgq * attn_flops(c) / tp * inv_att
         else:
             lin, att = dec_flops_lin * inv_c / tp, Bq * attn_flops(c) * inv_att / tp
-            if measured_vec and lin_vec is not None:
-                lin = np.where(np.isfinite(lin_vec), lin_vec, lin)
+            if measured_vec and lin_measured is not None:
+                lin = lin_measured
         return (w_mem, lin), (kv_mem, att)
 
     def simpson(values):
