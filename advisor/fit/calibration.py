@@ -132,14 +132,22 @@ def _ideal_terms(r, x, g) -> dict[str, np.ndarray]:
     apeak = peak if x.attn_peak_tflops is None else np.asarray(x.attn_peak_tflops, float) * 1e12 * sustained
     # the format's products reach their own share of the peak (`advisor.model.devices.gemm_share`): the
     # fitted fraction is the 16-bit products' one
-    peak = peak * np.asarray(x.gemm_share, float)
+    share = np.asarray(x.gemm_share, float)
+    peak = peak * share
     lin = (r.prefill_linear_flops - r.prefill_expert_flops) / peak
+    exp = r.prefill_expert_flops / peak
+    att = r.prefill_attention_flops / apeak
     int8 = np.asarray(x.int8_linear, bool)
+    # the work beside the products at the part's own SM rate (`advisor.model.devices.with_side_work`):
+    # a product's time is (1 − scale) × its time at the share-free peak, known, plus scale × its ideal
+    # time over the fitted fraction
+    side = np.asarray(x.side_work_scale, float)
     return {
         "dec_comm_lat_coeff": r.decode_exchanges, "dec_comm_bw_s": r.decode_transfer_s,
         "dec_batch": np.asarray(x.batch, float) + 0.0 * r.decode_exchanges,
-        "pf_lin_ideal_s": np.where(int8, 0.0, lin), "pf_i8_ideal_s": np.where(int8, lin, 0.0),
-        "pf_exp_ideal_s": r.prefill_expert_flops / peak, "pf_att_ideal_s": r.prefill_attention_flops / apeak,
+        "pf_lin_ideal_s": np.where(int8, 0.0, lin) * side, "pf_i8_ideal_s": np.where(int8, lin, 0.0) * side,
+        "pf_exp_ideal_s": exp * side, "pf_att_ideal_s": att * side,
+        "pf_side_s": ((lin + exp) * share + att) * (1.0 - side),
         # what the pass reads and writes at the bandwidth: weights per micro-batch, the element-wise
         # kernels' activations
         "pf_mem_ideal_s": (r.prefill_bytes + r.prefill_activation_bytes) / bw, "ubatches": r.micro_batches,
@@ -390,7 +398,7 @@ def _fit_prefill(cases: Sequence[Case], parts: dict[str, np.ndarray], rows: np.n
     fit_request = bool(is_ttft.any())  # prompt tok/s figures carry no per-request cost
     # the runtime's eager launches per prompt pass are its own (fitted on servers' TTFT), not the group's
     eager = np.nan_to_num(parts["prefill_pass_extra_s"][rows]) if "prefill_pass_extra_s" in parts else 0.0
-    known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + ub * fixed_us * 1e-6
+    known = (parts["pf_mem_ideal_s"][rows] / p.decode_bw_fraction + parts["pf_side_s"][rows] + ub * fixed_us * 1e-6
              + ub * (eager + parts["format_fixed_s"][rows])
              + parts["pf_comm_bw_s"][rows] + parts["pf_comm_lat_coeff"][rows] * p.allreduce_latency_us * 1e-6)
     if not fit_step:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from advisor.data.specs import Hardware
 
 # macOS lets the GPU wire only part of unified memory (Metal's recommendedMaxWorkingSetSize).
@@ -193,12 +195,24 @@ MLA_DECODE_ATTENTION_FRACTION = {("nvidia-hopper", "fp16"): 0.636, ("nvidia-hopp
                                  ("nvidia-blackwell", "fp16"): 0.561, ("nvidia-blackwell", "fp8"): 0.537}
 
 
+#: Where a cache dtype's MLA decode computes its products in another dtype (Hopper's FP8 cache: read
+#: in FP8, multiplied in 16 bits), the dtype whose matrix units do the work
+MLA_PRODUCTS_DTYPE = {("nvidia-hopper", "fp8"): "fp16"}
+
+
 def mla_decode_fraction(hw: Hardware, dtype: str) -> float:
     """`MLA_DECODE_ATTENTION_FRACTION` for ``hw`` with the attention's products in ``dtype`` (nan where
-    none is published)."""
+    none is published), on the part's own side work (`side_work_scale`): taken on the peak of the
+    dtype that does the products (`MLA_PRODUCTS_DTYPE`), then back to ``dtype``'s."""
     if hw.kind != "datacenter":
         return math.nan
-    return MLA_DECODE_ATTENTION_FRACTION.get((hw.family, dtype), math.nan)
+    fraction = MLA_DECODE_ATTENTION_FRACTION.get((hw.family, dtype), math.nan)
+    side = side_work_scale(hw)
+    if side == 1.0 or not math.isfinite(fraction):
+        return fraction
+    own = peak_for(hw, dtype)[0]
+    products = peak_for(hw, MLA_PRODUCTS_DTYPE.get((hw.family, dtype), dtype))[0]
+    return with_side_work(fraction * own / products, side) * products / own
 
 
 #: The share of its BF16 datasheet peak the Hopper parts' products sustain (`matrix_share`'s reference:
@@ -223,6 +237,52 @@ def matrix_share(hw: Hardware) -> float:
     if not hw.bf16_achievable_tflops or not peak:
         return 1.0
     return hw.bf16_achievable_tflops / peak / REFERENCE_BF16_SHARE
+
+
+#: The reference parts' matrix peak over their vector (FP32) rate: H100 SXM's 989.4 BF16 TFLOPS over
+#: 66.9 FP32 TFLOPS (both at its 1.83 GHz boost clock: 132 SMs × 4,096 and × 256 FLOPs a clock).
+REFERENCE_MATRIX_TO_VECTOR = 989.4 / 66.9
+#: The family whose SMs the reference parts' are: within it, the FP32 rate measures what the SMs do
+#: beside their matrix products (every part has the same 128 FP32 lanes per SM), so the ratio says how
+#: far a part's matrix rate is capped below its SMs'.
+SIDE_WORK_FAMILY = "nvidia-hopper"
+
+
+def side_work_scale(hw: Hardware) -> float:
+    """How long the work beside its matrix products takes on ``hw``, per matrix FLOP at its peak,
+    relative to the reference parts (H100/H200 SXM, which the fitted compute fractions stand for).
+
+    A fitted fraction η is time at the matrix peak plus everything the SMs do beside the products
+    (tile loads and epilogues, softmax, norms, quantizing activations, launches): 1/η = 1 + o, o the
+    side work per unit of matrix time. That side work runs at the SMs' own rate, not at the matrix
+    units': on a part whose matrix rate is capped below its SMs' (the H20: a GH100 with 78 SMs, about
+    a quarter of the matrix rate its SMs would have), o shrinks by the ratio of the two parts' matrix
+    peak to FP32 rate, and its products reach a far larger share of its peak:
+    1/η' = 1 + o × this scale (`with_side_work`). Checked on public kernel measurements:
+    - PyTorch BF16 matmul at 8,192-10,240 (zzc0721/torch-performance-test-data database.md and issue
+      #77, one script on every GPU): H20 141.86 and 142.25 of 148 TFLOP/s (0.96); H100 SXM 789.24 and
+      783.66, H200 790.29 of 989.4 (0.79-0.80). From the H100's 0.796 this gives the H20 0.945;
+    - FlashMLA decode (deepseek-ai/FlashMLA issue #30, on an H20, 64 heads, 2-8 queries each, 8,192
+      cached): 120-130 TFLOP/s, 0.81-0.88 of 148. From the H800's 0.586 at that release (~580 TFLOP/s,
+      before the 660 of its 2025-04-22 update) this gives 0.86.
+    1 outside `SIDE_WORK_FAMILY` (another SM design: its FP32 rate does not measure the same work) and
+    where the part lacks either figure. Rounded to two decimals: the datasheets' own rounding moves the
+    ratio by a few thousandths (H100 PCIe 756/51, GH200 989/67)."""
+    peak = hw.bf16_dense_tflops or hw.fp16_dense_tflops
+    if hw.family != SIDE_WORK_FAMILY or not peak or not hw.fp32_tflops:
+        return 1.0
+    return round(peak / hw.fp32_tflops / REFERENCE_MATRIX_TO_VECTOR, 2)
+
+
+def with_side_work(fraction, scale):
+    """A fitted compute ``fraction`` (η, the reference parts') on a part whose side work takes
+    ``scale`` times as long per matrix FLOP (`side_work_scale`): 1 / (1 + (1/η − 1) × scale); exactly
+    ``fraction`` where the scale is 1. Works on numbers and numpy arrays."""
+    f = np.asarray(fraction, float)
+    s = np.asarray(scale, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(s == 1.0, f, 1.0 / (1.0 + (1.0 / f - 1.0) * s))
+    return out if out.ndim else float(out)
 
 
 def peak_for(hw: Hardware, dtype: str) -> tuple[float, str]:

@@ -20,7 +20,8 @@ from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
 from advisor.model.ceilings import ceiling_row
 from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, matrix_share, max_gpus,
-                                   mla_decode_fraction, network_gb_s, peak_for, usable_memory_gb)
+                                   mla_decode_fraction, network_gb_s, peak_for, side_work_scale, usable_memory_gb,
+                                   with_side_work)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence, expert_weight, linear_fraction)
 from advisor.model.config import default_runtime
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
 
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
-                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s")
+                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s", "side_work_scale")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
                    "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max",
                    "decode_expert_weight", "prompt_pipeline_copies")
@@ -39,7 +40,8 @@ RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_
 
 def hardware_columns(h: Hardware) -> dict:
     return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h),
-            "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h), **memory_tiers(h)}
+            "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h),
+            "side_work_scale": side_work_scale(h), **memory_tiers(h)}
 
 
 def memory_tiers(h: Hardware) -> dict:
@@ -169,10 +171,15 @@ def format_products(h: Hardware, r: Runtime, q: Quant, model) -> tuple[int, str,
 def linear_flops_s(h: Hardware, r: Runtime, q: Quant, eff: Efficiency) -> float:
     """The linear layers' attained compute, FLOP/s: the peak of the dtype the format runs in × the
     profile's fraction for it × the share of that peak its products reach (`gemm_share`) × the share
-    the hardware sustains under dense load (`matrix_share`); inf where the hardware has no peak for it."""
+    the hardware sustains under dense load (`matrix_share`), the fraction first taken to the part's own
+    side work (`with_side_work`); inf where the hardware has no peak for it."""
     peak, used, _ = compute_peak(h, r, q)
     if not math.isfinite(peak):
         return math.inf
+    side = side_work_scale(h)
+    if side != 1.0:
+        fraction = with_side_work(linear_fraction(eff, used) * gemm_share(h, r.key, used), side)
+        return peak * 1e12 * fraction * matrix_share(h)
     return peak * 1e12 * linear_fraction(eff, used) * gemm_share(h, r.key, used) * matrix_share(h)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from advisor.data.errors import AdvisorError
 from advisor.data.specs import Model
 from advisor.model.efficiency import Efficiency
+from advisor.model.devices import with_side_work
 from advisor.model.geometry import (DECODE_EXPERT_WEIGHT, Geometry, WeightBits, bytes_read, expert_pass_bytes,
                                     weight_bytes)
 
@@ -113,6 +114,12 @@ class Inputs:
     #: 0.67, from AMD's published max-achievable FLOPs; 1 where none is published); it multiplies
     #: every compute fraction (linear, experts, attention), not a published MLA kernel share
     matrix_share: Any = 1.0
+    #: how long the work beside the matrix products takes per matrix FLOP, relative to the parts the
+    #: fitted fractions stand for (`advisor.model.devices.side_work_scale`: the H20, whose matrix rate
+    #: is capped far below its SMs', 0.23; 1 elsewhere); it turns every fitted compute fraction η into
+    #: 1 / (1 + (1/η − 1) × scale) before `matrix_share` applies (the MLA kernel's share arrives with
+    #: it applied: `advisor.model.devices.mla_decode_fraction`)
+    side_work_scale: Any = 1.0
     #: extra fixed cost of each dense matrix product in the weights' format, µs
     #: (`advisor.model.devices.format_gemm_us`: FP8 on Hopper 3.4-8.8): quantizing the activations,
     #: and scaled kernels that fill small products worse; paid where the non-expert weights are in it
@@ -365,15 +372,23 @@ class _Arrays:
         share = _arr(x.gemm_share, ft)
         # what the hardware's matrix units sustain under dense load (the fitted fractions are Hopper's)
         sustained = _arr(x.matrix_share, ft)
-        self.eta_att = self.eta_att * sustained
-        self.eta_c16 = self.eta_c * sustained   # the attention products' (their own dtype)
+        # the work beside the products at the part's own SM rate (`devices.with_side_work`; the plain
+        # path's arithmetic untouched where every part's scale is 1)
+        side = np.asarray(x.side_work_scale, float)
+        plain = bool(np.all(side == 1.0))
+
+        def sided(fraction):
+            return fraction if plain else _arr(with_side_work(fraction, side), ft)
+
+        self.eta_att = sided(self.eta_att) * sustained
+        self.eta_c16 = sided(self.eta_c) * sustained   # the attention products' (their own dtype)
         # a decode step's attention: the linear layers' fraction, or a latent attention's own kernel's
         self.eta_att_dec = self.eta_c16
         mla = np.asarray(x.mla_decode_fraction, float)
         if g.latent_rank and np.any(np.isfinite(mla)):
             self.eta_att_dec = _arr(np.where(np.isfinite(mla), mla, self.eta_c16), ft)
-        self.eta_c = np.minimum(self.eta_c * share * sustained, 1.0)
-        self.eta_exp = np.minimum(self.eta_exp * share * sustained, 1.0)
+        self.eta_c = np.minimum(sided(self.eta_c * share) * sustained, 1.0)
+        self.eta_exp = np.minimum(sided(self.eta_exp * share) * sustained, 1.0)
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
         self.bw_spread = _arr(e.bandwidth_spread, ft)   # the ceiling's memory roof: the best reading
         self.prefill_band = (_arr(e.prefill_low, ft), _arr(e.prefill_high, ft))
@@ -891,22 +906,29 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         t = t + score_bytes / (bw * eta_bw)
         token_s = token_s + score_bytes / (bw * eta_bw)
         bytes_gpu = bytes_gpu + score_bytes
-    # stages work on different micro-batches at once (a layer split, or pipeline stages of a wide layout)
+    # stages work on different micro-batches at once (a layer split, or pipeline stages of a wide layout):
+    # the tokens' work waits for the largest micro-batch on the other stages, the fixed costs (each
+    # micro-batch's launches and messages, the same for every one) for one micro-batch's worth
     with np.errstate(divide="ignore", invalid="ignore"):
         largest = np.where(T > 0, np.minimum(tok_per_ub / np.maximum(T, 1e-30), 1.0), 1.0)
-    piped = pipeline_share(pp, ub, B, np.asarray(x.prompt_pipeline_copies, ft), largest)
+        copies = np.asarray(x.prompt_pipeline_copies, ft)
+        token_share = pipeline_share(pp, ub, B, copies, largest)
+        fixed_share = pipeline_share(pp, ub, B, copies)
+        fixed_part = np.minimum(ub * per_pass + exchanges * lat, t)
+        piped = np.where(token_share == fixed_share, token_share,
+                         ((t - fixed_part) * token_share + fixed_part * fixed_share) / np.maximum(t, 1e-30))
     t = t * piped
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
     ideal_compute = lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak))
     if a.wide:
         ideal_compute = (lin - lin_exp) * (1.0 / (tp_d * peak)) + lin_exp * (1.0 / (tp_e * peak)) \
             + att * (1.0 / (tp_d * apeak))
-    t_ceil = np.maximum(ideal_compute, w_read_s) * piped
+    t_ceil = np.maximum(ideal_compute * token_share, w_read_s * fixed_share)
     has_prompt = T > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         tok_s = _choose(has_prompt, lambda: T / t, lambda: np.nan)
         ceiling = _choose(has_prompt, lambda: T / t_ceil, lambda: np.nan)
-        share = _choose(has_prompt, lambda: ideal_compute
+        share = _choose(has_prompt, lambda: ideal_compute * token_share
                         / np.maximum(t_ceil, 1e-30),
                         lambda: np.nan)
     low = tok_s * a.prefill_band[0]

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from advisor.model.devices import matrix_share
+from advisor.model.devices import matrix_share, side_work_scale, with_side_work
 from advisor.model.efficiency import efficiency_for, expert_weight
 from advisor.model.geometry import geometry
 from advisor.model.inputs import format_products, mla_fraction
@@ -54,7 +54,17 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     sustained_note = (f" Its matrix units sustain {sustained:.2f} of the share of their peak that η_c assumes "
                       f"(measured under dense load, where the chip clocks down), so the FLOPs run at "
                       f"η_c × {sustained:.2f}." if shown else "")
-    comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * float(eff.prefill_compute_fraction) * sustained) * 1e3
+    # a part whose matrix rate is capped below its SMs' does the work beside the products relatively
+    # faster (`advisor.model.devices.side_work_scale`): the fitted fractions act larger there
+    side = side_work_scale(cfg.hardware)
+    eta_c = float(eff.prefill_compute_fraction)
+    eta_c_here = with_side_work(eta_c, side)
+    side_shown = abs(side - 1.0) >= 0.02
+    side_note = (f" Its matrix peak is capped below its SMs' own rate ({side:.2f} of the H100's matrix peak over "
+                 f"FP32 rate), so the work beside the products (tile loads, epilogues, norms, softmax) takes "
+                 f"{side:.2f} of the time per FLOP it takes there: η_c {eta_c:.2f} acts as {eta_c_here:.2f}." if side_shown else "")
+    eta_c_text = f"η_c {eta_c:.2f}" + (f" (→ {eta_c_here:.2f})" if side_shown else "")
+    comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * eta_c_here * sustained) * 1e3
                if math.isfinite(p.peak_tflops) else math.nan)
     seq_us = float(eff.seq_overhead_us)
     # a low-precision format's dense products each cost a little more (`advisor.model.devices.format_gemm_us`)
@@ -85,10 +95,10 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
         f"{float(eff.decode_bw_fraction):.2f} the bytes take {num(mem_ms)} ms; at {num(p.peak_tflops)} TFLOP/s "
-        f"{p.compute_dtype} × η_c {float(eff.prefill_compute_fraction):.2f}{' × ' + format(sustained, '.2f') if shown else ''} the FLOPs take {num(comp_ms)} ms; fixed "
+        f"{p.compute_dtype} × {eta_c_text}{' × ' + format(sustained, '.2f') if shown else ''} the FLOPs take {num(comp_ms)} ms; fixed "
         f"costs {layers_text} × {num(float(eff.layer_overhead_us))} µs{experts_text}{per_product} + "
         f"{num(float(eff.step_overhead_us))} µs{per_seq} = "
-        f"{num(fixed_ms)} ms.{mla_note}{sustained_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
+        f"{num(fixed_ms)} ms.{mla_note}{sustained_note}{side_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
         f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
     out["throughput"] = Explanation(
@@ -113,12 +123,12 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
             f"{w.batch} prompt(s) of {w.prompt_tokens:,} tokens after {w.depth_tokens:,} cached: "
             f"{num(lin / 1e12)} TFLOP in the linear layers (2 × {num(g.flops_params_per_token / 1e9)} B active "
             f"parameters × {w.batch * w.prompt_tokens:,} tokens) plus the causal attention, on "
-            f"{num(p.peak_tflops)} TFLOP/s {p.compute_dtype} at η_c {float(eff.prefill_compute_fraction):.2f} and "
+            f"{num(p.peak_tflops)} TFLOP/s {p.compute_dtype} at {eta_c_text} and "
             f"η_att {float(eff.attention_compute_fraction):.2f}; the element-wise kernels between the products "
             f"(norms, RoPE, the gated activation) move {num(act_gb)} GB per GPU, {num(act_ms)} ms at η_bw "
             f"{float(eff.decode_bw_fraction):.2f}{piped_text}: {duration_ms(p.ttft_ms)} "
             f"({band_p}: {duration_ms(p.ttft_low_ms)}–{duration_ms(p.ttft_high_ms)}), {num(p.prefill_tok_s)} prompt "
-            f"tok/s, {p.prefill_bound}-bound.{sustained_note} The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
+            f"tok/s, {p.prefill_bound}-bound.{sustained_note}{side_note} The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
     else:
         out["ttft"] = Explanation("Time to first token", "TTFT = one decode step (no prompt)",
                                   f"With no prompt the first token takes one decode step: {duration_ms(p.ttft_ms)}.\n{profile}")
