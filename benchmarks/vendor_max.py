@@ -11,14 +11,23 @@ for DeepSeek-R1), at the runtime's default KV cache (the rows do not all state t
 best against the vendor's figure, which counts its prompts' work too (128 tokens in and 128 out cost
 about as much prompt work as decode work on a compute-bound GPU).
 
+The vendors' figures come from continuous batching (trtllm-bench: thousands of requests through a
+fixed number of slots, new prompts entering as others finish), so beside it the serving model runs
+the same (`advisor serve`, offline, the slots at the batch the row's quote states, else the best static
+batch, same layout, no ceiling): there every step also carries the prompts of the requests that
+replace the finished ones, and with data-parallel attention each prompt holds up every group while its
+own group computes it (`serving.busiest_group_tokens`).
+
     python benchmarks/vendor_max.py [--markdown]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -55,6 +64,24 @@ def best_uncapped(cat, row, layout: str | None) -> tuple[float, int]:
     return float(total[i]), int(BATCHES[i])
 
 
+def serving_uncapped(cat, row, layout: str | None, batch: int) -> float:
+    """Output tok/s of continuous batching through ``batch`` slots at the row's lengths (the serving
+    model, offline), with the vendor's ceiling taken off."""
+    from advisor.model.serving import Load, serve
+
+    cfg = configure(cat, hardware=row.hardware, model=row.model, quant=row.quant, runtime=row.runtime,
+                    gpus=row.gpus, layout=layout)
+    load = Load(kind="offline", prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens, max_seqs=batch)
+    with mock.patch("advisor.model.predict.ceiling_at", return_value=None):
+        return float(serve(cat, cfg, load).throughput_tok_s)
+
+
+def stated_batch(quote: str) -> int | None:
+    """The batch a vendor's quote states ('Batch = 3072'), or None."""
+    m = re.search(r"Batch\s*=\s*([\d,]+)", quote or "")
+    return int(m.group(1).replace(",", "")) if m else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", action="store_true")
@@ -75,12 +102,17 @@ def main() -> None:
         if not best:
             continue
         tok_s, batch, how = max(best)
+        layout = None if how.startswith(("TP", "1 GPU")) else how
+        slots = stated_batch(row.quote) or batch
+        served = serving_uncapped(cat, row, layout, slots)
         rows.append([f"{model.name} · {row.gpus}× {cat.hardware[row.hardware].name}", row.quant,
                      f"{row.prompt_tokens:,}/{row.output_tokens:,}", f"{row.max_output_tok_s:,.0f}",
-                     f"{tok_s:,.0f}", f"{batch:,} ({how})", f"{tok_s / row.max_output_tok_s:.2f}"])
+                     f"{tok_s:,.0f}", f"{batch:,} ({how})", f"{tok_s / row.max_output_tok_s:.2f}",
+                     f"{served:,.0f}", f"{slots:,}{' (stated)' if stated_batch(row.quote) else ''}",
+                     f"{served / row.max_output_tok_s:.2f}"])
     fmt = markdown_table if args.markdown else table
-    print(fmt(["system", "format", "in/out", "vendor's max tok/s", "model's max tok/s (no ceiling)",
-               "at batch (layout)", "model ÷ vendor"], rows))
+    print(fmt(["system", "format", "in/out", "vendor's max tok/s", "static batch (no ceiling)",
+               "at batch (layout)", "÷ vendor", "continuous batching (no ceiling)", "slots", "÷ vendor"], rows))
 
 
 if __name__ == "__main__":

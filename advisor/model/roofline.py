@@ -262,6 +262,12 @@ class Result:
     #: tensor-parallel all-reduces of the activations (and an eager attention's score traffic); a wide
     #: layout's server-wide products and element-wise kernels
     prefill_token_s: Any = None
+    #: a wide layout with data-parallel attention: of one prompt's pass, the work that stays on its
+    #: own attention group (the non-expert products, the attention, their element-wise kernels), at
+    #: that group's GPUs alone; 0 elsewhere. A server's step waits for its busiest group
+    #: (`advisor.model.serving`), so a prompt there is not spread over every group
+    prefill_group_s: Any = None
+    attention_groups: Any = None      # data-parallel attention groups of the stage (1 without)
     ttft_s: Any = None
     ttft_low_s: Any = None
     ttft_high_s: Any = None
@@ -874,13 +880,19 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     # activation) are memory-bound: the norms run whole on every GPU of a group, the rest split
     repl, split, experts_act = g.activation_bytes
 
+    def group_work(gpus):
+        """(the non-expert and attention products' time, their element-wise kernels' bytes) per GPU
+        with that work over ``gpus`` GPUs."""
+        return ((lin - lin_exp) * (1.0 / (gpus * peak * eta_c)) + att * (1.0 / (gpus * apeak * eta_att)),
+                T * (repl * tp / gpus + split / gpus))
+
     def spread_over(gpus):
         """(the products' time, the element-wise kernels' bytes) per GPU with the non-expert and
         attention work over ``gpus`` GPUs (the routed experts always over the stage's)."""
-        products = (lin - lin_exp) * (1.0 / (gpus * peak * eta_c)) + att * (1.0 / (gpus * apeak * eta_att))
+        products, act = group_work(gpus)
         if g.experts:
             products = products + lin_exp * (1.0 / (tp_e * peak * a.eta_exp))
-        return products, T * (repl * tp / gpus + split / gpus + experts_act / tp_e)
+        return products, act + T * experts_act / tp_e
 
     compute, act_gpu = spread_over(tp_d)
     act_s = act_gpu / (bw * eta_bw)
@@ -888,6 +900,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     # the part of the pass that grows with its tokens (what a server's steps pay per prompt token):
     # the products, the element-wise kernels and, under tensor parallel, the activations' all-reduces
     token_s = compute + act_s + transfer
+    group_s = 0.0 * token_s
     if a.wide:
         # the all-to-all of one half-batch runs while the other computes (two-batch overlap)
         busy = compute + act_s + ub * per_pass
@@ -897,6 +910,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         # non-expert and attention work spread over every group (TTFT above keeps one prompt's own)
         compute, server_act = spread_over(tp_e)
         token_s = compute + server_act / (bw * eta_bw)
+        own, own_act = group_work(tp)
+        group_s = own + own_act / (bw * eta_bw)
     if a.score is not None:
         # eager attention: each chunk of u prompt tokens materialises its u × (cache so far)
         # scores; over the prompt that is s·(d + (s + u)/2) per sequence, head and layer
@@ -940,7 +955,8 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         "prefill_attention_flops": att_gpu, "prefill_bytes": bytes_gpu, "micro_batches": ub,
         "prefill_exchanges": exchanges, "prefill_transfer_s": transfer, "prefill_compute_share": share,
         "prefill_compute_s": compute, "prefill_activation_bytes": act_gpu, "prefill_pass_extra_s": a.eager + 0 * tp,
-        "prefill_token_s": token_s, "prefill_pipeline_share": piped + 0 * tp,
+        "prefill_token_s": token_s, "prefill_group_s": group_s,
+        "attention_groups": (a.dp if a.wide else 1.0) + 0 * tp, "prefill_pipeline_share": piped + 0 * tp,
     }
 
 

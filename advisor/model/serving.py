@@ -25,7 +25,9 @@ queue (closed loop: the surplus clients wait; open loop: the queue grows without
 TTFT is the steps that carry the prompt's chunks (P′ / (K − b) of them, at least one, each a
 decode step plus its share of the prompt's compute), plus — for arrivals at random moments — the
 wait for other prompts (M/D/1 at the share of time spent on prompts) and half a step, plus the
-queue. A step-by-step simulator of the same scheduler in tests/core/test_serving.py is the
+queue. With data-parallel attention a prompt's own work (its non-expert products and attention)
+runs on the one group its request went to, and the step waits for the busiest group
+(`busiest_group_tokens`). A step-by-step simulator of the same scheduler in tests/core/test_serving.py is the
 reference this is checked against. ITL is the step time; its 90th percentile is
 the time of a step that carries a full prompt chunk when such steps are common. Everything is
 vectorised over configurations: the recommender solves the whole catalog in one call.
@@ -225,6 +227,12 @@ class StepCosts:
     #: the scheduler runs a waiting prompt's chunks as prefill batches of their own, ahead of the
     #: decode (SGLang: `Runtime.prefill_first`), not inside the decode steps (vLLM, TensorRT-LLM)
     prefill_first: bool = False
+    #: data-parallel attention: the marginal time of one prompt token's work that stays on its own
+    #: attention group (the non-expert products and the attention, at that group's GPUs alone), and
+    #: the groups. `prompt_token_s` spreads it over every group; a step waits for its busiest group
+    #: (`busiest_group_tokens`). 0 and 1 without data-parallel attention
+    prompt_group_token_s: Any = 0.0
+    attention_groups: Any = 1.0
 
 
 @dataclass(frozen=True)
@@ -324,6 +332,15 @@ def bisect_rising(f, hi):
     return np.exp(lo + t * (hi - lo))
 
 
+def busiest_group_tokens(prompt_tokens_per_step, prompt_tokens, groups):
+    """The prompt tokens of a step's busiest attention group, of ``prompt_tokens_per_step`` over
+    ``groups`` data-parallel groups: each prompt runs on the one group its request was sent to, so
+    while a step carries less than a prompt per group the busiest takes a whole prompt's chunk (or
+    all of them, under one prompt's worth), and past that an even share."""
+    pi = np.asarray(prompt_tokens_per_step, float)
+    return np.maximum(np.minimum(pi, prompt_tokens), pi / np.maximum(groups, 1.0))
+
+
 def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     """The steady state of ``load`` on every configuration of ``costs`` (vectorised). ``concurrency``:
     a closed loop's clients as an array that broadcasts with the configurations (a sweep over them
@@ -344,6 +361,20 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     request_s = np.asarray(costs.request_s, float)
     extra = np.asarray(costs.prompt_step_s, float)
     save = np.asarray(costs.request_server_s, float)
+    tau_g, groups = np.asarray(costs.prompt_group_token_s, float), np.asarray(costs.attention_groups, float)
+    grouped = bool(np.any(tau_g > 0) and np.any(groups > 1))
+
+    def tau_at(pi):
+        """A prompt token's time in steps that carry ``pi`` prompt tokens: spread over every attention
+        group, plus what the busiest group's share holds the others up (data-parallel attention)."""
+        if not grouped:
+            return tau_p
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(pi > 0, busiest_group_tokens(pi, P, groups) / np.maximum(pi, 1e-30), 1.0)
+        return tau_p + tau_g * (share - 1.0 / groups)
+
+    # a request's own prompt runs on its own group
+    tau_own = tau_p + tau_g * (1.0 - 1.0 / groups) if grouped else tau_p
 
     # A decoding request's steps carry the prompts of the *other* requests: its own prompt was
     # computed before its first token. While one client's prompt runs, at most the other C − 1
@@ -358,7 +389,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # tokens, and the steps that carried its chunks (their eager launches, at most every step)
         mixed = np.minimum(b, others)
         chunks = np.maximum(np.ceil(P / np.maximum(K - b, 1.0)), 1.0)
-        return ((step_table.at(b) if t_dec is None else t_dec) + mixed * (P * tau_p + save) / D
+        return ((step_table.at(b) if t_dec is None else t_dec) + mixed * (P * tau_at(mixed * P / D) + save) / D
                 + extra * np.minimum(mixed * chunks / D, 1.0))
 
     # Arrivals at random moments (Poisson, clients that think for a while, or clients whose requests
@@ -376,7 +407,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         """The time the steps that carry each prompt length take: each decodes the running batch
         and computes a chunk (points × configurations)."""
         budget = np.maximum(K - b, 1.0)
-        return np.maximum(np.ceil(pts / budget), 1.0) * (t_dec + extra) + pts * tau_p + request_s + save
+        return np.maximum(np.ceil(pts / budget), 1.0) * (t_dec + extra) + pts * tau_own + request_s + save
 
     def ttft_parts(b, tau, X, t_dec):
         budget = np.maximum(K - b, 1.0)
@@ -387,7 +418,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # the share of time the server spends on prompts (their chunks' steps), as the utilisation
         # of a queue for the prompt budget (M/G/1: the wait grows with the service time's second
         # moment, so a few long prompts make everyone wait), plus half a step for arriving mid-step
-        util = np.clip(X * (P * (tau_p + (t_dec + extra) / budget) + save), 0.0, PROMPT_BUDGET_UTIL_MAX)
+        util = np.clip(X * (P * (tau_at(X * P * tau) + (t_dec + extra) / budget) + save), 0.0, PROMPT_BUDGET_UTIL_MAX)
         second = (wts * s_i * s_i).sum(axis=0) / np.maximum(service, 1e-30)
         wait = second * util / (2.0 * (1.0 - util)) + 0.5 * tau
         return service, np.where(random_arrivals, wait, 0.0)
@@ -408,8 +439,9 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # second while each step leaves fewer tokens for prompts): bisect for the cap.
         def prompt_util(b):
             t_dec = step_table.at(b)
-            X = b / (D * step(b, t_dec))
-            return X * (P * (tau_p + (t_dec + extra) / np.maximum(K - b, 1.0)) + save)
+            tau = step(b, t_dec)
+            X = b / (D * tau)
+            return X * (P * (tau_at(X * P * tau) + (t_dec + extra) / np.maximum(K - b, 1.0)) + save)
 
         u_max = np.where(random_arrivals, PROMPT_BUDGET_UTIL_MAX, 1.0)
         over = prompt_util(b_hi) > u_max
@@ -470,13 +502,13 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     mixed_share = np.clip(X * P * tau / np.maximum(K - b, 1.0), 0.0, 1.0)
     # a step that carries prompt work fills what the budget leaves (charging one prompt's worth
     # instead, for steps where arrivals rarely coincide, made the held-out ITL worse: 23 → 25 %)
-    full_chunk_step = t_dec + extra + np.maximum(K - b, 0.0) * tau_p
+    full_chunk_step = t_dec + extra + np.maximum(K - b, 0.0) * tau_at(np.maximum(K - b, 0.0))
     itl_p90 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P90, np.maximum(full_chunk_step, tau), tau)
     itl_p99 = np.where(mixed_share > MIXED_STEP_SHARE_FOR_P99, np.maximum(full_chunk_step, tau), tau)
     itl_p50 = np.where(mixed_share > 0.5, np.maximum(full_chunk_step, tau), t_dec)
     e2e = ttft + D * tau
     limit = np.where(b_hi < kv_or_seqs * (1 - 1e-9), "prefill-budget", np.where(kv_cap <= S, "kv-capacity", "max-seqs"))
-    busy = np.where(t_comp + P * tau_p * X * tau > t_mem, "compute", "memory-bandwidth")
+    busy = np.where(t_comp + P * tau_at(X * P * tau) * X * tau > t_mem, "compute", "memory-bandwidth")
     bound = np.where(saturated, np.where(load.kind == "open", "queue", limit), busy)
     return Serving(
         ttft_ms=ttft * 1e3, ttft_p50_ms=ttft_p50 * 1e3, ttft_p90_ms=ttft_p90 * 1e3, ttft_p99_ms=ttft_p99 * 1e3,
@@ -863,6 +895,9 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per
     # products and the tensor-parallel all-reduces of each token's activations; the weight reads and
     # launches are per pass, and the steps that carry chunks pay them)
     prompt_token_s = _first(r.prefill_token_s, nd) / load.new_prompt_tokens
+    group_s = getattr(r, "prefill_group_s", None)
+    groups = getattr(r, "attention_groups", None)
+    group_token_s = 0.0 if group_s is None else _first(group_s, nd) / load.new_prompt_tokens
     seq_bytes, budget = _first(r.kv_seq_bytes, nd), _first(r.kv_budget_gpu_bytes, nd)
     full = load.prompt_tokens + load.output_tokens
     # a paged cache holds each sequence at its current length, on average prompt + output / 2
@@ -876,7 +911,9 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per
     save = prompt_cache_save_s(seq_bytes, gpus, gb_s, max_gb)
     return StepCosts(step_s=step_s, step_compute_s=r.decode_compute_s, step_memory_s=r.decode_memory_s,
                      prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
-                     chunk_tokens=chunk_tokens, request_s=request_s, prompt_step_s=extra, request_server_s=save)
+                     chunk_tokens=chunk_tokens, request_s=request_s, prompt_step_s=extra, request_server_s=save,
+                     prompt_group_token_s=group_token_s,
+                     attention_groups=1.0 if groups is None else _first(groups, nd))
 
 
 def _first(a, grid_ndim: int = 1):
@@ -1210,6 +1247,8 @@ def with_edges(costs: StepCosts, eff, slow_steps=None) -> StepCosts:
             a[..., 1] *= np.asarray(slow_steps, float).reshape((-1,) + (1,) * (a.ndim - 2))[:a.shape[0]]
     return _replace(costs, step_s=steps[0], step_compute_s=steps[1], step_memory_s=steps[2],
                     prompt_token_s=f(costs.prompt_token_s, prefill),
+                    prompt_group_token_s=f(costs.prompt_group_token_s, prefill),
+                    attention_groups=np.asarray(costs.attention_groups, float)[..., None] + 0.0 * prefill,
                     request_s=f(costs.request_s, prefill), prompt_step_s=f(costs.prompt_step_s, prefill))
 
 

@@ -67,6 +67,10 @@ def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, w
     K = int(load.chunk_tokens or costs.chunk_tokens)
     cap = int(min(math.floor(float(costs.kv_capacity)), load.max_seqs or costs.max_seqs))
     tau_p = float(costs.prompt_token_s)
+    # data-parallel attention: each request's prompt runs on the group it was sent to (round robin),
+    # and a step waits for its busiest group (`StepCosts.prompt_group_token_s`)
+    tau_g, groups = float(np.asarray(costs.prompt_group_token_s)), max(int(np.asarray(costs.attention_groups)), 1)
+    sent = 0
     extra = float(np.asarray(costs.prompt_step_s))
     save = float(np.asarray(costs.request_server_s))   # the server's own work per admitted request
     # τ_dec(b) for b = 0 … cap, tabulated once; a step with no decoding sequence still costs τ_dec(1)
@@ -92,17 +96,23 @@ def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, w
                 heapq.heappush(arrivals, a + rng.exponential(1.0 / load.rate_rps))
         admitted = 0
         while waiting and len(prefill) + n_dec < cap:          # a slot per admitted request
-            prefill.append([waiting.popleft(), prompt_len()])
+            prefill.append([waiting.popleft(), prompt_len(), sent % groups])
+            sent += 1
             admitted += 1
         if not prefill and n_dec == 0:                          # idle: wait for the next arrival
             t = arrivals[0]
             continue
         # the step decodes n_dec sequences and fills the rest of its budget with prompt tokens, FCFS
         # (at least one, as in the analytic model, so prompts always move)
+        before = [r[1] for r in prefill]
         pi = fill_prompt_budget(prefill, n_dec, K)
+        per_group = [0] * groups
+        for r, left in zip(prefill, before):
+            per_group[r[2]] += left - r[1]
         # a step that carries prompt tokens is an eager pass: its launches on top (prompt_step_s)
         # and each request admitted before it costs the server its own work first (everyone waits)
-        dt = tdec[n_dec] + pi * tau_p + (extra if pi else 0.0) + admitted * save
+        dt = (tdec[n_dec] + pi * tau_p + tau_g * (max(per_group) - pi / groups) + (extra if pi else 0.0)
+              + admitted * save)
         t += dt
         step += 1
         b = n_dec
@@ -625,6 +635,49 @@ def test_server_work_per_request_agrees_with_simulator(c):
     costs = synthetic_costs(kv=16, max_seqs=16)
     costs = StepCosts(**{**costs.__dict__, "request_server_s": 0.05})
     check_agreement(costs, load, steps=12_000)
+
+
+def test_a_step_waits_for_its_busiest_attention_group():
+    """With data-parallel attention a prompt runs on the one group its request went to: a step that
+    carries less than a prompt per group waits for a whole prompt's chunk on one group, past that for
+    an even share (`serving.busiest_group_tokens`)."""
+    assert serving.busiest_group_tokens(100.0, 1000.0, 8.0) == 100.0
+    assert serving.busiest_group_tokens(3000.0, 1000.0, 8.0) == 1000.0
+    assert serving.busiest_group_tokens(16000.0, 1000.0, 8.0) == 2000.0
+    assert serving.busiest_group_tokens(3000.0, 1000.0, 1.0) == 3000.0
+
+
+@pytest.mark.parametrize("share", [0.2, 0.5])
+def test_data_parallel_attention_agrees_with_the_simulator(share):
+    """Eight attention groups, each prompt's own work (60 µs a token on its group) on the group it was
+    sent to, round robin: the analytic steady state and a step simulator that charges each step its
+    busiest group agree, and the steps are slower than the same work spread over every group."""
+    costs = synthetic_costs(tau_p=1.5e-5, kv=128, max_seqs=128)
+    grouped = StepCosts(**{**costs.__dict__, "prompt_group_token_s": 6e-5, "attention_groups": 8.0})
+    shape = dict(prompt_tokens=800, output_tokens=200)
+    load = Load(kind="open", rate_rps=share * capacity_rate(grouped, shape), **shape)
+    a, _ = check_agreement(grouped, load, steps=60_000)
+    assert a["itl_ms"] > analytic(costs, load)["itl_ms"]
+
+
+def test_deepseek_with_data_parallel_attention_pays_for_its_busiest_group():
+    """DeepSeek-R1 on eight H200s with SGLang, attention data-parallel over 8 groups and the experts
+    over all 8 GPUs: the kernel hands the serving model each prompt's own-group work, and at 32 clients
+    (a prompt every few steps) the inter-token latency is higher than if every prompt were spread."""
+    from advisor.model.layout import Layout
+
+    cfg = api.configure(CAT, hardware="H200", model="DeepSeek-R1", quant="fp8", runtime="sglang", gpus=8)
+    cfg = cfg.replace(layout=Layout(tp=1, pp=1, ep=8, dp_attention=8))
+    load = Load(kind="closed", concurrency=32, prompt_tokens=1000, output_tokens=300)
+    costs = real_costs(load, cfg)
+    assert float(np.asarray(costs.attention_groups)) == 8.0
+    assert float(np.asarray(costs.prompt_group_token_s)) > 4 * float(np.asarray(costs.prompt_token_s)) / 8
+    spread = StepCosts(**{**costs.__dict__, "attention_groups": 1.0})
+    assert analytic(costs, load)["itl_ms"] > 1.05 * analytic(spread, load)["itl_ms"]
+    # and without data-parallel attention nothing changes
+    plain = real_costs(load, api.configure(CAT, hardware="H200", model="DeepSeek-R1", quant="fp8", runtime="sglang",
+                                           gpus=8))
+    assert float(np.asarray(plain.prompt_group_token_s)) == 0.0
 
 
 def test_a_closed_loop_never_gets_more_than_the_full_server():
