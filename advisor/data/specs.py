@@ -95,6 +95,11 @@ class Hardware:
     #: the boost clock its datasheet peak assumes under dense load
     #: (`advisor.model.devices.matrix_share`). Empty = none published
     bf16_achievable_tflops: float | None = _f("num", min=0.01, max=100_000)
+    #: The dense FP16 matrix rate with FP16 accumulate, TFLOP/s, where it is not fp16_dense_tflops (the
+    #: FP32-accumulate rate): GeForce dies run FP32 accumulate at half their FP16-accumulate rate
+    #: (NVIDIA's Turing, GA102, Ada and Blackwell GeForce tables). A runtime whose 16-bit products
+    #: accumulate in FP16 (`Runtime.fp16_accumulate`) reaches this one. Empty = the same rate
+    fp16_fp16acc_dense_tflops: float | None = _f("num", min=0.01, max=100_000)
     tdp_w: float | None = _f("num", min=1, max=10_000)
     interconnect: str = _f("str")
     interconnect_gb_s: float | None = _f("num", min=1, max=100_000)
@@ -470,6 +475,10 @@ class Runtime:
     speculative_decoding: bool = _f("bool")
     #: with an FP8 KV cache, its attention kernels compute in FP8 where the GPU has FP8 tensor cores
     fp8_attention: bool = _f("bool")
+    #: its 16-bit matrix products accumulate in FP16 (llama.cpp's cuBLAS path, CUBLAS_COMPUTE_16F; its
+    #: Vulkan f16acc pipelines): on a GeForce die they run at its FP16-accumulate rate
+    #: (`Hardware.fp16_fp16acc_dense_tflops`), twice the FP32-accumulate one
+    fp16_accumulate: bool = _f("bool")
     #: its scheduler runs waiting prompts as prefill batches of their own, ahead of the decode, rather
     #: than inside the decode steps (SGLang without --enable-mixed-chunk): a batch job's decoders see
     #: few, long gaps (`advisor.model.serving.batch_schedule`)

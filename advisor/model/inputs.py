@@ -149,10 +149,18 @@ def vector_peak(h: Hardware, r: Runtime, int8_linear: bool) -> float:
     return r.vector_peak_per_fp32 * float(h.fp32_tflops)
 
 
+def accumulates_fp16(h: Hardware, r: Runtime, used: str) -> bool:
+    """Whether ``r``'s products in ``used`` run at ``h``'s FP16-accumulate rate (`Runtime.fp16_accumulate`
+    on a part that has one apart: GeForce)."""
+    return used == "fp16" and r.fp16_accumulate and bool(h.fp16_fp16acc_dense_tflops)
+
+
 def compute_peak(h: Hardware, r: Runtime, q: Quant) -> tuple[float, str, str]:
     """(peak TFLOP/s, dtype used, dtype wanted) for runtime ``r`` running format ``q`` on ``h``."""
     wanted = r.compute_for(q, h.vendor)
     peak, used = peak_for(h, wanted)
+    if accumulates_fp16(h, r, used):
+        peak = h.fp16_fp16acc_dense_tflops
     if used == "int8":
         # the runtime's int8 kernels' reach, less what this format's unpacking costs them
         peak = min(peak, int8_cap(h, r)) / format_costs(h, r, q, True)[0]
@@ -300,6 +308,11 @@ class Tables:
         for i, h in enumerate(hw):
             self.peak[i] = peak_by_dtype[i][dtype_idx[h.vendor]]
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
+            if h.fp16_fp16acc_dense_tflops:
+                # runtimes whose 16-bit products accumulate in FP16 reach this part's FP16-accumulate rate
+                used = np.array([found[i][k][1] for k in range(len(dtypes))])[dtype_idx[h.vendor]]
+                fp16acc = np.array([r.fp16_accumulate for r in rt], dtype=bool).reshape(len(rt), 1) & (used == "fp16")
+                self.peak[i] = np.where(fp16acc, h.fp16_fp16acc_dense_tflops, self.peak[i])
         # the share of the peak the format's products reach relative to 16-bit ones', and the extra
         # fixed cost of each of its products (`format_gemm_us`), by the dtype in use
         self.gemm_share = by_format(gemm_share)
