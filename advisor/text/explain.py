@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from advisor.model.devices import matrix_share, side_work_scale, with_side_work
 from advisor.model.efficiency import efficiency_for, expert_weight
 from advisor.model.geometry import geometry
-from advisor.model.inputs import format_products, mla_fraction
+from advisor.model.inputs import accumulates_fp16, format_products, mla_fraction
 from advisor.model.roofline import expert_overhead
 from advisor.text.format import duration_ms, num
 from advisor.model.notes import efficiency_note
@@ -64,6 +64,11 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
                  f"FP32 rate), so the work beside the products (tile loads, epilogues, norms, softmax) takes "
                  f"{side:.2f} of the time per FLOP it takes there: η_c {eta_c:.2f} acts as {eta_c_here:.2f}." if side_shown else "")
     eta_c_text = f"η_c {eta_c:.2f}" + (f" (→ {eta_c_here:.2f})" if side_shown else "")
+    # llama.cpp's FP16-accumulate products on a GeForce die: a peak twice the datasheet's usual figure
+    acc_note = (f" {cfg.runtime.name}'s 16-bit products accumulate in FP16, which this "
+                f"GeForce die runs at {num(cfg.hardware.fp16_fp16acc_dense_tflops)} TFLOP/s, twice its "
+                f"FP32-accumulate {num(cfg.hardware.fp16_dense_tflops)}."
+                if accumulates_fp16(cfg.hardware, cfg.runtime, p.compute_dtype) else "")
     comp_ms = (p.decode_flops_per_step / (p.peak_tflops * 1e12 * eta_c_here * sustained) * 1e3
                if math.isfinite(p.peak_tflops) else math.nan)
     seq_us = float(eff.seq_overhead_us)
@@ -98,7 +103,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         f"{p.compute_dtype} × {eta_c_text}{' × ' + format(sustained, '.2f') if shown else ''} the FLOPs take {num(comp_ms)} ms; fixed "
         f"costs {layers_text} × {num(float(eff.layer_overhead_us))} µs{experts_text}{per_product} + "
         f"{num(float(eff.step_overhead_us))} µs{per_seq} = "
-        f"{num(fixed_ms)} ms.{mla_note}{sustained_note}{side_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
+        f"{num(fixed_ms)} ms.{mla_note}{sustained_note}{side_note}{acc_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
         f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
     out["throughput"] = Explanation(
@@ -128,7 +133,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
             f"(norms, RoPE, the gated activation) move {num(act_gb)} GB per GPU, {num(act_ms)} ms at η_bw "
             f"{float(eff.decode_bw_fraction):.2f}{piped_text}: {duration_ms(p.ttft_ms)} "
             f"({band_p}: {duration_ms(p.ttft_low_ms)}–{duration_ms(p.ttft_high_ms)}), {num(p.prefill_tok_s)} prompt "
-            f"tok/s, {p.prefill_bound}-bound.{sustained_note}{side_note} The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
+            f"tok/s, {p.prefill_bound}-bound.{sustained_note}{side_note}{acc_note} The 100 % roofline would do {num(p.prefill_ceiling_tok_s)} tok/s.\n{profile}")
     else:
         out["ttft"] = Explanation("Time to first token", "TTFT = one decode step (no prompt)",
                                   f"With no prompt the first token takes one decode step: {duration_ms(p.ttft_ms)}.\n{profile}")

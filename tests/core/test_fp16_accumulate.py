@@ -66,3 +66,9 @@ def test_an_f16_prompt_on_a_geforce_card_runs_faster_under_llama_cpp(cat):
         return p.prefill_ceiling_tok_s
     # the 100 % roofline alone (no fitted fraction): twice the peak, near twice the ceiling
     assert prompt_tok_s("llama.cpp") > 1.6 * prompt_tok_s("vllm")
+    # and the explanation says why the peak is twice the datasheet's usual figure
+    from advisor import api
+
+    cfg = configure(cat, hardware="RTX 4090", model="Llama 3.1 8B", quant="f16", runtime="llama.cpp", prompt=4096)
+    text = api.explain(cat, cfg, predict(cat, cfg))["ttft"].text
+    assert "accumulate in FP16" in text and "330 TFLOP/s, twice its FP32-accumulate 165" in text
