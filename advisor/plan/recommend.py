@@ -1182,7 +1182,8 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
     # the fields the serving model reads: per batch (G, n) or per configuration (n,)
     kernel = SimpleNamespace(**{name: sub(v.table(name)) for name in (
         "decode_tok_s", "decode_compute_s", "decode_memory_s")}, **{name: sub(v.first_row(name)) for name in (
-        "prefill_token_s", "kv_seq_bytes", "kv_budget_gpu_bytes", "request_s", "prefill_pass_extra_s")})
+        "prefill_token_s", "kv_seq_bytes", "kv_budget_gpu_bytes", "request_s", "prefill_pass_extra_s",
+        "prefill_group_s", "attention_groups")})
 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged

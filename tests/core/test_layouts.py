@@ -437,3 +437,27 @@ def test_pipeline_stages_of_a_server_overlap_different_prompts_only(cat):
     lone, eight = ttft(1), ttft(8)
     # eight prompts of 9,000 tokens are ~9 micro-batches of 8,192: (9 + 1) / (9 · 2) of sequential
     assert eight / (8 * lone) == pytest.approx(10 / 18, rel=0.08)
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_recommend_and_serve_agree_on_a_data_parallel_attention_server(cat):
+    """The recommender's serving model charges a data-parallel attention step its busiest group as
+    `serve` does (`serving.busiest_group_tokens`): DeepSeek-R1 on eight H200s with SGLang, attention
+    DP 8 + EP 8, 64 users — the same per-user speed from both; at this light load slower than plain
+    tensor parallel (a prompt every few steps holds up all eight groups)."""
+    import dataclasses
+
+    from advisor.model.config import configure
+    from advisor.model.serving import Load, serve
+
+    req = Requirements(model=cat.models["deepseek-r1"], users=64, hardware=("h200-sxm-141gb",), runtimes=("sglang",),
+                       kv_dtypes=("fp8",), min_bits=8, prompt_tokens=1000, output_tokens=300)
+    rows = [c for c in recommend(cat, req).all() if c.gpus == 8 and c.layout.dp_attention == 8]
+    assert rows
+    row = rows[0]
+    cfg = configure(cat, hardware="h200-sxm-141gb", model="deepseek-r1", quant=row.quant.key, runtime="sglang",
+                    kv_dtype="fp8", layout="dp8+ep8")
+    report = serve(cat, cfg, Load(kind="closed", concurrency=64, prompt_tokens=1000, output_tokens=300))
+    assert row.tok_s == pytest.approx(1e3 / report.itl_ms, rel=0.02)
+    assert report.itl_ms > 1.03 * serve(cat, dataclasses.replace(cfg, layout=None),
+                                        Load(kind="closed", concurrency=64, prompt_tokens=1000, output_tokens=300)).itl_ms
