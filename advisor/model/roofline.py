@@ -701,6 +701,10 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # again for each sequence (`vector_peak`), at the vector units' rate instead of the matrix peak
     peak = linear_peak(a, Bq)
     eff_bw, eff_c = bw * eta_bw, peak * eta_c
+    # the routed experts' products at their own fraction (each multiplies only the tokens routed to it,
+    # as in a prompt pass): what they take beyond the linear layers' rate, 0 where the fractions agree
+    exp_flops = Bq * 2.0 * g.moe_layers * g.experts_per_token * g.expert_params_each if g.experts else 0.0
+    exp_extra = exp_flops * (1.0 / (peak * a.eta_exp) - 1.0 / eff_c)
     w_tp = w_read / tp
     lin_share = 1.0 / tp
     if a.wide:
@@ -730,13 +734,14 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         weights_active = g.flops_params_per_token + out_params
         vec_s = (a.vec_ops * weights_read + a.vec_seq_ops * np.maximum(Bq - 1.0, 0.0) * weights_active) \
             / (a.vec_peak * tp)
-        lin_measured = np.where((Bq <= a.vec_max) & np.isfinite(vec_s), vec_s, dec_flops_lin * (1.0 / eff_c) / tp)
+        lin_measured = np.where((Bq <= a.vec_max) & np.isfinite(vec_s), vec_s,
+                                dec_flops_lin * (1.0 / eff_c) / tp + exp_extra / tp)
 
-    def node_times(c, inv_bw, inv_c, inv_eta, inv_att, measured_vec=True):
+    def node_times(c, inv_bw, inv_c, inv_eta, inv_att, measured_vec=True, extra=0.0):
         """((weight bytes, linear FLOPs), (KV bytes, attention FLOPs)) at context c, in seconds at
         the given rates: the linear layers' kernels and the attention kernels, each with its own
         roofs. ``measured_vec``: the linear layers as `lin_measured` has them, at the attained rates (the
-        ceiling keeps the plain FLOPs at the peak)."""
+        ceiling keeps the plain FLOPs at the peak); ``extra``: the experts' time beyond ``inv_c``'s."""
         w_mem, kv_mem = w_tp * inv_bw, Bg * kv.read(c) * pp * inv_bw
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
@@ -745,9 +750,9 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         if a.score is not None:
             kv_mem = kv_mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
         if a.wide:
-            lin, att = dec_flops_lin * lin_share * inv_c, Bgq * attn_flops(c) / tp * inv_att
+            lin, att = dec_flops_lin * lin_share * inv_c + extra * lin_share, Bgq * attn_flops(c) / tp * inv_att
         else:
-            lin, att = dec_flops_lin * inv_c / tp, Bq * attn_flops(c) * inv_att / tp
+            lin, att = dec_flops_lin * inv_c / tp + extra / tp, Bq * attn_flops(c) * inv_att / tp
             if measured_vec and lin_measured is not None:
                 lin = lin_measured
         return (w_mem, lin), (kv_mem, att)
@@ -766,7 +771,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         (w_mem, lin), (kv_mem, att) = parts
         return w_mem + kv_mem, lin + att
 
-    split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec)) for c in (c0, cm, c1)]
+    split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec), extra=exp_extra)
+             for c in (c0, cm, c1)]
     mid_memory_s, mid_compute_s = totals(split[1])
     # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
     # kinds of kernel could approach it; none can pass it)

@@ -31,3 +31,26 @@ def test_the_calibration_learns_it_for_llama_cpp_on_geforce(cat):
     # model's rate per active FLOP: the NVIDIA profile's experts are slower than its linear layers
     p = cat.profiles["llama.cpp+nvidia"]
     assert p.expert_compute_fraction is not None and p.expert_compute_fraction < 0.9 * p.prefill_compute_fraction
+
+
+def test_a_compute_bound_decode_step_runs_its_experts_at_their_fraction_too(cat):
+    """A decode step's routed-expert products run at the experts' own fraction, as a prompt pass's do:
+    DeepSeek-R1 on eight H200s with TensorRT-LLM (its Hopper profile has the experts at 0.41 of the
+    peak where the linear layers reach 0.78) at 4,096 sequences, where the products outlast the weight
+    reads, is slower than at one fraction for all; at 64 sequences (bound by the reads) and for a dense
+    model nothing changes."""
+    def step_s(model, batch, expert_fraction=None):
+        cfg = configure(cat, hardware="h200-sxm-141gb", model=model, runtime="tensorrt-llm", quant="fp8", gpus=8,
+                        batch=batch, prompt=1024, output=2048)
+        eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
+        if expert_fraction is not None:
+            eff = eff.replace(expert_compute_fraction=expert_fraction)
+        x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload)
+        return 1.0 / float(evaluate(geometry(cfg.model), x).decode_tok_s), eff
+
+    own, eff = step_s("deepseek-r1", 4096)
+    assert float(eff.expert_compute_fraction) < 0.7 * float(eff.prefill_compute_fraction)
+    one, _ = step_s("deepseek-r1", 4096, math.nan)     # nan: the linear layers' own fraction
+    assert own > 1.05 * one
+    assert step_s("deepseek-r1", 64)[0] == step_s("deepseek-r1", 64, math.nan)[0]
+    assert step_s("llama-3.1-70b", 4096)[0] == step_s("llama-3.1-70b", 4096, math.nan)[0]
