@@ -705,6 +705,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # as in a prompt pass): what they take beyond the linear layers' rate, 0 where the fractions agree
     exp_flops = Bq * 2.0 * g.moe_layers * g.experts_per_token * g.expert_params_each if g.experts else 0.0
     exp_extra = exp_flops * (1.0 / (peak * a.eta_exp) - 1.0 / eff_c)
+    if not np.any(exp_extra):
+        exp_extra = 0.0   # the plain path: nothing to add over the configurations × batches
     w_tp = w_read / tp
     lin_share = 1.0 / tp
     if a.wide:
@@ -934,10 +936,13 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
         largest = np.where(T > 0, np.minimum(tok_per_ub / np.maximum(T, 1e-30), 1.0), 1.0)
         copies = np.asarray(x.prompt_pipeline_copies, ft)
         token_share = pipeline_share(pp, ub, B, copies, largest)
-        fixed_share = pipeline_share(pp, ub, B, copies)
-        fixed_part = np.minimum(ub * per_pass + exchanges * lat, t)
-        piped = np.where(token_share == fixed_share, token_share,
-                         ((t - fixed_part) * token_share + fixed_part * fixed_share) / np.maximum(t, 1e-30))
+        fixed_share = token_share
+        piped = token_share
+        if np.any(pp > 1):   # without stages both shares are 1
+            fixed_share = pipeline_share(pp, ub, B, copies)
+            fixed_part = np.minimum(ub * per_pass + exchanges * lat, t)
+            piped = np.where(token_share == fixed_share, token_share,
+                             ((t - fixed_part) * token_share + fixed_part * fixed_share) / np.maximum(t, 1e-30))
     t = t * piped
     w_read_s = w_gpu / bw + w_gpu * a.w_tier if a.tiered else w_gpu / bw
     ideal_compute = lin * (1.0 / (tp * peak)) + att * (1.0 / (tp * apeak))
