@@ -12,6 +12,11 @@ Two tables, per system × engine × expert dtype (tensor-parallel layouts, balan
    both other sides 2,048 or more; what a profile's bandwidth fraction is mostly fitted on): whether
    grouped expert reads run slower than dense weight reads. Layers whose reads take under 20 µs are
    left out (their floor decides).
+3. **Expert parallel, by tokens per expert.** DeepSeek-V3/R1's layer (256 experts, top-8, 7,168 ×
+   2,048) over 8 GPUs (EP8: 32 whole experts each), balanced routing, the fastest of the engine's MoE
+   back-ends: the share of the spec bandwidth at which the GPU's 32 experts are read, by the tokens in
+   the layer (tokens per expert = tokens × 8 / 256). The model reads routed experts at the dense η_bw;
+   where this falls with tokens per expert before the products' FLOPs bind, it is too fast.
 
     python benchmarks/moe_kernels.py --data DIR
 
@@ -95,6 +100,36 @@ def main() -> None:
           "dense products of those token counts\n")
     print(table(["system", "engine", "experts' dtype", "layers × batches", "MoE reads' share",
                  "dense BF16 products' share"], reads))
+    print("\n3. expert parallel over 8 GPUs (DeepSeek's layer, balanced): the share of the spec bandwidth at which "
+          "a GPU's 32 experts are read, by tokens in the layer (tokens per expert in brackets)\n")
+    print(table(["system", "engine", "experts' dtype", *(f"{t:,} ({t * 8 // 256})" for t in EP_TOKENS)],
+                expert_parallel_shares(cat, args.data)))
+
+
+#: tokens in an MoE layer for table 3 (tokens per expert: × 8 / 256)
+EP_TOKENS = (64, 256, 1024, 3072, 8192)
+
+
+def expert_parallel_shares(cat, data) -> list[list[str]]:
+    """Table 3's rows: per system, engine version and experts' dtype."""
+    import pandas as pd
+
+    rows = []
+    for system, key in SYSTEMS.items():
+        bw = cat.hardware[key].bandwidth_gb_s * 1e9
+        for path in sorted(Path(data, system, "moe").glob("*/*/moe_perf.parquet")):
+            moe = pd.read_parquet(path)
+            ds = moe[(moe.hidden_size == 7168) & (moe.inter_size == 2048) & (moe.topk == 8) & (moe.num_experts == 256)
+                     & (moe.moe_ep_size == 8) & (moe.moe_tp_size == 1) & (moe.distribution == "balanced")]
+            for dtype, m in ds.groupby("moe_dtype"):
+                if dtype not in WEIGHT_BYTES:
+                    continue
+                fastest = m.groupby("num_tokens").latency.min()
+                experts_bytes = 32 * 3 * 7168 * 2048 * WEIGHT_BYTES[dtype]
+                rows.append([system, f"{path.parts[-3]} {path.parts[-2]}", dtype,
+                             *(f"{experts_bytes / (fastest[t] * 1e-3) / bw:.2f}" if t in fastest.index else "–"
+                               for t in EP_TOKENS)])
+    return rows
 
 
 if __name__ == "__main__":
