@@ -96,7 +96,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 for e in sorted(entries, key=lambda e: (e.vendor, e.kind, e.name))]
         print(table(["key", "vendor", "name", "kind", "mem GiB", "usable GB", "BW GB/s", "FP16 TFLOPS",
                      "FP8 TFLOPS", "year", "buy $ (each)", "rent $/GPU-h"], rows))
-        print("FP16 = dense matrix rate (GeForce: FP32 accumulate; Apple and cards without matrix units: vector FP32)")
+        print("FP16 = dense matrix rate (GeForce: FP32 accumulate, half its FP16-accumulate rate, which llama.cpp's "
+              "FP16 products reach; Apple and cards without matrix units: vector FP32)")
     elif section == "models":
         rows = []
         for e in sorted(entries, key=lambda e: (e.family, e.params_total_b)):
