@@ -40,6 +40,8 @@ from gemm_shares import SYSTEMS  # noqa: E402  (aiconfigurator's system folders 
 WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "nvfp4": 0.5625}
 DECODE_TOKENS = (8, 16, 32, 64, 128, 256)
 MIN_READ_S = 20e-6
+#: tokens in an MoE layer for table 3 (tokens per expert: × 8 / 256)
+EP_TOKENS = (64, 256, 1024, 3072, 8192)
 
 
 def main() -> None:
@@ -52,13 +54,14 @@ def main() -> None:
     ap.add_argument("--data", required=True, help="aiconfigurator-core's systems/data folder")
     args = ap.parse_args()
     cat = load_catalog(user=None)
-    floors, reads = [], []
+    floors, reads, expert_parallel = [], [], []
     per_engine: dict[str, list[float]] = {}   # every layer's floor, every version and system
     for system, key in SYSTEMS.items():
         bw = cat.hardware[key].bandwidth_gb_s * 1e9
         for path in sorted(Path(args.data, system, "moe").glob("*/*/moe_perf.parquet")):
             engine, version = path.parts[-3], path.parts[-2]
             moe = pd.read_parquet(path)
+            expert_parallel.extend(expert_parallel_shares(moe, bw, [system, f"{engine} {version}"]))
             moe = moe[(moe.distribution == "balanced") & (moe.moe_ep_size == 1)]
             gemm_path = sorted(Path(args.data, system, "gemm", engine).glob("*/gemm_perf.parquet"))
             gemm = pd.read_parquet(gemm_path[-1]) if gemm_path else None
@@ -103,32 +106,22 @@ def main() -> None:
     print("\n3. expert parallel over 8 GPUs (DeepSeek's layer, balanced): the share of the spec bandwidth at which "
           "a GPU's 32 experts are read, by tokens in the layer (tokens per expert in brackets)\n")
     print(table(["system", "engine", "experts' dtype", *(f"{t:,} ({t * 8 // 256})" for t in EP_TOKENS)],
-                expert_parallel_shares(cat, args.data)))
+                expert_parallel))
 
 
-#: tokens in an MoE layer for table 3 (tokens per expert: × 8 / 256)
-EP_TOKENS = (64, 256, 1024, 3072, 8192)
-
-
-def expert_parallel_shares(cat, data) -> list[list[str]]:
-    """Table 3's rows: per system, engine version and experts' dtype."""
-    import pandas as pd
-
+def expert_parallel_shares(moe, bw: float, label: list[str]) -> list[list[str]]:
+    """Table 3's rows of one MoE table (every row of it, as read), one per experts' dtype: DeepSeek's
+    layer over 8 GPUs, the read share at each of `EP_TOKENS` (``bw``: the GPU's spec bandwidth, B/s)."""
+    ds = moe[(moe.hidden_size == 7168) & (moe.inter_size == 2048) & (moe.topk == 8) & (moe.num_experts == 256)
+             & (moe.moe_ep_size == 8) & (moe.moe_tp_size == 1) & (moe.distribution == "balanced")]
     rows = []
-    for system, key in SYSTEMS.items():
-        bw = cat.hardware[key].bandwidth_gb_s * 1e9
-        for path in sorted(Path(data, system, "moe").glob("*/*/moe_perf.parquet")):
-            moe = pd.read_parquet(path)
-            ds = moe[(moe.hidden_size == 7168) & (moe.inter_size == 2048) & (moe.topk == 8) & (moe.num_experts == 256)
-                     & (moe.moe_ep_size == 8) & (moe.moe_tp_size == 1) & (moe.distribution == "balanced")]
-            for dtype, m in ds.groupby("moe_dtype"):
-                if dtype not in WEIGHT_BYTES:
-                    continue
-                fastest = m.groupby("num_tokens").latency.min()
-                experts_bytes = 32 * 3 * 7168 * 2048 * WEIGHT_BYTES[dtype]
-                rows.append([system, f"{path.parts[-3]} {path.parts[-2]}", dtype,
-                             *(f"{experts_bytes / (fastest[t] * 1e-3) / bw:.2f}" if t in fastest.index else "–"
-                               for t in EP_TOKENS)])
+    for dtype, m in ds.groupby("moe_dtype"):
+        if dtype not in WEIGHT_BYTES:
+            continue
+        fastest = m.groupby("num_tokens").latency.min()
+        experts_bytes = 32 * 3 * 7168 * 2048 * WEIGHT_BYTES[dtype]
+        rows.append([*label, dtype, *(f"{experts_bytes / (fastest[t] * 1e-3) / bw:.2f}" if t in fastest.index else "–"
+                                      for t in EP_TOKENS)])
     return rows
 
 

@@ -103,12 +103,13 @@ def main() -> None:
             continue
         tok_s, batch, how = max(best)
         layout = None if how.startswith(("TP", "1 GPU")) else how
-        slots = stated_batch(row.quote) or batch
+        stated = stated_batch(row.quote)
+        slots = stated or batch
         served = serving_uncapped(cat, row, layout, slots)
         rows.append([f"{model.name} · {row.gpus}× {cat.hardware[row.hardware].name}", row.quant,
                      f"{row.prompt_tokens:,}/{row.output_tokens:,}", f"{row.max_output_tok_s:,.0f}",
                      f"{tok_s:,.0f}", f"{batch:,} ({how})", f"{tok_s / row.max_output_tok_s:.2f}",
-                     f"{served:,.0f}", f"{slots:,}{' (stated)' if stated_batch(row.quote) else ''}",
+                     f"{served:,.0f}", f"{slots:,}{' (stated)' if stated else ''}",
                      f"{served / row.max_output_tok_s:.2f}"])
     fmt = markdown_table if args.markdown else table
     print(fmt(["system", "format", "in/out", "vendor's max tok/s", "static batch (no ceiling)",

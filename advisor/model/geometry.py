@@ -104,9 +104,14 @@ class Geometry:
         return -np.expm1(tokens * c)
 
     @property
+    def routed_active_params(self) -> float:
+        """The routed experts' parameters one token multiplies through: its k experts in every MoE layer."""
+        return self.moe_layers * self.experts_per_token * self.expert_params_each
+
+    @property
     def flops_params_per_token(self) -> float:
         """Parameters one token multiplies through (2 FLOPs each): body with its k experts, no head."""
-        return self.non_expert_params + self.moe_layers * self.experts_per_token * self.expert_params_each
+        return self.non_expert_params + self.routed_active_params
 
     def kv_bytes_per_token(self, kv_bits: float) -> float:
         """KV bytes one token adds at long context (all attention layers, no window cap, one GPU),

@@ -310,8 +310,8 @@ class Tables:
             self.int8_linear[i] = dtype_by[i][dtype_idx[h.vendor]]
             if h.fp16_fp16acc_dense_tflops:
                 # runtimes whose 16-bit products accumulate in FP16 reach this part's FP16-accumulate rate
-                used = np.array([found[i][k][1] for k in range(len(dtypes))])[dtype_idx[h.vendor]]
-                fp16acc = np.array([r.fp16_accumulate for r in rt], dtype=bool).reshape(len(rt), 1) & (used == "fp16")
+                used = np.array([u for _, u in found[i]])[dtype_idx[h.vendor]]   # (runtime, quant)
+                fp16acc = np.array([[accumulates_fp16(h, r_, u) for u in row] for r_, row in zip(rt, used)], dtype=bool)
                 self.peak[i] = np.where(fp16acc, h.fp16_fp16acc_dense_tflops, self.peak[i])
         # the share of the peak the format's products reach relative to 16-bit ones', and the extra
         # fixed cost of each of its products (`format_gemm_us`), by the dtype in use

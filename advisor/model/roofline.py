@@ -703,8 +703,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     eff_bw, eff_c = bw * eta_bw, peak * eta_c
     # the routed experts' products at their own fraction (each multiplies only the tokens routed to it,
     # as in a prompt pass): what they take beyond the linear layers' rate, 0 where the fractions agree
-    exp_flops = Bq * 2.0 * g.moe_layers * g.experts_per_token * g.expert_params_each if g.experts else 0.0
-    exp_extra = exp_flops * (1.0 / (peak * a.eta_exp) - 1.0 / eff_c)
+    exp_extra = Bq * 2.0 * g.routed_active_params * (1.0 / (peak * a.eta_exp) - 1.0 / eff_c) if g.experts else 0.0
     if not np.any(exp_extra):
         exp_extra = 0.0   # the plain path: nothing to add over the configurations × batches
     w_tp = w_read / tp
@@ -847,7 +846,7 @@ def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:
     w_bytes = bytes_read(g, bits, g.expert_fraction(tok_per_ub), with_output=False)
     lin = 2.0 * g.flops_params_per_token * T + 2.0 * g.output_params * B  # logits of the last token only
     # the part of it in the routed experts (MoE): they run at their own fraction of the peak
-    lin_exp = 2.0 * g.moe_layers * g.experts_per_token * g.expert_params_each * T
+    lin_exp = 2.0 * g.routed_active_params * T
     # causal attention: each prompt token attends to the cache and half the prompt on average
     att = B * attn_coeff * s * (g.full_layers * (d + s / 2.0) + g.sliding_layers * np.minimum(W, d + s / 2.0))
     if g.sparse:
