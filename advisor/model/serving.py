@@ -878,6 +878,13 @@ def _mixture_quantile(s_i, w_i, mean_wait, p: float, iterations: int = 48):
 
 # ---- from the kernel to step costs ----------------------------------------------------------------
 
+#: The kernel's fields `costs_from_result` reads: per grid batch, and per configuration (at the first
+#: batch). A caller that hands it a subset of a sweep (the recommender) takes these names from here.
+STEP_FIELDS = ("decode_tok_s", "decode_compute_s", "decode_memory_s")
+PASS_FIELDS = ("prefill_token_s", "kv_seq_bytes", "kv_budget_gpu_bytes", "request_s", "prefill_pass_extra_s",
+               "prefill_group_s", "attention_groups")
+
+
 def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per_seq=0.0,
                       prompt_cache=(0.0, None, 1)) -> StepCosts:
     """Step costs from kernel results at batch = STEP_GRID along the first axis (its first G

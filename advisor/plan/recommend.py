@@ -28,7 +28,8 @@ from advisor.model.efficiency import EVIDENCE_LEVELS
 from advisor.model.roofline import MAX_BATCH, Workload, experts_slowdown
 from advisor.model.config import context_refusal
 from advisor.data.specs import Hardware, KvDtype, Model, Quant, Runtime
-from advisor.model.serving import STEP_GRID, Load, band_factors, costs_from_result, server_sample_s, solve
+from advisor.model.serving import (PASS_FIELDS, STEP_FIELDS, STEP_GRID, Load, band_factors, costs_from_result,
+                                    server_sample_s, solve)
 from advisor.model.devices import NETWORKS_GBIT_S, domain_gpus, max_gpus
 from advisor.model.sweep import Layouts, sweep
 from advisor.plan import pricing
@@ -1180,10 +1181,8 @@ def _judge_serving(grid, req: Requirements, users: int, cols: np.ndarray | None 
                 prompt_cache=keeps_prompt_cache(req))
 
     # the fields the serving model reads: per batch (G, n) or per configuration (n,)
-    kernel = SimpleNamespace(**{name: sub(v.table(name)) for name in (
-        "decode_tok_s", "decode_compute_s", "decode_memory_s")}, **{name: sub(v.first_row(name)) for name in (
-        "prefill_token_s", "kv_seq_bytes", "kv_budget_gpu_bytes", "request_s", "prefill_pass_extra_s",
-        "prefill_group_s", "attention_groups")})
+    kernel = SimpleNamespace(**{name: sub(v.table(name)) for name in STEP_FIELDS},
+                             **{name: sub(v.first_row(name)) for name in PASS_FIELDS})
 
     # the launch line sets the server's running-sequence limit to the users (--max-num-seqs, -np …);
     # llama-server's slots each reserve the whole context, so they are not paged
