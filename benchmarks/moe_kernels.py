@@ -1,7 +1,8 @@
 """What a mixture of experts costs at a decode step, from aiconfigurator's published MoE kernel timings
 (per GPU, engine and version; NVIDIA's own collection): the evidence behind the decode model's MoE terms.
 
-Two tables, per system × engine × expert dtype (tensor-parallel layouts, balanced routing):
+Four tables, per system × engine × expert dtype (balanced routing; 1 and 2 tensor-parallel layouts, 3 and 4
+expert-parallel):
 
 1. **The floor.** One token through a whole MoE layer (router, sort, the grouped products, combine)
    against the time its expert reads take at the spec bandwidth: what is left is a fixed cost per MoE
@@ -17,6 +18,12 @@ Two tables, per system × engine × expert dtype (tensor-parallel layouts, balan
    back-ends: the share of the spec bandwidth at which the GPU's 32 experts are read, by the tokens in
    the layer (tokens per expert = tokens × 8 / 256). The model reads routed experts at the dense η_bw;
    where this falls with tokens per expert before the products' FLOPs bind, it is too fast.
+4. **Reads and products: added or overlapped?** The same layers' times against two forms, each with
+   the read share at 64 tokens (2 an expert) as its bandwidth and one fitted fraction of the experts'
+   dtype peak (the median over 1,024-8,192 tokens): reads + products (a prompt pass's form in the model)
+   and the larger of the two (a dense GEMM's roofline, and a decode step's in the model,
+   `advisor.model.roofline.decode_step`). Printed: the fitted fractions and the largest miss over the
+   five token counts.
 
     python benchmarks/moe_kernels.py --data DIR
 
@@ -54,7 +61,7 @@ def main() -> None:
     ap.add_argument("--data", required=True, help="aiconfigurator-core's systems/data folder")
     args = ap.parse_args()
     cat = load_catalog(user=None)
-    floors, reads, expert_parallel = [], [], []
+    floors, reads, expert_parallel, forms = [], [], [], []
     per_engine: dict[str, list[float]] = {}   # every layer's floor, every version and system
     for system, key in SYSTEMS.items():
         bw = cat.hardware[key].bandwidth_gb_s * 1e9
@@ -62,6 +69,7 @@ def main() -> None:
             engine, version = path.parts[-3], path.parts[-2]
             moe = pd.read_parquet(path)
             expert_parallel.extend(expert_parallel_shares(moe, bw, [system, f"{engine} {version}"]))
+            forms.extend(added_or_overlapped(moe, cat.hardware[key], [system, f"{engine} {version}"]))
             moe = moe[(moe.distribution == "balanced") & (moe.moe_ep_size == 1)]
             gemm_path = sorted(Path(args.data, system, "gemm", engine).glob("*/gemm_perf.parquet"))
             gemm = pd.read_parquet(gemm_path[-1]) if gemm_path else None
@@ -107,13 +115,27 @@ def main() -> None:
           "a GPU's 32 experts are read, by tokens in the layer (tokens per expert in brackets)\n")
     print(table(["system", "engine", "experts' dtype", *(f"{t:,} ({t * 8 // 256})" for t in EP_TOKENS)],
                 expert_parallel))
+    print("\n4. the same layers: reads + products against the larger of the two, each with the read share at 64 "
+          "tokens and one fitted fraction of the dtype's peak (largest miss over the five token counts)\n")
+    print(table(["system", "engine", "experts' dtype", "read share", "fraction (added)", "largest miss (added)",
+                 "fraction (larger)", "largest miss (larger)"], forms))
+    added = [float(r[5].rstrip(" %")) for r in forms]
+    larger = [float(r[7].rstrip(" %")) for r in forms]
+    print(f"\nmedian of the largest misses over {len(forms)} tables: added {statistics.median(added):.0f} %, "
+          f"larger of the two {statistics.median(larger):.0f} %")
+
+
+def deepseek_ep8(moe):
+    """The rows of an MoE table for DeepSeek-V3/R1's layer over 8 GPUs (256 experts, top-8, 7,168 × 2,048,
+    EP8, balanced routing)."""
+    return moe[(moe.hidden_size == 7168) & (moe.inter_size == 2048) & (moe.topk == 8) & (moe.num_experts == 256)
+               & (moe.moe_ep_size == 8) & (moe.moe_tp_size == 1) & (moe.distribution == "balanced")]
 
 
 def expert_parallel_shares(moe, bw: float, label: list[str]) -> list[list[str]]:
     """Table 3's rows of one MoE table (every row of it, as read), one per experts' dtype: DeepSeek's
     layer over 8 GPUs, the read share at each of `EP_TOKENS` (``bw``: the GPU's spec bandwidth, B/s)."""
-    ds = moe[(moe.hidden_size == 7168) & (moe.inter_size == 2048) & (moe.topk == 8) & (moe.num_experts == 256)
-             & (moe.moe_ep_size == 8) & (moe.moe_tp_size == 1) & (moe.distribution == "balanced")]
+    ds = deepseek_ep8(moe)
     rows = []
     for dtype, m in ds.groupby("moe_dtype"):
         if dtype not in WEIGHT_BYTES:
@@ -122,6 +144,39 @@ def expert_parallel_shares(moe, bw: float, label: list[str]) -> list[list[str]]:
         experts_bytes = 32 * 3 * 7168 * 2048 * WEIGHT_BYTES[dtype]
         rows.append([*label, dtype, *(f"{experts_bytes / (fastest[t] * 1e-3) / bw:.2f}" if t in fastest.index else "–"
                                       for t in EP_TOKENS)])
+    return rows
+
+
+#: the experts' dtype → the catalog's dense peak it multiplies at
+PEAK_FIELD = {"bfloat16": "bf16_dense_tflops", "fp8": "fp8_dense_tflops", "fp8_block": "fp8_dense_tflops",
+              "nvfp4": "fp4_dense_tflops"}
+
+
+def added_or_overlapped(moe, hw, label: list[str]) -> list[list[str]]:
+    """Table 4's rows of one MoE table: DeepSeek's layer over 8 GPUs (as table 3), its time at each of
+    `EP_TOKENS` against reads + products and against the larger of the two; ``hw``: the catalog's
+    entry for the GPU (spec bandwidth and dense peaks)."""
+    ds = deepseek_ep8(moe)
+    rows = []
+    for dtype, m in ds.groupby("moe_dtype"):
+        peak = getattr(hw, PEAK_FIELD.get(dtype, ""), None)
+        if dtype not in WEIGHT_BYTES or not peak:
+            continue
+        seconds = m.groupby("num_tokens").latency.min() * 1e-3
+        if not all(t in seconds.index for t in EP_TOKENS):
+            continue
+        # the reads at the share they reach at 64 tokens (2 an expert: the products next to nothing)
+        read_s = seconds[EP_TOKENS[0]]
+        # the products' seconds at the peak: tokens × 8 routed / 256 experts, 32 experts, three matrices
+        products_s = {t: t * 8 / 256 * 32 * 2 * 3 * 7168 * 2048 / (peak * 1e12) for t in EP_TOKENS}
+        big = EP_TOKENS[2:]
+        eta_added = statistics.median(products_s[t] / max(seconds[t] - read_s, 1e-12) for t in big)
+        eta_larger = statistics.median(products_s[t] / seconds[t] for t in big)
+        miss_added = max(abs((read_s + products_s[t] / eta_added) / seconds[t] - 1) for t in EP_TOKENS)
+        miss_larger = max(abs(max(read_s, products_s[t] / eta_larger) / seconds[t] - 1) for t in EP_TOKENS)
+        share = 32 * 3 * 7168 * 2048 * WEIGHT_BYTES[dtype] / (hw.bandwidth_gb_s * 1e9) / read_s   # of the spec
+        rows.append([*label, dtype, f"{share:.2f}", f"{eta_added:.2f}", f"{100 * miss_added:.0f} %",
+                     f"{eta_larger:.2f}", f"{100 * miss_larger:.0f} %"])
     return rows
 
 
