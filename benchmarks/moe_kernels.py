@@ -16,14 +16,14 @@ expert-parallel):
 3. **Expert parallel, by tokens per expert.** DeepSeek-V3/R1's layer (256 experts, top-8, 7,168 ×
    2,048) over 8 GPUs (EP8: 32 whole experts each), balanced routing, the fastest of the engine's MoE
    back-ends: the share of the spec bandwidth at which the GPU's 32 experts are read, by the tokens in
-   the layer (tokens per expert = tokens × 8 / 256). The model reads routed experts at the dense η_bw;
-   where this falls with tokens per expert before the products' FLOPs bind, it is too fast.
+   the layer (tokens per expert = tokens × 8 / 256): it falls with tokens per expert well before the
+   products' FLOPs would bind under a dense GEMM's roofline (table 4 says why).
 4. **Reads and products: added or overlapped?** The same layers' times against two forms, each with
    the read share at 64 tokens (2 an expert) as its bandwidth and one fitted fraction of the experts'
-   dtype peak (the median over 1,024-8,192 tokens): reads + products (a prompt pass's form in the model)
-   and the larger of the two (a dense GEMM's roofline, and a decode step's in the model,
-   `advisor.model.roofline.decode_step`). Printed: the fitted fractions and the largest miss over the
-   five token counts.
+   dtype peak (the median over 1,024-8,192 tokens): reads + products (the model's form for the routed
+   experts, a prompt pass's and, past each expert's first token, a decode step's:
+   `advisor.model.roofline.decode_step`) and the larger of the two (a dense GEMM's roofline). Printed:
+   the fitted fractions and the largest miss over the five token counts.
 
     python benchmarks/moe_kernels.py --data DIR
 

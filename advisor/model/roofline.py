@@ -708,12 +708,28 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         exp_extra = 0.0   # the plain path: nothing to add over the configurations × batches
     w_tp = w_read / tp
     lin_share = 1.0 / tp
+    experts = expert_pass_bytes(g, bits, touched) if g.experts else 0.0
+    exp_gpu = experts / tp   # the routed experts' bytes each GPU reads
     if a.wide:
         # the non-expert weights whole in each attention group; the experts the stage's tokens
         # route to, split over all its GPUs; the linear FLOPs of every token split over them all
-        experts = expert_pass_bytes(g, bits, touched)
-        w_tp = (w_read - experts) / tp + experts / (tp * a.dp)
+        exp_gpu = experts / (tp * a.dp)
+        w_tp = (w_read - experts) / tp + exp_gpu
         lin_share = 1.0 / (tp * a.dp)
+    # A grouped expert kernel pays its weight reads and its products one after the other: each expert
+    # multiplies too few tokens for its tile loads to hide behind its products the way a dense GEMM's
+    # do. aiconfigurator's MoE tables (DeepSeek's layer over 8 GPUs, 2 to 256 tokens an expert, 65
+    # engine × version × dtype × GPU tables) fit reads + products within 10 % at the median table's
+    # worst token count, where the larger of the two misses by 36 % (`benchmarks/moe_kernels.py`,
+    # table 4). The first token a touched expert gets rides along with its read (one token is a
+    # matrix-vector product, bound by the read); each further one adds its products, at the experts'
+    # fraction. Per GPU: all the routed products (``exp_c``, what ``lin`` holds of them) and the added.
+    exp_c = exp_more = 0.0
+    if g.experts:
+        exp_c = np.nan_to_num(2.0 * g.routed_active_params * Bq * lin_share / (peak * a.eta_exp), nan=0.0)
+        beyond_first = np.maximum(Bq * g.routed_active_params - touched * g.routed_expert_params, 0.0)
+        # (0 where the catalog has no compute peak: the memory roof alone decides, as in `per_kernel`)
+        exp_more = np.nan_to_num(2.0 * beyond_first * lin_share / (peak * a.eta_exp), nan=0.0)
 
     # Step time at context c = max(bytes / attained bandwidth, FLOPs / attained compute), with
     # bytes = weights / tp + B · KV(c) · pp and FLOPs = (linear + B · attention(c)) / tp. Factored
@@ -735,18 +751,23 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         weights_active = g.flops_params_per_token + out_params
         vec_s = (a.vec_ops * weights_read + a.vec_seq_ops * np.maximum(Bq - 1.0, 0.0) * weights_active) \
             / (a.vec_peak * tp)
-        lin_measured = np.where((Bq <= a.vec_max) & np.isfinite(vec_s), vec_s,
-                                dec_flops_lin * (1.0 / eff_c) / tp + exp_extra / tp)
+        vec_on = (Bq <= a.vec_max) & np.isfinite(vec_s)
+        lin_measured = np.where(vec_on, vec_s, dec_flops_lin * (1.0 / eff_c) / tp + exp_extra / tp)
 
     def node_times(c, inv_bw, inv_c, inv_eta, inv_att, measured_vec=True, extra=0.0):
-        """((weight bytes, linear FLOPs), (KV bytes, attention FLOPs)) at context c, in seconds at
-        the given rates: the linear layers' kernels and the attention kernels, each with its own
-        roofs. ``measured_vec``: the linear layers as `lin_measured` has them, at the attained rates (the
-        ceiling keeps the plain FLOPs at the peak); ``extra``: the experts' time beyond ``inv_c``'s."""
-        w_mem, kv_mem = w_tp * inv_bw, Bg * kv.read(c) * pp * inv_bw
+        """((weight bytes, linear FLOPs), (KV bytes, attention FLOPs), (expert bytes, expert products
+        added, all expert products)) at context c, in seconds at the given rates: the linear layers'
+        kernels and the attention kernels, each with its own roofs, and the routed experts' grouped
+        kernels (their reads, then the products beyond each expert's first token). ``measured_vec``:
+        the attained rates, the linear layers as `lin_measured` has them and the experts apart (the
+        ceiling keeps the plain FLOPs at the peak, the experts with the rest: its third part is 0);
+        ``extra``: the experts' time beyond ``inv_c``'s."""
+        w_byte_s = inv_bw
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
-            w_mem = w_mem + w_tp * a.w_tier * inv_eta
+            w_byte_s = inv_bw + a.w_tier * inv_eta
+        w_mem, kv_mem = w_tp * w_byte_s, Bg * kv.read(c) * pp * inv_bw
+        if a.tiered:
             kv_mem = kv_mem + Bg * kv.read(c) * pp * a.kv_tier * inv_eta
         if a.score is not None:
             kv_mem = kv_mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
@@ -756,7 +777,14 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
             lin, att = dec_flops_lin * inv_c / tp + extra / tp, Bq * attn_flops(c) * inv_att / tp
             if measured_vec and lin_measured is not None:
                 lin = lin_measured
-        return (w_mem, lin), (kv_mem, att)
+        if not (measured_vec and g.experts):
+            return (w_mem, lin), (kv_mem, att), (0.0, 0.0, 0.0)
+        # the experts' reads and products taken out of the linear layers' roofs
+        exp_mem, exp_lin, exp_add = exp_gpu * w_byte_s, exp_c, exp_more
+        if lin_measured is not None and not a.wide:
+            # the vector kernels unpack every weight, the experts' too, in one pass: those stay whole
+            exp_mem, exp_lin, exp_add = (np.where(vec_on, 0.0, x) for x in (exp_mem, exp_lin, exp_add))
+        return (w_mem - exp_mem, lin - exp_lin), (kv_mem, att), (exp_mem, exp_add, exp_lin)
 
     def simpson(values):
         return (values[0] + 4.0 * values[1] + values[2]) / 6.0
@@ -765,12 +793,12 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         """A step runs its linear layers' kernels and its attention kernels one after the other, each
         at its own roof: a batch whose products are compute-bound still waits for its KV reads.
         fmax: with no compute peak in the catalog (nan) the memory roof alone decides."""
-        (w_mem, lin), (kv_mem, att) = parts
-        return np.fmax(w_mem, lin) + np.fmax(kv_mem, att)
+        (w_mem, lin), (kv_mem, att), (exp_mem, exp_add, _) = parts
+        return np.fmax(w_mem, lin) + np.fmax(kv_mem, att) + exp_mem + exp_add
 
     def totals(parts):
-        (w_mem, lin), (kv_mem, att) = parts
-        return w_mem + kv_mem, lin + att
+        (w_mem, lin), (kv_mem, att), (exp_mem, _, exp_lin) = parts
+        return w_mem + kv_mem + exp_mem, lin + att + exp_lin
 
     split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec), extra=exp_extra)
              for c in (c0, cm, c1)]
@@ -786,8 +814,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     def compute_bound(parts):
         """The time of a step's compute-bound kernels (the rest is memory-bound): what the
         calibration's fit holds, and divides the rest by the bandwidth fraction. nan compute: none."""
-        (w_mem, lin), (kv_mem, att) = parts
-        return np.where(lin > w_mem, lin, 0.0) + np.where(att > kv_mem, att, 0.0)
+        (w_mem, lin), (kv_mem, att), (_, exp_add, _) = parts
+        return np.where(lin > w_mem, lin, 0.0) + np.where(att > kv_mem, att, 0.0) + exp_add
 
     t_compute_bound = simpson([compute_bound(s) for s in split])
     if a.wide:

@@ -33,24 +33,41 @@ def test_the_calibration_learns_it_for_llama_cpp_on_geforce(cat):
     assert p.expert_compute_fraction is not None and p.expert_compute_fraction < 0.9 * p.prefill_compute_fraction
 
 
-def test_a_compute_bound_decode_step_runs_its_experts_at_their_fraction_too(cat):
+def test_a_decode_step_runs_its_experts_at_their_fraction_too(cat):
     """A decode step's routed-expert products run at the experts' own fraction, as a prompt pass's do:
     DeepSeek-R1 on eight H200s with TensorRT-LLM (its Hopper profile has the experts at 0.41 of the
-    peak where the linear layers reach 0.78) at 4,096 sequences, where the products outlast the weight
-    reads, is slower than at one fraction for all; at 64 sequences (bound by the reads) and for a dense
-    model nothing changes."""
-    def step_s(model, batch, expert_fraction=None):
-        cfg = configure(cat, hardware="h200-sxm-141gb", model=model, runtime="tensorrt-llm", quant="fp8", gpus=8,
-                        batch=batch, prompt=1024, output=2048)
-        eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
-        if expert_fraction is not None:
-            eff = eff.replace(expert_compute_fraction=expert_fraction)
-        x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload)
-        return 1.0 / float(evaluate(geometry(cfg.model), x).decode_tok_s), eff
-
-    own, eff = step_s("deepseek-r1", 4096)
+    peak where the linear layers reach 0.78) at 4,096 sequences is slower than at one fraction for
+    all; one sequence, and a dense model, do not move."""
+    own, eff = _step_s(cat, "deepseek-r1", 4096)
     assert float(eff.expert_compute_fraction) < 0.7 * float(eff.prefill_compute_fraction)
-    one, _ = step_s("deepseek-r1", 4096, math.nan)     # nan: the linear layers' own fraction
+    one, _ = _step_s(cat, "deepseek-r1", 4096, math.nan)     # nan: the linear layers' own fraction
     assert own > 1.05 * one
-    assert step_s("deepseek-r1", 64)[0] == step_s("deepseek-r1", 64, math.nan)[0]
-    assert step_s("llama-3.1-70b", 4096)[0] == step_s("llama-3.1-70b", 4096, math.nan)[0]
+    assert _step_s(cat, "deepseek-r1", 1)[0] == _step_s(cat, "deepseek-r1", 1, math.nan)[0]
+    assert _step_s(cat, "llama-3.1-70b", 4096)[0] == _step_s(cat, "llama-3.1-70b", 4096, math.nan)[0]
+
+
+def test_a_decode_step_adds_its_experts_products_to_their_reads(cat):
+    """A grouped expert kernel reads its weights, then multiplies its tokens: the products do not hide
+    behind the reads (aiconfigurator's MoE tables, `benchmarks/moe_kernels.py` table 4). At 256
+    sequences DeepSeek-R1's step is bound by its reads, yet it takes longer as its experts' fraction
+    falls, by the products beyond each touched expert's first token: at least twice as long at half
+    the fraction (more where the dtype's share of the peak scales it too). One sequence gives each
+    expert at most one token: nothing is added."""
+    free, _ = _step_s(cat, "deepseek-r1", 256, 1e6)          # products at no cost: the reads alone
+    at_04, _ = _step_s(cat, "deepseek-r1", 256, 0.4)
+    at_02, _ = _step_s(cat, "deepseek-r1", 256, 0.2)
+    assert at_04 > free * 1.02
+    assert at_02 - free >= 2.0 * (at_04 - free)
+    assert _step_s(cat, "deepseek-r1", 1, 1e6)[0] == pytest.approx(_step_s(cat, "deepseek-r1", 1, 0.2)[0], rel=1e-12)
+
+
+def _step_s(cat, model, batch, expert_fraction=None):
+    """A decode step's seconds on eight H200s with TensorRT-LLM, FP8, tensor-parallel (the experts' fraction
+    replaced where given), and the efficiency it ran at."""
+    cfg = configure(cat, hardware="h200-sxm-141gb", model=model, runtime="tensorrt-llm", quant="fp8", gpus=8,
+                    batch=batch, prompt=1024, output=2048)
+    eff = efficiency_for(cat.profiles, cfg.runtime, cfg.hardware)
+    if expert_fraction is not None:
+        eff = eff.replace(expert_compute_fraction=expert_fraction)
+    x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload)
+    return 1.0 / float(evaluate(geometry(cfg.model), x).decode_tok_s), eff
