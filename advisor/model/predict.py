@@ -94,6 +94,9 @@ class Prediction:
     #: the prompt pass's time over its pipeline stages' work one after another (`roofline.pipeline_share`):
     #: 1 without stages, or where they cannot overlap
     prefill_pipeline_share: float = 1.0
+    #: of a decode step: the routed experts' products that their grouped kernels add to their reads
+    #: (past each touched expert's first token), seconds; 0 for a dense model or one sequence
+    decode_expert_products_s: float = 0.0
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -157,7 +160,8 @@ _PREDICTION_INPUTS = ("weights_bytes", "weights_gpu_bytes", "kv_gpu_bytes", "wor
                       "ttft_low_s", "ttft_high_s", "prefill_tok_s", "prefill_low_tok_s", "prefill_high_tok_s",
                       "prefill_ceiling_tok_s", "prefill_compute_share", "decode_tok_s", "decode_low_tok_s",
                       "decode_high_tok_s", "decode_ceiling_tok_s", "throughput_tok_s", "decode_compute_s",
-                      "decode_memory_s", "knee_batch", "decode_bytes", "decode_flops", "prefill_pipeline_share")
+                      "decode_memory_s", "knee_batch", "decode_bytes", "decode_flops", "prefill_pipeline_share",
+                      "decode_expert_products_s")
 
 
 def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -> Prediction:
@@ -206,7 +210,7 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -
         knee_batch=v["knee_batch"], decode_bytes_per_step=v["decode_bytes"], decode_flops_per_step=v["decode_flops"],
         bandwidth_gb_s=hw.bandwidth_gb_s, peak_tflops=peak, compute_dtype=used_dtype,
         efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes), evidence=backing,
-        prefill_pipeline_share=v["prefill_pipeline_share"],
+        prefill_pipeline_share=v["prefill_pipeline_share"], decode_expert_products_s=v["decode_expert_products_s"],
     )
 
 

@@ -229,6 +229,9 @@ class Result:
     decode_memory_bound_s: Any = None
     decode_compute_bound_s: Any = None
     decode_fixed_s: Any = None        # per-layer, per-step and per-sequence costs plus GPU-to-GPU communication
+    #: of the step: the routed experts' products past each touched expert's first token, which their
+    #: grouped kernels add to their reads (0 for a dense model or one sequence)
+    decode_expert_products_s: Any = None
     decode_bytes: Any = None          # bytes one middle step moves (per GPU; pipeline: all stages)
     decode_flops: Any = None
     decode_weight_bytes: Any = None   # of which: weights (body and head)
@@ -852,7 +855,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
         "decode_memory_s": mid_memory_s, "decode_compute_s": mid_compute_s,
         "decode_memory_bound_s": t_kernels - t_compute_bound, "decode_compute_bound_s": t_compute_bound,
-        "decode_fixed_s": fixed_comm + 0 * n, "decode_bytes": mid_bytes, "decode_flops": mid_flops,
+        "decode_fixed_s": fixed_comm + 0 * n, "decode_expert_products_s": split[1][2][1] + 0 * n,
+        "decode_bytes": mid_bytes, "decode_flops": mid_flops,
         "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
         "decode_kv_bytes": mid_kv, "decode_attention_flops": Bgq * attn_flops(cm) / tp,
         "decode_head_flops": Bq * 2.0 * out_params / tp, "decode_exchanges": exchanges, "decode_transfer_s": transfer,

@@ -92,10 +92,17 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
     mla_note = (f" Its latent attention (MLA) computes at {mla:.2f} of the attention's peak, what the "
                 f"{cfg.hardware.family.replace('nvidia-', '').title()} MLA decode kernels reach (not η_c)."
                 if math.isfinite(mla) else "")
+    # a mixture of experts' grouped kernels add their products to their reads (`roofline.decode_step`)
+    exp_ms = float(p.decode_expert_products_s) * 1e3
+    exp_eta = eff.expert_compute_fraction if eff.expert_compute_fraction is not None else eff.prefill_compute_fraction
+    experts_note = (f" The routed experts run as grouped kernels that multiply after they read: the products "
+                    f"of each token past a touched expert's first, at η_exp {float(exp_eta):.2f}, add "
+                    f"{num(exp_ms)} ms." if exp_ms >= 0.001 else "")
     out["decode"] = Explanation(
         "Decode tok/s per user",
         "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer "
-        "+ expert visits × τ_expert + τ_step + batch × τ_seq + GPU exchanges",
+        "+ expert visits × τ_expert + τ_step + batch × τ_seq + GPU exchanges"
+        + (" (a mixture of experts: its routed experts' products past their reads added)" if cfg.model.experts else ""),
         f"One step of {w.batch} sequence{'s' if w.batch != 1 else ''} at the middle of the output moves {num(p.decode_bytes_per_step / 1e9)} GB "
         f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
@@ -103,7 +110,7 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         f"{p.compute_dtype} × {eta_c_text}{' × ' + format(sustained, '.2f') if shown else ''} the FLOPs take {num(comp_ms)} ms; fixed "
         f"costs {layers_text} × {num(float(eff.layer_overhead_us))} µs{experts_text}{per_product} + "
         f"{num(float(eff.step_overhead_us))} µs{per_seq} = "
-        f"{num(fixed_ms)} ms.{mla_note}{sustained_note}{side_note}{acc_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
+        f"{num(fixed_ms)} ms.{experts_note}{mla_note}{sustained_note}{side_note}{acc_note} Averaged over the output: {num(step_ms)} ms per step = {num(p.decode_tok_s)} tok/s "
         f"({band_d}: {num(p.decode_low_tok_s)}–{num(p.decode_high_tok_s)}). The 100 % roofline ceiling is "
         f"{num(p.decode_ceiling_tok_s)} tok/s.\n{profile}")
     out["throughput"] = Explanation(

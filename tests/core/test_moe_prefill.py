@@ -71,3 +71,20 @@ def _step_s(cat, model, batch, expert_fraction=None):
         eff = eff.replace(expert_compute_fraction=expert_fraction)
     x = inputs_for(cfg.hardware, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload)
     return 1.0 / float(evaluate(geometry(cfg.model), x).decode_tok_s), eff
+
+
+def test_the_explanation_says_what_the_experts_products_add(cat):
+    """`predict`'s explanation of a decode step names the time the experts' grouped kernels add after their
+    reads, and it is the step's own figure; one sequence, or a dense model, says nothing of it."""
+    from advisor import api
+
+    def decode_text(model, batch):
+        cfg = configure(cat, hardware="h200-sxm-141gb", model=model, runtime="tensorrt-llm", gpus=8, batch=batch)
+        p = api.predict(cat, cfg)
+        return api.explain(cat, cfg, p)["decode"].text, p
+
+    text, p = decode_text("deepseek-r1", 256)
+    assert p.decode_expert_products_s > 0
+    assert f"add {p.decode_expert_products_s * 1e3:.2f} ms" in text and "grouped kernels" in text
+    assert "grouped kernels" not in decode_text("deepseek-r1", 1)[0]
+    assert "grouped kernels" not in decode_text("llama-3.1-70b", 256)[0]
