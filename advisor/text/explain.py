@@ -102,7 +102,8 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
         "Decode tok/s per user",
         "step time = max(bytes / (bandwidth × η_bw), FLOPs / (peak × η_c)) + layers × τ_layer "
         "+ expert visits × τ_expert + τ_step + batch × τ_seq + GPU exchanges"
-        + (" (a mixture of experts: its routed experts' products past their reads added)" if cfg.model.experts else ""),
+        + (" + the routed experts' products past each one's first token (grouped kernels multiply after they read)"
+           if cfg.model.experts else ""),
         f"One step of {w.batch} sequence{'s' if w.batch != 1 else ''} at the middle of the output moves {num(p.decode_bytes_per_step / 1e9)} GB "
         f"per GPU (weights{' split over ' + str(tp) + ' GPUs' if tp > 1 else ''} plus the KV cache) and computes "
         f"{num(p.decode_flops_per_step / 1e9)} GFLOP. At {num(p.bandwidth_gb_s)} GB/s × η_bw "
