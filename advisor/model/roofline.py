@@ -757,77 +757,74 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         vec_on = (Bq <= a.vec_max) & np.isfinite(vec_s)
         lin_measured = np.where(vec_on, vec_s, dec_flops_lin * (1.0 / eff_c) / tp + exp_extra / tp)
 
-    def node_times(c, inv_bw, inv_c, inv_eta, inv_att, measured_vec=True, extra=0.0):
-        """((weight bytes, linear FLOPs), (KV bytes, attention FLOPs), (expert bytes, expert products
-        added, all expert products)) at context c, in seconds at the given rates: the linear layers'
-        kernels and the attention kernels, each with its own roofs, and the routed experts' grouped
-        kernels (their reads, then the products beyond each expert's first token). ``measured_vec``:
-        the attained rates, the linear layers as `lin_measured` has them and the experts apart (the
-        ceiling keeps the plain FLOPs at the peak, the experts with the rest: its third part is 0);
-        ``extra``: the experts' time beyond ``inv_c``'s."""
+    def linear_times(inv_bw, inv_c, inv_eta, measured_vec=True, extra=0.0):
+        """((weight bytes, linear FLOPs), (expert bytes, expert products added, all expert products)) in
+        seconds at the given rates, the same at every context: the linear layers' kernels at their own
+        roofs, and the routed experts' grouped kernels (their reads, then the products beyond each
+        expert's first token). ``measured_vec``: the attained rates, the linear layers as
+        `lin_measured` has them and the experts apart (the ceiling keeps the plain FLOPs at the peak,
+        the experts with the rest: its second part is 0); ``extra``: the experts' time beyond ``inv_c``'s."""
         w_byte_s = inv_bw
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
             w_byte_s = inv_bw + a.w_tier * inv_eta
-        w_mem, kv_mem = w_tp * w_byte_s, Bg * kv.read(c) * pp * inv_bw
-        if a.tiered:
-            kv_mem = kv_mem + Bg * kv.read(c) * pp * a.kv_tier * inv_eta
-        if a.score is not None:
-            kv_mem = kv_mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
+        w_mem = w_tp * w_byte_s
         if a.wide:
-            lin, att = dec_flops_lin * lin_share * inv_c + extra * lin_share, Bgq * attn_flops(c) / tp * inv_att
+            lin = dec_flops_lin * lin_share * inv_c + extra * lin_share
         else:
-            lin, att = dec_flops_lin * inv_c / tp + extra / tp, Bq * attn_flops(c) * inv_att / tp
+            lin = dec_flops_lin * inv_c / tp + extra / tp
             if measured_vec and lin_measured is not None:
                 lin = lin_measured
         if not (measured_vec and g.experts):
-            return (w_mem, lin), (kv_mem, att), (0.0, 0.0, 0.0)
+            return (w_mem, lin), (0.0, 0.0, 0.0)
         # the experts' reads and products taken out of the linear layers' roofs
         exp_mem, exp_lin, exp_add = exp_gpu * w_byte_s, exp_c, exp_more
         if lin_measured is not None and not a.wide:
             # the vector kernels unpack every weight, the experts' too, in one pass: those stay whole
             exp_mem, exp_lin, exp_add = (np.where(vec_on, 0.0, x) for x in (exp_mem, exp_lin, exp_add))
-        return (w_mem - exp_mem, lin - exp_lin), (kv_mem, att), (exp_mem, exp_add, exp_lin)
+        return (w_mem - exp_mem, lin - exp_lin), (exp_mem, exp_add, exp_lin)
+
+    def attention_times(c, inv_bw, inv_eta, inv_att):
+        """(KV bytes, attention FLOPs) at context c, in seconds at the given rates."""
+        kv_mem = Bg * kv.read(c) * pp * inv_bw
+        if a.tiered:
+            kv_mem = kv_mem + Bg * kv.read(c) * pp * a.kv_tier * inv_eta
+        if a.score is not None:
+            kv_mem = kv_mem + Bgq * a.score * EAGER_SCORE_PASSES * a.score_elems(g, c) * inv_bw
+        att = Bgq * attn_flops(c) / tp * inv_att if a.wide else Bq * attn_flops(c) * inv_att / tp
+        return kv_mem, att
 
     def simpson(values):
         return (values[0] + 4.0 * values[1] + values[2]) / 6.0
 
-    def per_kernel(parts):
-        """A step runs its linear layers' kernels and its attention kernels one after the other, each
-        at its own roof: a batch whose products are compute-bound still waits for its KV reads.
-        fmax: with no compute peak in the catalog (nan) the memory roof alone decides."""
-        (w_mem, lin), (kv_mem, att), (exp_mem, exp_add, _) = parts
-        return np.fmax(w_mem, lin) + np.fmax(kv_mem, att) + exp_mem + exp_add
-
-    def totals(parts):
-        (w_mem, lin), (kv_mem, att), (exp_mem, _, exp_lin) = parts
-        return w_mem + kv_mem + exp_mem, lin + att + exp_lin
-
-    split = [node_times(c, 1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec), extra=exp_extra)
-             for c in (c0, cm, c1)]
-    mid_memory_s, mid_compute_s = totals(split[1])
+    # A step runs its linear layers' kernels, its experts' and its attention kernels one after the
+    # other, each at its own roof: a batch whose products are compute-bound still waits for its KV
+    # reads (fmax: with no compute peak in the catalog, nan, the memory roof alone decides). The
+    # linear layers' and the experts' kernels take the same at every context: worked out once.
+    (w_mem, lin), (exp_mem, exp_add, exp_lin) = linear_times(1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, extra=exp_extra)
+    attention = [attention_times(c, 1.0 / eff_bw, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec)) for c in (c0, cm, c1)]
+    linear_kernels = np.fmax(w_mem, lin) + exp_mem + exp_add
+    attention_kernels = [np.fmax(kv_mem, att) for kv_mem, att in attention]
+    mid_memory_s, mid_compute_s = w_mem + exp_mem + attention[1][0], lin + exp_lin + attention[1][1]
     # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
     # kinds of kernel could approach it; none can pass it)
-    ideal = [np.fmax(*totals(node_times(c, 1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, 1.0 / apeak, False)))
-             for c in (c0, cm, c1)]
+    (w_ideal, lin_ideal), _ = linear_times(1.0 / (bw * a.bw_spread), 1.0 / peak, 1.0, False)
+    ideal = [np.fmax(w_ideal + kv_mem, lin_ideal + att)
+             for kv_mem, att in (attention_times(c, 1.0 / (bw * a.bw_spread), 1.0, 1.0 / apeak) for c in (c0, cm, c1))]
     fixed_comm = fixed + comm + Bg * a.per_seq  # every running sequence adds its bookkeeping
-    t_kernels = simpson([per_kernel(s) for s in split])
+    t_kernels = linear_kernels + simpson(attention_kernels)
     t_step = t_kernels
-
-    def compute_bound(parts):
-        """The time of a step's compute-bound kernels (the rest is memory-bound): what the
-        calibration's fit holds, and divides the rest by the bandwidth fraction. nan compute: none."""
-        (w_mem, lin), (kv_mem, att), (_, exp_add, _) = parts
-        return np.where(lin > w_mem, lin, 0.0) + np.where(att > kv_mem, att, 0.0) + exp_add
-
-    t_compute_bound = simpson([compute_bound(s) for s in split])
+    # the time of a step's compute-bound kernels (the rest is memory-bound): what the calibration's fit
+    # holds, and divides the rest by the bandwidth fraction (nan compute: none)
+    t_compute_bound = np.where(lin > w_mem, lin, 0.0) + exp_add \
+        + simpson([np.where(att > kv_mem, att, 0.0) for kv_mem, att in attention])
     if a.wide:
         # the all-to-all hides behind the other half-batch's work, all but TBO_EXPOSED of the shorter
         t_step = np.fmax(t_step, a2a) + TBO_EXPOSED * np.fmin(t_step, a2a)
         transfer = transfer + a2a
     t_step = t_step + fixed_comm
     t_step_ceil = simpson(ideal)
-    t_step_first = per_kernel(split[0]) + fixed_comm
+    t_step_first = linear_kernels + attention_kernels[0] + fixed_comm
     cap = np.asarray(a.cap)
     if np.any(np.isfinite(cap)):
         # never faster than the vendor publishes for this model on this hardware
@@ -855,7 +852,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
         "decode_memory_s": mid_memory_s, "decode_compute_s": mid_compute_s,
         "decode_memory_bound_s": t_kernels - t_compute_bound, "decode_compute_bound_s": t_compute_bound,
-        "decode_fixed_s": fixed_comm + 0 * n, "decode_expert_products_s": split[1][2][1] + 0 * n,
+        "decode_fixed_s": fixed_comm + 0 * n, "decode_expert_products_s": exp_add + 0 * n,
         "decode_bytes": mid_bytes, "decode_flops": mid_flops,
         "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
         "decode_kv_bytes": mid_kv, "decode_attention_flops": Bgq * attn_flops(cm) / tp,
