@@ -112,8 +112,12 @@ def ceiling_tok_s(c: Ceiling | None, gpus: int) -> float:
 
 def ceiling_note(c: Ceiling, hw: Hardware) -> str:
     r = c.row
-    site = r.source.split("/")[2] if "//" in r.source else "the vendor"
+    parts = r.source.split("/")
+    site = parts[2] if "//" in r.source else "the vendor"
+    if site == "github.com" and len(parts) > 4:
+        site = f"{parts[3]}/{parts[4]} on GitHub"   # the repository that publishes it, not the host
     scaled = "" if c.reference.key in (hw.key, hw.variant_of) else \
         f", × {c.scale:.2f} for {hw.name} against the {c.reference.name} (the lesser of bandwidth and compute)"
     return (f"throughput held at or below the maximum {site} publishes: {r.max_output_tok_s:,.0f} output tok/s "
-            f"on {r.gpus} × {c.reference.name} at {r.prompt_tokens:,}/{r.output_tokens:,} tokens ({r.date}){scaled}")
+            f"on {r.gpus} × {c.reference.name} at {r.prompt_tokens:,}/{r.output_tokens:,} tokens"
+            f"{f' ({r.date})' if r.date else ''}{scaled}")

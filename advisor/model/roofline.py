@@ -221,6 +221,11 @@ class Result:
     decode_low_tok_s: Any = None
     decode_high_tok_s: Any = None
     decode_ceiling_tok_s: Any = None
+    #: the decode speed before a vendor's published maximum floors the step (`decode_tok_s` where none
+    #: applies), and that maximum for the instance (output tok/s; inf where none): the serving model
+    #: holds its whole served step, the prompts it carries included, to it
+    decode_free_tok_s: Any = None
+    throughput_cap_tok_s: Any = None
     throughput_tok_s: Any = None
     decode_memory_s: Any = None       # bytes / attained bandwidth of the middle step
     decode_compute_s: Any = None      # FLOPs / attained compute of the middle step
@@ -826,6 +831,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     t_step_ceil = simpson(ideal)
     t_step_first = linear_kernels + attention_kernels[0] + fixed_comm
     cap = np.asarray(a.cap)
+    free_tok_s = 1.0 / t_step   # before the vendor's figure: the serving model floors a whole served step
     if np.any(np.isfinite(cap)):
         # never faster than the vendor publishes for this model on this hardware
         floor = B / _arr(cap, a.ft)
@@ -848,7 +854,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     if np.any(np.isfinite(cap)):
         high = np.fmin(high, _arr(cap, a.ft) / B)          # nor above the vendor's published maximum
     return {
-        "decode_tok_s": decode_tok_s, "decode_low_tok_s": low, "decode_high_tok_s": high,
+        "decode_tok_s": decode_tok_s, "decode_free_tok_s": free_tok_s, "throughput_cap_tok_s": _arr(cap, a.ft) + 0 * n,
+        "decode_low_tok_s": low, "decode_high_tok_s": high,
         "decode_ceiling_tok_s": ceiling, "throughput_tok_s": B * decode_tok_s,
         "decode_memory_s": mid_memory_s, "decode_compute_s": mid_compute_s,
         "decode_memory_bound_s": t_kernels - t_compute_bound, "decode_compute_bound_s": t_compute_bound,

@@ -233,6 +233,10 @@ class StepCosts:
     #: (`busiest_group_tokens`). 0 and 1 without data-parallel attention
     prompt_group_token_s: Any = 0.0
     attention_groups: Any = 1.0
+    #: the vendor's published maximum for the instance, output tok/s (`advisor.model.ceilings`; inf where
+    #: none): a served step of b sequences, the prompt work it carries included, takes at least b / it.
+    #: ``step_s`` is the decode step before it (`Result.decode_free_tok_s`)
+    ceiling_tok_s: Any = math.inf
 
 
 @dataclass(frozen=True)
@@ -356,7 +360,9 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     S = np.asarray(load.max_seqs or costs.max_seqs, float)
     kv_cap = np.floor(np.asarray(costs.kv_capacity, float))
     cap = np.minimum(kv_cap, S)
-    shape = np.broadcast(tau_p, K, S, kv_cap, C if load.kind == "closed" else 0.0).shape
+    ceiling = np.asarray(costs.ceiling_tok_s, float)
+    capped = bool(np.any(np.isfinite(ceiling)))
+    shape = np.broadcast(tau_p, K, S, kv_cap, ceiling, C if load.kind == "closed" else 0.0).shape
     step_table = _StepTable(costs.step_s, shape)
     request_s = np.asarray(costs.request_s, float)
     extra = np.asarray(costs.prompt_step_s, float)
@@ -384,13 +390,24 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     # arrivals come from a population without end.
     others = C - 1.0 if load.kind == "closed" else math.inf
 
-    def step(b, t_dec=None, others=others):
+    def served(b, t_dec, others=others):
         # each finishing request's prompt was computed in the steps of those still decoding: its
         # tokens, and the steps that carried its chunks (their eager launches, at most every step)
         mixed = np.minimum(b, others)
         chunks = np.maximum(np.ceil(P / np.maximum(K - b, 1.0)), 1.0)
-        return ((step_table.at(b) if t_dec is None else t_dec) + mixed * (P * tau_at(mixed * P / D) + save) / D
-                + extra * np.minimum(mixed * chunks / D, 1.0))
+        return t_dec + mixed * (P * tau_at(mixed * P / D) + save) / D + extra * np.minimum(mixed * chunks / D, 1.0)
+
+    def decode_at(b):
+        """The decode step τ_dec(b); where a vendor's published maximum binds, lengthened so that the
+        served step (the decode and the prompt work it carries) takes b / that maximum: the vendor
+        measured the prompts inside its figure."""
+        t_dec = step_table.at(b)
+        if not capped:
+            return t_dec
+        return t_dec + np.maximum(b / ceiling - served(b, t_dec), 0.0)
+
+    def step(b, t_dec=None, others=others):
+        return served(b, decode_at(b) if t_dec is None else t_dec, others)
 
     # Arrivals at random moments (Poisson, clients that think for a while, or clients whose requests
     # differ in length and so finish at random moments) find the server busy with other prompts and
@@ -438,7 +455,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # (long prompts, short answers). The utilisation rises with b (more requests finish per
         # second while each step leaves fewer tokens for prompts): bisect for the cap.
         def prompt_util(b):
-            t_dec = step_table.at(b)
+            t_dec = decode_at(b)
             tau = step(b, t_dec)
             X = b / (D * tau)
             return X * (P * (tau_at(X * P * tau) + (t_dec + extra) / np.maximum(K - b, 1.0)) + save)
@@ -450,7 +467,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
 
         # the demand gap rises with b: bisect for where it closes
         def demand_gap(b):
-            t_dec = step_table.at(b)
+            t_dec = decode_at(b)
             tau = step(b, t_dec)
             X = b / (D * tau)
             if load.kind == "open":
@@ -462,7 +479,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # a closed loop never runs more sequences than it has clients: a narrower search
         search_hi = np.minimum(b_hi, C) if load.kind == "closed" else b_hi
         b = np.where(saturated, b_hi, bisect_rising(demand_gap, search_hi))
-    t_dec = step_table.at(b)
+    t_dec = decode_at(b)
     tau = step(b, t_dec)
     X = b / (D * tau)
     if load.kind == "closed":
@@ -617,10 +634,11 @@ def _time_averaged(running, decode_time):
     return (decode_time * running[:, None]).sum(axis=0) / np.maximum(decode_time.sum(axis=0), 1e-30)
 
 
-def _clock_mixed(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends) -> _BatchClock:
+def _clock_mixed(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends, ceiling) -> _BatchClock:
     """vLLM's and TensorRT-LLM's steps: each carries the decode of everyone running and the prompt
     chunks the budget leaves room for, so a step's time is τ_dec(b) plus the prompt work of the
-    chunks in it (each prompt's spread over the steps that carry it) and a prompt pass's launches."""
+    chunks in it (each prompt's spread over the steps that carry it) and a prompt pass's launches,
+    and at least b / ``ceiling`` (a vendor's published maximum, output tok/s per configuration)."""
     lo = np.floor(begun)
     hi = np.maximum(np.ceil(done - 1e-9), lo + 1.0)
     bounds = np.unique(np.concatenate([[0.0], lo, hi, first, ends]))
@@ -632,7 +650,8 @@ def _clock_mixed(table, cols, P, K, per_prompt, extra, starts, begun, done, firs
     prompts = np.maximum(rate[np.searchsorted(events[order], bounds[:-1], side="right") - 1], 0.0)
     busy = prompts > 1e-9
     tau = np.where((running > 0)[:, None], table.at_batches(running, cols), 0.0)   # (segments, configs)
-    step = tau + prompts[:, None] * per_prompt[None, :] + busy[:, None] * extra[None, :]
+    step = np.maximum(tau + prompts[:, None] * per_prompt[None, :] + busy[:, None] * extra[None, :],
+                      running[:, None] / ceiling[None, :])
     clock = np.concatenate([np.zeros((1, len(cols))), np.cumsum(seg[:, None] * step, axis=0)])
 
     def T(pos):
@@ -645,11 +664,13 @@ def _clock_mixed(table, cols, P, K, per_prompt, extra, starts, begun, done, firs
                        _time_averaged(running[live], seg[live][:, None] * step[live]), float(running.max()))
 
 
-def _clock_prefill_first(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends) -> _BatchClock:
+def _clock_prefill_first(table, cols, P, K, per_prompt, extra, starts, begun, done, first, ends,
+                         ceiling) -> _BatchClock:
     """SGLang's steps: the prompts a free slot admits run as prefill batches of K tokens before the
     next decode step, while nobody decodes (a lump of prompt time at that position), and a decode
     step is τ_dec(b). Those admitted together get their first tokens one prefill batch after
-    another; everyone decoding sees the lump as one long gap."""
+    another; everyone decoding sees the lump as one long gap. A segment's lump and steps take at
+    least its steps × b / ``ceiling`` (a vendor's published maximum, output tok/s per configuration)."""
     bounds = np.unique(np.concatenate([[0.0], first, ends]))
     running, seg = _segments(bounds, first, ends)
     tau = np.where((running > 0)[:, None], table.at_batches(running, cols), 0.0)   # (segments, configs)
@@ -657,6 +678,8 @@ def _clock_prefill_first(table, cols, P, K, per_prompt, extra, starts, begun, do
     lump_u = count[:, None] * per_prompt[None, :] + extra[None, :] * np.ceil(count * P / K)[:, None]
     lump = np.zeros((len(bounds), len(cols)))
     lump[np.searchsorted(bounds, steps_u)] = lump_u
+    # the decode steps lengthened where the segment would outrun the ceiling, its lump counted in
+    tau = np.maximum(tau, running[:, None] / ceiling[None, :] - lump[:-1] / np.maximum(seg, 1e-30)[:, None])
     # the time at each bound, before the prompts admitted there
     clock = np.concatenate([np.zeros((1, len(cols))), np.cumsum(lump[:-1] + seg[:, None] * tau, axis=0)])
     # a request's place among those admitted with it: its prompt ends with the prefill batch that
@@ -731,13 +754,14 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
     request_s = np.asarray(costs.request_s, float)
     extra = np.asarray(costs.prompt_step_s, float)
     save = np.asarray(costs.request_server_s, float)
-    shape = np.broadcast(tau_p, K, S, kv_cap, request_s, extra, save).shape
+    ceiling = np.asarray(costs.ceiling_tok_s, float)
+    shape = np.broadcast(tau_p, K, S, kv_cap, request_s, extra, save, ceiling).shape
     table = _StepTable(costs.step_s, shape)
     comp_table, mem_table = _StepTable(costs.step_compute_s, shape), _StepTable(costs.step_memory_s, shape)
     M = int(np.prod(shape)) if shape else 1
     flat = lambda a: np.broadcast_to(np.asarray(a, float), shape).reshape(M)  # noqa: E731
     cap_f, K_f, tau_p_f = np.maximum(flat(np.minimum(kv_cap, S)), 1.0), np.maximum(flat(K), 1.0), flat(tau_p)
-    req_f, extra_f, save_f = flat(request_s), flat(extra), flat(save)
+    req_f, extra_f, save_f, ceiling_f = flat(request_s), flat(extra), flat(save), flat(ceiling)
 
     n = min(n_all, BATCH_SCHEDULE_MAX)
     rest = n_all - n
@@ -749,7 +773,8 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
     for cap, K in sorted({(float(a), float(b)) for a, b in zip(cap_f, K_f)}):
         cols = np.nonzero((cap_f == cap) & (K_f == K))[0]
         starts, begun, done, first, ends = batch_schedule(lengths, int(cap), P, K, bool(costs.prefill_first))
-        c = clock_of(table, cols, P, K, per_prompt_f[cols], extra_f[cols], starts, begun, done, first, ends)
+        c = clock_of(table, cols, P, K, per_prompt_f[cols], extra_f[cols], starts, begun, done, first, ends,
+                     ceiling_f[cols])
         t_first, t_end, own = c.t_first, c.t_end, c.own
         # the front end (HTTP, chat template, tokenizer: one process in vLLM, SGLang and trtllm-serve)
         # takes a burst's requests one at a time, ``request_s`` each (the per-request cost fitted on a
@@ -880,9 +905,9 @@ def _mixture_quantile(s_i, w_i, mean_wait, p: float, iterations: int = 48):
 
 #: The kernel's fields `costs_from_result` reads: per grid batch, and per configuration (at the first
 #: batch). A caller that hands it a subset of a sweep (the recommender) takes these names from here.
-STEP_FIELDS = ("decode_tok_s", "decode_compute_s", "decode_memory_s")
+STEP_FIELDS = ("decode_free_tok_s", "decode_compute_s", "decode_memory_s")
 PASS_FIELDS = ("prefill_token_s", "kv_seq_bytes", "kv_budget_gpu_bytes", "request_s", "prefill_pass_extra_s",
-               "prefill_group_s", "attention_groups")
+               "prefill_group_s", "attention_groups", "throughput_cap_tok_s")
 
 
 def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per_seq=0.0,
@@ -892,9 +917,11 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per
     output. ``r`` has the `Result` fields as attributes: (G, …) arrays, or (…) for those that do not
     depend on the batch. ``sample_s_per_seq``: the server's own work per running sequence and step
     (`server_sample_s`), on top of the kernel's step. ``prompt_cache``: (GB/s, size in GB, GPUs) of
-    its server's prompt cache, which saves each finished request (`prompt_cache_save_s`)."""
-    step_s = 1.0 / r.decode_tok_s
-    nd = np.ndim(r.decode_tok_s)   # a value per grid batch has the step's dimensions
+    its server's prompt cache, which saves each finished request (`prompt_cache_save_s`). The decode step
+    is the kernel's before a vendor's published maximum (`Result.decode_free_tok_s`): the solver holds
+    the whole served step to it (`StepCosts.ceiling_tok_s`)."""
+    step_s = 1.0 / r.decode_free_tok_s
+    nd = np.ndim(r.decode_free_tok_s)   # a value per grid batch has the step's dimensions
     if np.any(np.asarray(sample_s_per_seq) > 0):
         b = STEP_GRID[:np.shape(step_s)[0]].reshape((-1,) + (1,) * (nd - 1))
         step_s = step_s + b * np.asarray(sample_s_per_seq, float)
@@ -920,7 +947,9 @@ def costs_from_result(r, load: Load, paged, max_seqs, chunk_tokens, sample_s_per
                      prompt_token_s=prompt_token_s, kv_capacity=kv_capacity, max_seqs=max_seqs,
                      chunk_tokens=chunk_tokens, request_s=request_s, prompt_step_s=extra, request_server_s=save,
                      prompt_group_token_s=group_token_s,
-                     attention_groups=1.0 if groups is None else _first(groups, nd))
+                     attention_groups=1.0 if groups is None else _first(groups, nd),
+                     # the vendor counts every output token; the decode steps make all but each request's first
+                     ceiling_tok_s=_first(r.throughput_cap_tok_s, nd) * max(load.output_tokens - 1, 1) / load.output_tokens)
 
 
 def _first(a, grid_ndim: int = 1):
