@@ -11,7 +11,9 @@ compute dtype): at the maximum throughput a step is held by one of those roofs, 
 in both is bounded by the smaller gain, and one slower in either by its loss. "Near": the mean context while decoding (prompt + output / 2)
 within a factor `LENGTH_FACTOR` of the vendor's; further away the ceiling says nothing and is not
 applied. The kernel takes it as `Inputs.throughput_cap_tok_s`: a decode step of B sequences takes
-at least B / ceiling.
+at least B / ceiling. The serving model holds the whole served step to it instead, the prompt work
+the step carries included (`StepCosts.ceiling_tok_s`): the vendor measured its prompts inside its
+figure.
 """
 
 from __future__ import annotations
