@@ -461,3 +461,29 @@ def test_recommend_and_serve_agree_on_a_data_parallel_attention_server(cat):
     assert row.tok_s == pytest.approx(1e3 / report.itl_ms, rel=0.02)
     assert report.itl_ms > 1.03 * serve(cat, dataclasses.replace(cfg, layout=None),
                                         Load(kind="closed", concurrency=64, prompt_tokens=1000, output_tokens=300)).itl_ms
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+def test_recommend_and_serve_agree_under_a_vendors_maximum(cat):
+    """Where a vendor's published maximum binds (DeepSeek-R1 on 8 × B200 at NVIDIA's own max-throughput
+    lengths, 1,042/2,048), the recommender's serving model holds the served step to it as `serve` does
+    (`StepCosts.ceiling_tok_s`, read through `serving.PASS_FIELDS`): the same per-user speed from both, and
+    neither above NVIDIA's 43,146 output tok/s."""
+    from advisor.model.config import configure
+    from advisor.model.serving import Load, serve
+
+    users = 3072
+    req = Requirements(model=cat.models["deepseek-r1"], users=users, hardware=("b200-hgx",),
+                       runtimes=("tensorrt-llm",), kv_dtypes=("fp8",), min_bits=4, prompt_tokens=1042,
+                       output_tokens=2048, tok_s=1.0)
+    rows = [c for c in recommend(cat, req).all() if c.quant.key == "nvfp4" and c.gpus == 8
+            and c.layout is not None and c.layout.dp_attention == 8 and c.replicas == 1]
+    assert rows
+    row = rows[0]
+    cfg = configure(cat, hardware="b200-hgx", model="deepseek-r1", quant="nvfp4", runtime="tensorrt-llm",
+                    kv_dtype="fp8", layout="dp8+ep8")
+    report = serve(cat, cfg, Load(kind="closed", concurrency=users, prompt_tokens=1042, output_tokens=2048,
+                                  max_seqs=users))
+    assert report.throughput_tok_s <= 43146.3 and row.throughput_tok_s <= 43146.3
+    assert report.throughput_tok_s > 0.95 * 43146.2          # it binds: the kernel alone gives more
+    assert row.tok_s == pytest.approx(1e3 / report.itl_ms, rel=0.02)
