@@ -97,6 +97,7 @@ class Prediction:
     #: of a decode step: the routed experts' products that their grouped kernels add to their reads
     #: (past each touched expert's first token), seconds; 0 for a dense model or one sequence
     decode_expert_products_s: float = 0.0
+    decode_expert_products_flops: float = 0.0   # those products' FLOPs, per GPU
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -161,7 +162,7 @@ _PREDICTION_INPUTS = ("weights_bytes", "weights_gpu_bytes", "kv_gpu_bytes", "wor
                       "prefill_ceiling_tok_s", "prefill_compute_share", "decode_tok_s", "decode_low_tok_s",
                       "decode_high_tok_s", "decode_ceiling_tok_s", "throughput_tok_s", "decode_compute_s",
                       "decode_memory_s", "knee_batch", "decode_bytes", "decode_flops", "prefill_pipeline_share",
-                      "decode_expert_products_s")
+                      "decode_expert_products_s", "decode_expert_products_flops")
 
 
 def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -> Prediction:
@@ -211,6 +212,7 @@ def _to_prediction(r: Result, cfg: Config, eff: Efficiency, backing: str = "") -
         bandwidth_gb_s=hw.bandwidth_gb_s, peak_tflops=peak, compute_dtype=used_dtype,
         efficiency_basis=eff.basis, calibrated=eff.calibrated, notes=tuple(notes), evidence=backing,
         prefill_pipeline_share=v["prefill_pipeline_share"], decode_expert_products_s=v["decode_expert_products_s"],
+        decode_expert_products_flops=v["decode_expert_products_flops"],
     )
 
 

@@ -237,6 +237,7 @@ class Result:
     #: of the step: the routed experts' products past each touched expert's first token, which their
     #: grouped kernels add to their reads (0 for a dense model or one sequence)
     decode_expert_products_s: Any = None
+    decode_expert_products_flops: Any = None   # those products' FLOPs, per GPU
     decode_bytes: Any = None          # bytes one middle step moves (per GPU; pipeline: all stages)
     decode_flops: Any = None
     decode_weight_bytes: Any = None   # of which: weights (body and head)
@@ -732,12 +733,12 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # table 4). The first token a touched expert gets rides along with its read (one token is a
     # matrix-vector product, bound by the read); each further one adds its products, at the experts'
     # fraction. Per GPU: all the routed products (``exp_c``, what ``lin`` holds of them) and the added.
-    exp_c = exp_more = 0.0
+    exp_c = exp_more = more_flops = 0.0
     if g.experts:
         exp_c = np.nan_to_num(2.0 * g.routed_active_params * Bq * lin_share / (peak * a.eta_exp), nan=0.0)
-        beyond_first = np.maximum(Bq * g.routed_active_params - touched * g.routed_expert_params, 0.0)
+        more_flops = 2.0 * np.maximum(Bq * g.routed_active_params - touched * g.routed_expert_params, 0.0) * lin_share
         # (0 where the catalog has no compute peak: the memory roof alone decides, as in `per_kernel`)
-        exp_more = np.nan_to_num(2.0 * beyond_first * lin_share / (peak * a.eta_exp), nan=0.0)
+        exp_more = np.nan_to_num(more_flops / (peak * a.eta_exp), nan=0.0)
 
     # Step time at context c = max(bytes / attained bandwidth, FLOPs / attained compute), with
     # bytes = weights / tp + B · KV(c) · pp and FLOPs = (linear + B · attention(c)) / tp. Factored
@@ -860,6 +861,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         "decode_memory_s": mid_memory_s, "decode_compute_s": mid_compute_s,
         "decode_memory_bound_s": t_kernels - t_compute_bound, "decode_compute_bound_s": t_compute_bound,
         "decode_fixed_s": fixed_comm + 0 * n, "decode_expert_products_s": exp_add + 0 * n,
+        "decode_expert_products_flops": more_flops + 0 * n,
         "decode_bytes": mid_bytes, "decode_flops": mid_flops,
         "decode_weight_bytes": w_tp, "decode_head_bytes": out_params * bits.head / 8.0 / tp,
         "decode_kv_bytes": mid_kv, "decode_attention_flops": Bgq * attn_flops(cm) / tp,

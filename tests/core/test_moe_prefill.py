@@ -86,5 +86,7 @@ def test_the_explanation_says_what_the_experts_products_add(cat):
     text, p = decode_text("deepseek-r1", 256)
     assert p.decode_expert_products_s > 0
     assert f"add {p.decode_expert_products_s * 1e3:.2f} ms" in text and "grouped kernels" in text
+    # the products' FLOPs and the rate they run at, as the step has them
+    assert f"{p.decode_expert_products_flops / 1e9:,.0f} GFLOP per GPU" in text
     assert "grouped kernels" not in decode_text("deepseek-r1", 1)[0]
     assert "grouped kernels" not in decode_text("llama-3.1-70b", 256)[0]
