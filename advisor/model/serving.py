@@ -796,7 +796,11 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
             # at the full batch, so the schedule's later requests come that much later; the rest's own
             # requests start evenly over that time
             full = table.at_batches([c.running_max], cols)[0]
-            each = (lengths.mean() - 1.0) / cap * full + per_prompt_f[cols] + extra_f[cols] * P / K
+            # each request's share of the full batch's steps and its own prompt; under a vendor's
+            # maximum, its tokens at that rate at least (the prompts inside it), and each step as long
+            each = np.maximum((lengths.mean() - 1.0) / cap * full + per_prompt_f[cols] + extra_f[cols] * P / K,
+                              (lengths.mean() - 1.0) / ceiling_f[cols])
+            full = np.maximum(full, c.running_max / ceiling_f[cols])
             middle = rest * each
             waited = (starts > 0)[:, None]
             t_a = np.where(waited, engine, np.inf).min(axis=0) if waited.any() else ttft.max(axis=0)

@@ -119,6 +119,8 @@ def test_each_scheduler_holds_its_served_steps_to_a_ceiling(cat, prefill_first):
     cfg = configure(cat, hardware="h200-sxm-141gb", model="qwen3-30b-a3b", runtime="vllm", prompt=1000, output=200)
     for load in (Load(kind="offline", prompt_tokens=1000, output_tokens=200),
                  Load(kind="offline", prompt_tokens=1000, output_tokens=200, requests=2000),
+                 # past the requests scheduled one by one (`BATCH_SCHEDULE_MAX`): the rest at the full batch
+                 Load(kind="offline", prompt_tokens=1000, output_tokens=200, requests=30_000),
                  Load(kind="closed", concurrency=512, prompt_tokens=1000, output_tokens=200)):
         _, _, r = _kernel(cat, cfg, load)
         seqs, chunk, paged = runtime_scheduler(cfg.runtime, cfg.hardware)
