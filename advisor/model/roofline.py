@@ -710,11 +710,6 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # again for each sequence (`vector_peak`), at the vector units' rate instead of the matrix peak
     peak = linear_peak(a, Bq)
     eff_bw, eff_c = bw * eta_bw, peak * eta_c
-    # the routed experts' products at their own fraction (each multiplies only the tokens routed to it,
-    # as in a prompt pass): what they take beyond the linear layers' rate, 0 where the fractions agree
-    exp_extra = Bq * 2.0 * g.routed_active_params * (1.0 / (peak * a.eta_exp) - 1.0 / eff_c) if g.experts else 0.0
-    if not np.any(exp_extra):
-        exp_extra = 0.0   # the plain path: nothing to add over the configurations × batches
     w_tp = w_read / tp
     lin_share = 1.0 / tp
     experts = expert_pass_bytes(g, bits, touched) if g.experts else 0.0
@@ -732,10 +727,15 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # worst token count, where the larger of the two misses by 36 % (`benchmarks/moe_kernels.py`,
     # table 4). The first token a touched expert gets rides along with its read (one token is a
     # matrix-vector product, bound by the read); each further one adds its products, at the experts'
-    # fraction. Per GPU: all the routed products (``exp_c``, what ``lin`` holds of them) and the added.
+    # fraction (each multiplies only the tokens routed to it, as in a prompt pass); the other linear
+    # layers' products (``dense_flops``, the stage's) keep their roofline. Per GPU: all the routed
+    # products' time (``exp_c``) and the added.
+    dense_flops = dec_flops_lin
     exp_c = exp_more = more_flops = 0.0
     if g.experts:
-        exp_c = np.nan_to_num(2.0 * g.routed_active_params * Bq * lin_share / (peak * a.eta_exp), nan=0.0)
+        exp_flops = Bq * 2.0 * g.routed_active_params
+        dense_flops = dec_flops_lin - exp_flops
+        exp_c = np.nan_to_num(exp_flops * lin_share / (peak * a.eta_exp), nan=0.0)
         more_flops = 2.0 * np.maximum(Bq * g.routed_active_params - touched * g.routed_expert_params, 0.0) * lin_share
         # (0 where the catalog has no compute peak: the memory roof alone decides, as in `per_kernel`)
         exp_more = np.nan_to_num(more_flops / (peak * a.eta_exp), nan=0.0)
@@ -761,34 +761,35 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         vec_s = (a.vec_ops * weights_read + a.vec_seq_ops * np.maximum(Bq - 1.0, 0.0) * weights_active) \
             / (a.vec_peak * tp)
         vec_on = (Bq <= a.vec_max) & np.isfinite(vec_s)
-        lin_measured = np.where(vec_on, vec_s, dec_flops_lin * (1.0 / eff_c) / tp + exp_extra / tp)
+        # (the vector kernels unpack every weight, the experts' too, in one pass: their rows whole)
+        lin_measured = np.where(vec_on, vec_s, dense_flops * (1.0 / eff_c) / tp)
 
-    def linear_times(inv_bw, inv_c, inv_eta, measured_vec=True, extra=0.0):
+    def linear_times(inv_bw, inv_c, inv_eta, measured_vec=True):
         """((weight bytes, linear FLOPs), (expert bytes, expert products added, all expert products)) in
         seconds at the given rates, the same at every context: the linear layers' kernels at their own
         roofs, and the routed experts' grouped kernels (their reads, then the products beyond each
         expert's first token). ``measured_vec``: the attained rates, the linear layers as
-        `lin_measured` has them and the experts apart (the ceiling keeps the plain FLOPs at the peak,
-        the experts with the rest: its second part is 0); ``extra``: the experts' time beyond ``inv_c``'s."""
+        `lin_measured` has them and the experts apart (the ceiling keeps every product at the peak
+        in the one roof: its second part is 0)."""
         w_byte_s = inv_bw
         if a.tiered:
             # the bytes in the SRAM and DDR tiers at their own bandwidth instead of main memory's
             w_byte_s = inv_bw + a.w_tier * inv_eta
         w_mem = w_tp * w_byte_s
+        flops = dense_flops if measured_vec else dec_flops_lin
         if a.wide:
-            lin = dec_flops_lin * lin_share * inv_c + extra * lin_share
+            lin = flops * lin_share * inv_c
         else:
-            lin = dec_flops_lin * inv_c / tp + extra / tp
+            lin = flops * inv_c / tp
             if measured_vec and lin_measured is not None:
                 lin = lin_measured
         if not (measured_vec and g.experts):
             return (w_mem, lin), (0.0, 0.0, 0.0)
-        # the experts' reads and products taken out of the linear layers' roofs
+        # the experts' reads out of the linear layers' roof, with their products after them
         exp_mem, exp_lin, exp_add = exp_gpu * w_byte_s, exp_c, exp_more
         if lin_measured is not None and not a.wide:
-            # the vector kernels unpack every weight, the experts' too, in one pass: those stay whole
             exp_mem, exp_lin, exp_add = (np.where(vec_on, 0.0, x) for x in (exp_mem, exp_lin, exp_add))
-        return (w_mem - exp_mem, lin - exp_lin), (exp_mem, exp_add, exp_lin)
+        return (w_mem - exp_mem, lin), (exp_mem, exp_add, exp_lin)
 
     def attention_times(c, inv_bw, inv_eta, inv_att):
         """(KV bytes, attention FLOPs) at context c, in seconds at the given rates."""
@@ -807,7 +808,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # other, each at its own roof: a batch whose products are compute-bound still waits for its KV
     # reads (fmax: with no compute peak in the catalog, nan, the memory roof alone decides). The
     # linear layers' and the experts' kernels take the same at every context: worked out once.
-    (w_mem, lin), (exp_mem, exp_add, exp_lin) = linear_times(1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw, extra=exp_extra)
+    (w_mem, lin), (exp_mem, exp_add, exp_lin) = linear_times(1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw)
     attention = [attention_times(c, 1.0 / eff_bw, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec)) for c in (c0, cm, c1)]
     linear_kernels = np.fmax(w_mem, lin) + exp_mem + exp_add
     attention_kernels = [np.fmax(kv_mem, att) for kv_mem, att in attention]

@@ -397,17 +397,16 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         chunks = np.maximum(np.ceil(P / np.maximum(K - b, 1.0)), 1.0)
         return t_dec + mixed * (P * tau_at(mixed * P / D) + save) / D + extra * np.minimum(mixed * chunks / D, 1.0)
 
-    def decode_at(b):
-        """The decode step τ_dec(b); where a vendor's published maximum binds, lengthened so that the
-        served step (the decode and the prompt work it carries) takes b / that maximum: the vendor
-        measured the prompts inside its figure."""
+    def decode_and_step(b):
+        """(the decode step τ_dec(b), the served step with the prompt work it carries); where a vendor's
+        published maximum binds, the decode lengthened so that the served step takes b / that
+        maximum: the vendor measured the prompts inside its figure."""
         t_dec = step_table.at(b)
+        tau = served(b, t_dec)
         if not capped:
-            return t_dec
-        return t_dec + np.maximum(b / ceiling - served(b, t_dec), 0.0)
-
-    def step(b, t_dec=None, others=others):
-        return served(b, decode_at(b) if t_dec is None else t_dec, others)
+            return t_dec, tau
+        pad = np.maximum(b / ceiling - tau, 0.0)
+        return t_dec + pad, tau + pad
 
     # Arrivals at random moments (Poisson, clients that think for a while, or clients whose requests
     # differ in length and so finish at random moments) find the server busy with other prompts and
@@ -455,8 +454,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # (long prompts, short answers). The utilisation rises with b (more requests finish per
         # second while each step leaves fewer tokens for prompts): bisect for the cap.
         def prompt_util(b):
-            t_dec = decode_at(b)
-            tau = step(b, t_dec)
+            t_dec, tau = decode_and_step(b)
             X = b / (D * tau)
             return X * (P * (tau_at(X * P * tau) + (t_dec + extra) / np.maximum(K - b, 1.0)) + save)
 
@@ -467,8 +465,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
 
         # the demand gap rises with b: bisect for where it closes
         def demand_gap(b):
-            t_dec = decode_at(b)
-            tau = step(b, t_dec)
+            t_dec, tau = decode_and_step(b)
             X = b / (D * tau)
             if load.kind == "open":
                 return X - load.rate_rps
@@ -479,14 +476,14 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # a closed loop never runs more sequences than it has clients: a narrower search
         search_hi = np.minimum(b_hi, C) if load.kind == "closed" else b_hi
         b = np.where(saturated, b_hi, bisect_rising(demand_gap, search_hi))
-    t_dec = decode_at(b)
-    tau = step(b, t_dec)
+    t_dec, tau = decode_and_step(b)
     X = b / (D * tau)
     if load.kind == "closed":
         # no closed loop gets more from a server than the server gives full. Up to the cap the prompt
         # charge of C − 1 others lands up to ~1 % above the full server, which a step-by-step
         # simulation of the same costs puts level with it (the same slots are always busy)
-        X = np.minimum(X, kv_or_seqs / (D * step(kv_or_seqs, others=math.inf)))
+        full = served(kv_or_seqs, decode_and_step(kv_or_seqs)[0], others=math.inf)
+        X = np.minimum(X, kv_or_seqs / (D * full))
     service, wait = ttft_parts(b, tau, X, t_dec)
     # the queue: closed loop, the clients a full server cannot take; open loop, unbounded past capacity
     if load.kind == "closed":
