@@ -94,11 +94,13 @@ def explain(cat: "Catalog", cfg: "Config", p: "Prediction") -> dict[str, Explana
                 if math.isfinite(mla) else "")
     # a mixture of experts' grouped kernels add their products to their reads (`roofline.decode_step`)
     exp_ms = float(p.decode_expert_products_s) * 1e3
-    exp_eta = eff.expert_compute_fraction if eff.expert_compute_fraction is not None else eff.prefill_compute_fraction
+    # (a profile without an experts' fraction has nan there: the linear layers' own, as the kernel takes it)
+    exp_eta = float(eff.expert_compute_fraction)
+    exp_eta = exp_eta if math.isfinite(exp_eta) else eta_c
     exp_gflop = float(p.decode_expert_products_flops) / 1e9
     experts_note = (f" The routed experts run as grouped kernels that multiply after they read: the products "
                     f"of each token past a touched expert's first, {num(exp_gflop)} GFLOP per GPU at "
-                    f"{num(exp_gflop / exp_ms)} TFLOP/s (η_exp {float(exp_eta):.2f} with the format's share), add "
+                    f"{num(exp_gflop / exp_ms)} TFLOP/s (η_exp {exp_eta:.2f} with the format's share), add "
                     f"{num(exp_ms)} ms." if exp_ms >= 0.001 else "")
     out["decode"] = Explanation(
         "Decode tok/s per user",

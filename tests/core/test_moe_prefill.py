@@ -89,4 +89,8 @@ def test_the_explanation_says_what_the_experts_products_add(cat):
     # the products' FLOPs and the rate they run at, as the step has them
     assert f"{p.decode_expert_products_flops / 1e9:,.0f} GFLOP per GPU" in text
     assert "grouped kernels" not in decode_text("deepseek-r1", 1)[0]
+    # a profile with no experts' fraction of its own names the linear layers' (it printed "η_exp nan")
+    cfg = configure(cat, hardware="a100-sxm4-80gb", model="qwen3-30b-a3b", runtime="sglang", batch=64)
+    eff_text = api.explain(cat, cfg, api.predict(cat, cfg))["decode"].text
+    assert "grouped kernels" in eff_text and "nan" not in eff_text
     assert "grouped kernels" not in decode_text("llama-3.1-70b", 256)[0]
