@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from advisor.data.catalog import Catalog
 
 HARDWARE_COLUMNS = ("bandwidth_gb_s", "capacity_gb", "link_gb_s", "sram_gb", "sram_bandwidth_gb_s", "ddr_gb",
-                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s", "side_work_scale")
+                    "ddr_bandwidth_gb_s", "domain_gpus", "network_gb_s", "side_work_scale", "reads_then_products")
 RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_gb", "workspace_tokens",
                    "allreduce_per_device", "prefill_moe_layer_us", "prefill_complex_layer_us", "vector_batch_max",
                    "decode_expert_weight", "prompt_pipeline_copies")
@@ -41,7 +41,7 @@ RUNTIME_COLUMNS = ("memory_fraction", "memory_of_free", "reserve_gb", "overhead_
 def hardware_columns(h: Hardware) -> dict:
     return {"bandwidth_gb_s": h.bandwidth_gb_s, "capacity_gb": usable_memory_gb(h), "link_gb_s": link_gb_s(h),
             "domain_gpus": float(domain_gpus(h)), "network_gb_s": network_gb_s(h),
-            "side_work_scale": side_work_scale(h), **memory_tiers(h)}
+            "side_work_scale": side_work_scale(h), "reads_then_products": float(h.kind == "cpu"), **memory_tiers(h)}
 
 
 def memory_tiers(h: Hardware) -> dict:

@@ -120,6 +120,9 @@ class Inputs:
     #: 1 / (1 + (1/η − 1) × scale) before `matrix_share` applies (the MLA kernel's share arrives with
     #: it applied: `advisor.model.devices.mla_decode_fraction`)
     side_work_scale: Any = 1.0
+    #: 1 on a CPU: a decode step's linear layers read their weights and then multiply them, on the same
+    #: cores, one after the other (`decode_step`); 0 elsewhere (the larger of the two)
+    reads_then_products: Any = 0.0
     #: extra fixed cost of each dense matrix product in the weights' format, µs
     #: (`advisor.model.devices.format_gemm_us`: FP8 on Hopper 3.4-8.8): quantizing the activations,
     #: and scaled kernels that fill small products worse; paid where the non-expert weights are in it
@@ -364,6 +367,7 @@ class _Arrays:
         # attention runs at its own dtype's peak, never at the weights' FP4/INT4 rate
         self.attn_peak = self.peak if x.attn_peak_tflops is None else _arr(x.attn_peak_tflops, ft) * 1e12
         self.vec_peak = _arr(x.vector_peak_tflops, ft) * 1e12
+        self.serial = _arr(x.reads_then_products, ft) > 0
         self.vec_max = _arr(x.vector_batch_max, ft)
         self.vec_ops = _arr(x.vector_ops_per_weight, ft)
         self.vec_seq_ops = _arr(x.vector_seq_ops_per_weight, ft)
@@ -810,7 +814,20 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # linear layers' and the experts' kernels take the same at every context: worked out once.
     (w_mem, lin), (exp_mem, exp_add, exp_lin) = linear_times(1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw)
     attention = [attention_times(c, 1.0 / eff_bw, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec)) for c in (c0, cm, c1)]
-    linear_kernels = np.fmax(w_mem, lin) + exp_mem + exp_add
+    # On a CPU the same cores read the weights and multiply them: over a few sequences the products of
+    # the first ride along with the read (a matrix-vector product streams at the bandwidth), and each
+    # further sequence's come after it. llama.cpp's CPU kernels on a 2-core AMD EPYC (Zen 4), TinyLlama's
+    # shape, 1 to 8 sequences (catalog/measured/llamacpp_cpu_batched_this_machine.md): in Q4_0 and Q8_0
+    # each sequence from the third on added 8.1-10.8 ms, about what a prompt token costs there, where
+    # the larger of the two roofs kept the step at the read up to 4 sequences (38-113 % too fast).
+    # Elsewhere (GPUs, whose SMs overlap loads with products), the larger of the two.
+    first = lin / np.maximum(Bq, 1.0)
+    lin_time = np.where(a.serial, np.fmax(w_mem, first) + (lin - first), np.fmax(w_mem, lin))
+    # the experts likewise: each touched expert's first token multiplies as the expert is read, and
+    # takes longer than the read only where the products are slow for the bytes (a 1.75-bit format on
+    # a P100), the further tokens' products after it
+    exp_first = exp_lin - exp_add
+    linear_kernels = lin_time + np.fmax(exp_mem, exp_first) + exp_add
     attention_kernels = [np.fmax(kv_mem, att) for kv_mem, att in attention]
     mid_memory_s, mid_compute_s = w_mem + exp_mem + attention[1][0], lin + exp_lin + attention[1][1]
     # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
@@ -823,7 +840,9 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     t_step = t_kernels
     # the time of a step's compute-bound kernels (the rest is memory-bound): what the calibration's fit
     # holds, and divides the rest by the bandwidth fraction (nan compute: none)
-    t_compute_bound = np.where(lin > w_mem, lin, 0.0) + exp_add \
+    lin_compute_bound = np.where(a.serial, (lin - first) + np.where(first > w_mem, first, 0.0),
+                                 np.where(lin > w_mem, lin, 0.0))
+    t_compute_bound = lin_compute_bound + np.where(exp_first > exp_mem, exp_first, 0.0) + exp_add \
         + simpson([np.where(att > kv_mem, att, 0.0) for kv_mem, att in attention])
     if a.wide:
         # the all-to-all hides behind the other half-batch's work, all but TBO_EXPOSED of the shorter
