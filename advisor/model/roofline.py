@@ -821,8 +821,10 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # each sequence from the third on added 8.1-10.8 ms, about what a prompt token costs there, where
     # the larger of the two roofs kept the step at the read up to 4 sequences (38-113 % too fast).
     # Elsewhere (GPUs, whose SMs overlap loads with products), the larger of the two.
+    # (a CPU without a compute peak in the catalog, nan: the memory roof alone, as fmax has it below)
     first = lin / np.maximum(Bq, 1.0)
-    lin_time = np.where(a.serial, np.fmax(w_mem, first) + (lin - first), np.fmax(w_mem, lin))
+    further = np.nan_to_num(lin - first, nan=0.0)
+    lin_time = np.where(a.serial, np.fmax(w_mem, first) + further, np.fmax(w_mem, lin))
     # the experts likewise: each touched expert's first token multiplies as the expert is read, and
     # takes longer than the read only where the products are slow for the bytes (a 1.75-bit format on
     # a P100), the further tokens' products after it
@@ -840,7 +842,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     t_step = t_kernels
     # the time of a step's compute-bound kernels (the rest is memory-bound): what the calibration's fit
     # holds, and divides the rest by the bandwidth fraction (nan compute: none)
-    lin_compute_bound = np.where(a.serial, (lin - first) + np.where(first > w_mem, first, 0.0),
+    lin_compute_bound = np.where(a.serial, further + np.where(first > w_mem, first, 0.0),
                                  np.where(lin > w_mem, lin, 0.0))
     t_compute_bound = lin_compute_bound + np.where(exp_first > exp_mem, exp_first, 0.0) + exp_add \
         + simpson([np.where(att > kv_mem, att, 0.0) for kv_mem, att in attention])

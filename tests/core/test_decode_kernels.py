@@ -75,6 +75,9 @@ def test_a_cpu_reads_its_weights_then_multiplies_them_for_every_further_sequence
     assert 8 * float(eight.decode_tok_s) > float(one.decode_tok_s)
     # the fit's split of the step: what is compute-bound is the further sequences' products
     assert float(eight.decode_compute_bound_s) > 0
+    # a CPU without a compute peak in the catalog (EPYC 9965): the memory roof alone, as on any part
+    no_peak = cpu_result(cat, 8, hardware="epyc 9965")
+    assert math.isfinite(float(no_peak.decode_tok_s)) and float(no_peak.decode_tok_s) > 0
 
 
 def test_a_gpu_keeps_the_larger_of_the_two_roofs(cat):
