@@ -857,7 +857,9 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     free_tok_s = 1.0 / t_step   # before the vendor's figure: the serving model floors a whole served step
     if np.any(np.isfinite(cap)):
         # never faster than the vendor publishes for this model on this hardware
-        floor = B / _arr(cap, a.ft)
+        # (where a configuration has none, nothing: a step the kernel cannot time, nan, stays unknown
+        # rather than becoming the floor of an infinite maximum, 0)
+        floor = np.where(np.isfinite(cap), B / _arr(cap, a.ft), np.nan)
         t_step, t_step_first = np.fmax(t_step, floor), np.fmax(t_step_first, floor)
     mid_kv = Bg * (kv.read(cm) * pp)
     mid_bytes = w_tp + mid_kv
