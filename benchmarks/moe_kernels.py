@@ -118,9 +118,10 @@ def main() -> None:
     print("\n4. the same layers: reads + products against the larger of the two, each with the read share at 64 "
           "tokens and one fitted fraction of the dtype's peak (largest miss over the five token counts)\n")
     print(table(["system", "engine", "experts' dtype", "read share", "fraction (added)", "largest miss (added)",
-                 "fraction (larger)", "largest miss (larger)"], forms))
-    added = [float(r[5].rstrip(" %")) for r in forms]
-    larger = [float(r[7].rstrip(" %")) for r in forms]
+                 "fraction (larger)", "largest miss (larger)"],
+                [[*label, f"{share:.2f}", f"{eta_a:.2f}", f"{100 * miss_a:.0f} %", f"{eta_l:.2f}", f"{100 * miss_l:.0f} %"]
+                 for *label, share, eta_a, miss_a, eta_l, miss_l in forms]))
+    added, larger = ([100 * r[i] for r in forms] for i in (-3, -1))
     print(f"\nmedian of the largest misses over {len(forms)} tables: added {statistics.median(added):.0f} %, "
           f"larger of the two {statistics.median(larger):.0f} %")
 
@@ -152,10 +153,11 @@ PEAK_FIELD = {"bfloat16": "bf16_dense_tflops", "fp8": "fp8_dense_tflops", "fp8_b
               "nvfp4": "fp4_dense_tflops"}
 
 
-def added_or_overlapped(moe, hw, label: list[str]) -> list[list[str]]:
+def added_or_overlapped(moe, hw, label: list[str]) -> list[list]:
     """Table 4's rows of one MoE table: DeepSeek's layer over 8 GPUs (as table 3), its time at each of
     `EP_TOKENS` against reads + products and against the larger of the two; ``hw``: the catalog's
-    entry for the GPU (spec bandwidth and dense peaks)."""
+    entry for the GPU (spec bandwidth and dense peaks). Each row: the label, the experts' dtype, the
+    read share, then each form's fitted fraction and largest miss (fractions of 1)."""
     ds = deepseek_ep8(moe)
     rows = []
     for dtype, m in ds.groupby("moe_dtype"):
@@ -175,8 +177,7 @@ def added_or_overlapped(moe, hw, label: list[str]) -> list[list[str]]:
         miss_added = max(abs((read_s + products_s[t] / eta_added) / seconds[t] - 1) for t in EP_TOKENS)
         miss_larger = max(abs(max(read_s, products_s[t] / eta_larger) / seconds[t] - 1) for t in EP_TOKENS)
         share = 32 * 3 * 7168 * 2048 * WEIGHT_BYTES[dtype] / (hw.bandwidth_gb_s * 1e9) / read_s   # of the spec
-        rows.append([*label, dtype, f"{share:.2f}", f"{eta_added:.2f}", f"{100 * miss_added:.0f} %",
-                     f"{eta_larger:.2f}", f"{100 * miss_larger:.0f} %"])
+        rows.append([*label, dtype, share, eta_added, miss_added, eta_larger, miss_larger])
     return rows
 
 

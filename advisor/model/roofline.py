@@ -741,7 +741,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         dense_flops = dec_flops_lin - exp_flops
         exp_c = np.nan_to_num(exp_flops * lin_share / (peak * a.eta_exp), nan=0.0)
         more_flops = 2.0 * np.maximum(Bq * g.routed_active_params - touched * g.routed_expert_params, 0.0) * lin_share
-        # (0 where the catalog has no compute peak: the memory roof alone decides, as in `per_kernel`)
+        # (0 where the catalog has no compute peak: the memory roof alone decides, as fmax has it below)
         exp_more = np.nan_to_num(more_flops / (peak * a.eta_exp), nan=0.0)
 
     # Step time at context c = max(bytes / attained bandwidth, FLOPs / attained compute), with
@@ -824,12 +824,14 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # (a CPU without a compute peak in the catalog, nan: the memory roof alone, as fmax has it below)
     first = lin / np.maximum(Bq, 1.0)
     further = np.nan_to_num(lin - first, nan=0.0)
-    lin_time = np.where(a.serial, np.fmax(w_mem, first) + further, np.fmax(w_mem, lin))
+    with_read, first_bound = _first_with_read(w_mem, first)
+    lin_time = np.where(a.serial, with_read + further, np.fmax(w_mem, lin))
+    lin_compute_bound = np.where(a.serial, further + first_bound, np.where(lin > w_mem, lin, 0.0))
     # the experts likewise: each touched expert's first token multiplies as the expert is read, and
     # takes longer than the read only where the products are slow for the bytes (a 1.75-bit format on
     # a P100), the further tokens' products after it
-    exp_first = exp_lin - exp_add
-    linear_kernels = lin_time + np.fmax(exp_mem, exp_first) + exp_add
+    exp_with_read, exp_first_bound = _first_with_read(exp_mem, exp_lin - exp_add)
+    linear_kernels = lin_time + exp_with_read + exp_add
     attention_kernels = [np.fmax(kv_mem, att) for kv_mem, att in attention]
     mid_memory_s, mid_compute_s = w_mem + exp_mem + attention[1][0], lin + exp_lin + attention[1][1]
     # the ceiling: the whole step at one roof, the looser bound (a runtime that overlaps the two
@@ -842,9 +844,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     t_step = t_kernels
     # the time of a step's compute-bound kernels (the rest is memory-bound): what the calibration's fit
     # holds, and divides the rest by the bandwidth fraction (nan compute: none)
-    lin_compute_bound = np.where(a.serial, further + np.where(first > w_mem, first, 0.0),
-                                 np.where(lin > w_mem, lin, 0.0))
-    t_compute_bound = lin_compute_bound + np.where(exp_first > exp_mem, exp_first, 0.0) + exp_add \
+    t_compute_bound = lin_compute_bound + exp_first_bound + exp_add \
         + simpson([np.where(att > kv_mem, att, 0.0) for kv_mem, att in attention])
     if a.wide:
         # the all-to-all hides behind the other half-batch's work, all but TBO_EXPOSED of the shorter
@@ -892,6 +892,14 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
         "decode_head_flops": Bq * 2.0 * out_params / tp, "decode_exchanges": exchanges, "decode_transfer_s": transfer,
         "knee_batch": knee, "_first_step_s": t_step_first,
     }
+
+
+def _first_with_read(read_s, first_s):
+    """A kernel that reads its weights and then multiplies them (a CPU's linear layers, a grouped expert
+    kernel; `decode_step`): the first token's products stream with the read, the further tokens' come
+    after it. The read and the first token's products together, and the part of that the products
+    bind (a nan product: the read alone, none bound); the caller adds the further products."""
+    return np.fmax(read_s, first_s), np.where(first_s > read_s, first_s, 0.0)
 
 
 def prefill(g: Geometry, x: Inputs, a: _Arrays) -> dict[str, Any]:

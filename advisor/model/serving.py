@@ -520,7 +520,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
         # of the steady state's prompt work (a run of as many requests as clients, none: four
         # llama-server clients sent four requests and decoded at 68 ms a token, mean and median,
         # where the steady state's mean was twice its median)
-        later = 1.0 - np.minimum(C, float(load.requests)) / float(load.requests)
+        later = 1.0 - _first_wave_share(load, C)
         tau = t_dec + later * (tau - t_dec)
         mixed_share = mixed_share * later
     # a step that carries prompt work fills what the budget leaves (charging one prompt's worth
@@ -850,6 +850,12 @@ def batch_run(costs: StepCosts, load: Load) -> Serving:
         tpot_ms=rs(out["tpot"]) * 1e3, tpot_p50_ms=rs(out["tpot50"]) * 1e3, itl_p50_ms=rs(out["itl50"]) * 1e3)
 
 
+def _first_wave_share(load: Load, clients):
+    """The share of a run of ``load.requests`` requests that its first wave is: ``clients`` of them
+    (all of them where the run has fewer)."""
+    return np.minimum(clients, float(load.requests)) / float(load.requests)
+
+
 def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, tau_p, extra, request_s,
                      ttft, ttft_p50, ttft_p90, ttft_p99, lockstep: bool = False, save=0.0):
     """TTFT over a finite run of ``load.requests`` requests from ``clients`` clients that
@@ -870,7 +876,7 @@ def _with_first_wave(load: Load, clients, costs: StepCosts, step_table, K, cap, 
     request_server_s`): a returning group's requests each pay it before their common step; the first
     wave finds the server empty and pays none."""
     C = np.minimum(clients, float(load.requests))
-    share = C / float(load.requests)
+    share = _first_wave_share(load, clients)
     P = load.new_prompt_tokens
     admitted = np.minimum(C, cap)          # past the cache's capacity the rest wait a whole cycle: the queue
     per_step = np.minimum(K, admitted * P) * tau_p + step_table.at(np.maximum(admitted / 2.0, 1.0)) + extra
