@@ -99,7 +99,7 @@ def load_from(*, prompt=None, output=None, concurrency=None, rate=None, offline=
 def _load_text(load: Load) -> str:
     if load.kind == "closed":
         think = f", {num(load.think_s)} s think time" if load.think_s else ""
-        run = f", a run of {load.requests:,} requests (the first wave of all clients at once included)" \
+        run = f", a run of {load.requests:,} requests timed from its first wave (all clients at once) to its last answer" \
             if load.requests else ""
         return f"{load.concurrency:g} concurrent client{'s' if load.concurrency != 1 else ''} (closed loop{think}{run})"
     if load.kind == "open":

@@ -206,23 +206,32 @@ def map_row(cat: Catalog, row: dict, output_spread: float = SHAREGPT_OUTPUT_SPRE
         top = 2.0 * float(lengths["prompt_tokens"]) - 1.0
         lengths.update({k: v for k, v in prompt_mix(0, samples=np.linspace(1.0, max(top, 1.0), 1001)).items()
                         if k != "prompt_tokens"})
+    def with_outputs(lengths):
+        """``lengths`` with the outputs' distribution where a run of N requests ends by draining
+        through the longest of them: a dataset's lengths vary (ShareGPT: its cap is known, its spread
+        assumed), SGLang's random lengths are drawn evenly from 1 to L."""
+        if dist.startswith("sharegpt"):
+            return {**lengths, **output_mix(lengths["output_tokens"], output_spread, points=BATCH_MIX_POINTS,
+                                             top=max(SHAREGPT_MAX_OUTPUT, lengths["output_tokens"]))}
+        if uniform:
+            top_out = 2.0 * float(lengths["output_tokens"]) - 1.0
+            return {**lengths, **output_mix(0, samples=np.linspace(2.0, max(top_out, 2.0), 1001),
+                                             points=BATCH_MIX_POINTS)}
+        return lengths
+
     if kind == "closed":
-        # a benchmark run of N requests: its first wave is in the figures (`Load.requests`)
+        # a benchmark run of N requests: its first wave and its drain are in the figures (`Load.requests`)
         n, conc = _requests(row["notes"]), float(row["concurrency"] or 1)
-        load = Load(kind="closed", concurrency=conc, requests=n if n and n >= conc else None, **lengths)
+        run = n if n and n >= conc else None
+        # (the mean stays the row's: the distribution gives the drain its shape)
+        load = Load(kind="closed", concurrency=conc, requests=run,
+                    **({**with_outputs(lengths), "output_tokens": lengths["output_tokens"]} if run else lengths))
     elif kind == "open":
         load = Load(kind="open", rate_rps=float(row["rate_rps"]), **lengths)
     else:
-        # all at once: a batch job of N requests, timed from the first to the last (`batch_run`), whose
-        # end drains through the longest outputs: a dataset's lengths vary (ShareGPT: its cap is known,
-        # its spread assumed), SGLang's random lengths are drawn evenly from 1 to L
+        # all at once: a batch job of N requests, timed from the first to the last (`batch_run`)
         n = _requests(row["notes"])
-        if dist.startswith("sharegpt"):
-            lengths.update(output_mix(lengths["output_tokens"], output_spread, points=BATCH_MIX_POINTS,
-                                      top=max(SHAREGPT_MAX_OUTPUT, lengths["output_tokens"])))
-        elif uniform:
-            top_out = 2.0 * float(lengths["output_tokens"]) - 1.0
-            lengths.update(output_mix(0, samples=np.linspace(2.0, max(top_out, 2.0), 1001), points=BATCH_MIX_POINTS))
+        lengths = with_outputs(lengths)
         load = Load(kind="offline", requests=n, **lengths) if n else Load(kind="offline", **lengths)
     return ServingCase(src, cfg, load, metric, stat or "mean", value, row["parallel"], row["runtime_version"], row)
 

@@ -55,8 +55,19 @@ def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, w
              together: bool = False) -> Sim:
     """Run ``steps`` engine steps of ``load`` on ``costs``; measure after the first ``warmup`` share
     of the completed requests. ``together``: a closed loop's clients all send their first request at
-    the start, as a benchmark run's do."""
+    the start, as a benchmark run's do. A load with output lengths (``output_points``) draws each
+    request's; a closed loop of ``load.requests`` requests stops sending after that many and is
+    measured whole, from its start to its last answer (its throughput: the run's output tokens over
+    that time)."""
     rng = np.random.default_rng(seed)
+    run = load.requests if load.kind == "closed" else None
+    out_pts = np.asarray(load.output_points, float)
+    out_w = np.asarray(load.output_weights, float) / max(sum(load.output_weights), 1e-30) if load.output_points else None
+
+    def decode_len() -> int:
+        """A request's decode steps: the load's one output length, or drawn from its distribution."""
+        return load.output_tokens - 1 if out_w is None else max(int(round(rng.choice(out_pts, p=out_w))) - 1, 1)
+    issued, produced = (min(int(load.concurrency), run) if run else 0), 0
     P = max(int(round(load.new_prompt_tokens)), 1)
     pts, wts = load.new_prompt_points()
 
@@ -80,7 +91,8 @@ def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, w
         # their prompts would share steps and, with fixed output lengths, stay in that convoy forever
         b = min(int(load.concurrency), cap)
         life = (D + 1) * tdec[b] + (b + 1) * P * tau_p + load.think_s
-        arrivals = [0.0] * int(load.concurrency) if together else sorted(rng.uniform(0.0, life, int(load.concurrency)).tolist())
+        first = min(int(load.concurrency), run) if run else int(load.concurrency)
+        arrivals = [0.0] * first if together else sorted(rng.uniform(0.0, life, first).tolist())
     else:
         arrivals = [rng.exponential(1.0 / load.rate_rps)]      # Poisson: the next arrival, drawn as we go
     waiting = deque()           # arrived, no slot yet (FCFS)
@@ -119,13 +131,19 @@ def simulate(costs: StepCosts, load: Load, steps: int = 20_000, seed: int = 0, w
         for arrival, first in finishes.pop(step, ()):          # their last token came out in this step
             n_dec -= 1
             done.append((arrival, first, t))
-            if load.kind == "closed":
+            if load.kind == "closed" and (not run or issued < run):
                 # exponential think time of the load's mean: the jitter of real clients, which keeps
                 # them from merging into lockstep convoys (the analytic model uses only the mean)
                 heapq.heappush(arrivals, t + (rng.exponential(load.think_s) if load.think_s else 0.0))
+                issued += 1
+        if run and len(done) == run:                            # the run's last answer: measured whole
+            return Sim(ttft_ms=math.nan, ttft_p90_ms=math.nan, itl_ms=math.nan, throughput_tok_s=produced / t,
+                       running_batch=math.nan, completed=run, queue=queue)
         firsts = 0
-        while prefill and prefill[0][1] == 0:                   # prompt done: first token now, D decode steps follow
-            finishes[step + D].append((prefill.popleft()[0], t))
+        while prefill and prefill[0][1] == 0:                   # prompt done: first token now, its decode steps follow
+            d = decode_len()
+            finishes[step + d].append((prefill.popleft()[0], t))
+            produced += d + 1
             n_dec += 1
             firsts += 1
         log.append((t - dt, dt, b, b + firsts))
@@ -525,6 +543,36 @@ def test_a_benchmark_runs_first_wave_is_in_its_ttft():
                 dict(kind="closed", requests=2.5)):
         with pytest.raises(AdvisorError):
             Load(**bad).check()
+
+
+#: SGLang bench_serving's random outputs at --random-output-len 1000: drawn evenly from 1 to 1000
+UNIFORM_1000 = serving.output_mix(0, samples=np.linspace(2.0, 999.0, 1001), points=serving.BATCH_MIX_POINTS)
+
+
+@pytest.mark.slow   # over half a second here: the slow tier (CI runs it)
+@pytest.mark.parametrize("c, n", [(16, 80), (4, 100), (64, 320)])
+def test_a_finite_runs_throughput_waits_for_its_longest_answers(c, n):
+    """A benchmark run of N requests from C clients is timed to its last answer: once the last
+    request is sent the clients finish one after another, the longest outputs last, at a shrinking
+    batch. Its throughput (what the client prints) is below the steady state's where lengths vary,
+    by as much as the step-by-step simulator of the same run finds (the mean of 6 runs)."""
+    load = Load(kind="closed", concurrency=c, prompt_tokens=500, varied_lengths=True, requests=n, **UNIFORM_1000)
+    a = analytic(COSTS_SYN, load)
+    steady = analytic(COSTS_SYN, dataclasses.replace(load, requests=None))
+    sims = [simulate(COSTS_SYN, load, steps=10**7, seed=k, together=True).throughput_tok_s for k in range(6)]
+    assert a["throughput_tok_s"] < steady["throughput_tok_s"]
+    assert close(a["throughput_tok_s"], float(np.mean(sims)), 0.03), (a["throughput_tok_s"], sims, steady)
+
+
+def test_a_finite_run_of_one_client_is_its_requests_back_to_back():
+    """One client runs its N requests one after another: N times a request's mean time, the steady
+    state's throughput exactly; one fixed length (no distribution) leaves no drain either."""
+    one = Load(kind="closed", concurrency=1, prompt_tokens=500, varied_lengths=True, **UNIFORM_1000)
+    assert analytic(COSTS_SYN, dataclasses.replace(one, requests=10))["throughput_tok_s"] == pytest.approx(
+        analytic(COSTS_SYN, one)["throughput_tok_s"], rel=1e-6)
+    fixed = Load(kind="closed", concurrency=16, prompt_tokens=500, output_tokens=500)
+    assert analytic(COSTS_SYN, dataclasses.replace(fixed, requests=80))["throughput_tok_s"] == \
+        analytic(COSTS_SYN, fixed)["throughput_tok_s"]
 
 
 @pytest.mark.parametrize("c, prompt, output", [(8, 200, 100), (4, 512, 128), (40, 1000, 200), (30, 300, 300)])
