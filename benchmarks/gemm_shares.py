@@ -1,8 +1,8 @@
 """Where `advisor.model.devices.LOW_PRECISION_GEMM_SHARE` and the NVIDIA parts' ``bf16_achievable_tflops``
-(`advisor.model.devices.matrix_share`) come from: the share of its dense peak a low-precision format's
-matrix products reach, over the share BF16 products reach of theirs, and the share BF16 products reach
-on each GPU, from aiconfigurator's published kernel measurements (per GPU, engine and version; NVIDIA's
-own collection).
+(`advisor.model.devices.matrix_share`) and ``fp4_achievable_tflops`` (`part_low_precision_share`) come
+from: the share of its dense peak a low-precision format's matrix products reach, over the share BF16
+products reach of theirs, and the share BF16 and NVFP4 products reach on each GPU, from aiconfigurator's
+published kernel measurements (per GPU, engine and version; NVIDIA's own collection).
 
 For each system and engine: the median TFLOP/s over prompt-sized GEMMs (2,048-8,192 tokens, both
 other sides 4,096 or more) per dtype, as a share of that dtype's dense peak (the catalog's figures),
@@ -62,13 +62,17 @@ def prompt_sized(df):
 def main() -> None:
     from advisor.text.format import table
 
-    rows, family, bf16_p90 = [], {}, {}
+    rows, family, bf16_p90, fp4_p90 = [], {}, {}, {}
     for system, hw, engine, version, df in gemm_tables(__doc__, BF16_SYSTEMS):
         bf = prompt_sized(df)
+        fp4 = bf[bf.gemm_dtype == "nvfp4"]
         bf = bf[bf.gemm_dtype == "bfloat16"]
         if len(bf):
             tflops = 2 * bf.m * bf.n * bf.k / (bf.latency * 1e-3) / 1e12
             bf16_p90.setdefault((system, hw.key, hw.bf16_dense_tflops), []).append(float(tflops.quantile(0.9)))
+        if len(fp4) and hw.fp4_dense_tflops:
+            tflops = 2 * fp4.m * fp4.n * fp4.k / (fp4.latency * 1e-3) / 1e12
+            fp4_p90.setdefault((system, hw.key, hw.fp4_dense_tflops), []).append(float(tflops.quantile(0.9)))
         if system not in SYSTEMS:
             continue
         family[system] = hw.family
@@ -105,6 +109,17 @@ def main() -> None:
                 [[k[0], k[1], len(bf16_p90[k]), f"{v:.0f}", f"{v / k[2]:.3f}", f"{v / k[2] / hopper:.3f}"]
                  for k, v in sorted(sustained.items())]))
     print(f"\nHopper's share (the reference, devices.REFERENCE_BF16_SHARE): {hopper:.3f}")
+    # what each Blackwell part's NVFP4 products sustain, over its BF16 share: the catalog's
+    # fp4_achievable_tflops, and the part's FP4 share against B200's (devices.part_low_precision_share)
+    by_key = {k[0]: (v, k[2]) for k, v in sustained.items()}
+    fp4 = {k: statistics.median(v) for k, v in fp4_p90.items()}
+    ratio = {k[0]: (v / k[2]) / (by_key[k[0]][0] / by_key[k[0]][1]) for k, v in fp4.items() if k[0] in by_key}
+    print()
+    print(table(["system", "catalog key", "tables", "NVFP4 TFLOP/s (p90)", "share of its peak", "over BF16's share",
+                 "over B200's"],
+                [[k[0], k[1], len(fp4_p90[k]), f"{v:.0f}", f"{v / k[2]:.3f}", f"{ratio[k[0]]:.3f}",
+                  f"{ratio[k[0]] / ratio['b200_sxm']:.3f}" if "b200_sxm" in ratio else "–"]
+                 for k, v in sorted(fp4.items()) if k[0] in ratio]))
 
 
 if __name__ == "__main__":

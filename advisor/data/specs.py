@@ -95,6 +95,10 @@ class Hardware:
     #: the boost clock its datasheet peak assumes under dense load
     #: (`advisor.model.devices.matrix_share`). Empty = none published
     bf16_achievable_tflops: float | None = _f("num", min=0.01, max=100_000)
+    #: The NVFP4 matrix rate measured the same way (the 90th percentile of published prompt-sized NVFP4
+    #: GEMM timings): a part whose FP4 peak grew without its clocks, power or memory (Blackwell Ultra)
+    #: reaches a smaller share of it (`advisor.model.devices.gemm_share`). Empty = none published
+    fp4_achievable_tflops: float | None = _f("num", min=0.01, max=100_000)
     #: The dense FP16 matrix rate with FP16 accumulate, TFLOP/s, where it is not fp16_dense_tflops (the
     #: FP32-accumulate rate): GeForce dies run FP32 accumulate at half their FP16-accumulate rate
     #: (NVIDIA's Turing, GA102, Ada and Blackwell GeForce tables). A runtime whose 16-bit products

@@ -133,13 +133,36 @@ LOW_PRECISION_GEMM_SHARE = {
 }
 
 
+#: The FP4 products' share of their peak over BF16's on the part `LOW_PRECISION_GEMM_SHARE`'s FP4
+#: figures were measured on (B200: 4,676 of 9,000 TFLOP/s over 1,607 of 2,250, the 90th percentiles
+#: `fp4_achievable_tflops` and `bf16_achievable_tflops` of its catalog entry), per (dtype, family).
+LOW_PRECISION_REFERENCE_SHARE = {("fp4", "nvidia-blackwell"): 0.7274}
+
+
+def part_low_precision_share(hw: Hardware, dtype: str) -> float:
+    """How a part's own FP4 products compare with the family's reference part, from its measured rates:
+    (FP4 achievable / FP4 peak) / (BF16 achievable / BF16 peak), over `LOW_PRECISION_REFERENCE_SHARE`
+    (1 where either rate is unpublished). Blackwell Ultra (B300, GB300) has 1.5× B200's FP4 peak with
+    the same memory, clocks and power, and aiconfigurator's NVFP4 GEMM timings give it 5,100-5,500
+    TFLOP/s against B200's and GB200's 4,700-5,100: 0.47 of its BF16 share, not 0.73, so its FP4
+    products take 0.65 of the family's share (MLPerf v5.1's Llama 3.1 405B Offline: GB300 9 % faster
+    per GPU than GB200, not the 1.5× the peaks say)."""
+    ref = LOW_PRECISION_REFERENCE_SHARE.get((dtype, hw.family))
+    peak16 = hw.bf16_dense_tflops or hw.fp16_dense_tflops
+    if dtype != "fp4" or not ref or not (hw.fp4_achievable_tflops and hw.fp4_dense_tflops
+                                         and hw.bf16_achievable_tflops and peak16):
+        return 1.0
+    return (hw.fp4_achievable_tflops / hw.fp4_dense_tflops) / (hw.bf16_achievable_tflops / peak16) / ref
+
+
 def gemm_share(hw: Hardware, runtime_key: str, dtype: str) -> float:
     """`LOW_PRECISION_GEMM_SHARE` for runtime ``runtime_key`` on ``hw`` computing in ``dtype`` (1 where
-    nothing was measured)."""
+    nothing was measured), times the part's own measured FP4 rate against the family's reference
+    (`part_low_precision_share`)."""
     by_engine = LOW_PRECISION_GEMM_SHARE.get((dtype, hw.family)) if hw.kind == "datacenter" else None
     if not by_engine:
         return 1.0
-    return by_engine.get(runtime_key, by_engine[None])
+    return by_engine.get(runtime_key, by_engine[None]) * part_low_precision_share(hw, dtype)
 
 
 #: The extra fixed time one matrix product of a decode step takes in a low-precision format over a
