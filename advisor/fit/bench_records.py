@@ -55,6 +55,14 @@ class BenchRecord:
     measured_at: str | None = None         # ISO date or date-time, when the file says
     source: str = ""                       # file name and the record's place in it
     missing: tuple[str, ...] = field(default=())   # fields a comparison may need that the file lacks
+    #: each completed request's prompt and output tokens, where the client saved them (vLLM's
+    #: --save-detailed, SGLang's --output-details): the run's length distributions
+    prompt_lengths: tuple[int, ...] = field(default=(), repr=False)
+    output_lengths: tuple[int, ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        # the per-request lists are a run's thousands of lengths: their count stands for them
+        d = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
+             if k not in ("prompt_lengths", "output_lengths")}
+        d["requests_with_lengths"] = len(self.output_lengths)
+        return d

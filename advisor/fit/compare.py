@@ -30,7 +30,7 @@ from advisor.fit.bench_records import BenchRecord
 from advisor.model.config import Config, configure
 from advisor.model.predict import predict
 from advisor.model.roofline import Workload
-from advisor.model.serving import Load, ServeReport, serve
+from advisor.model.serving import BATCH_MIX_POINTS, Load, ServeReport, output_mix, prompt_mix, serve
 
 #: how a metric is shown to people, and its unit
 METRIC_LABELS = {"prefill_tok_s": "prefill", "decode_tok_s": "decode", "batch_decode_tok_s": "decode (batch)",
@@ -188,14 +188,23 @@ def _load(r: BenchRecord, max_seqs: int | None = None, prompt_cache: bool = True
     if not r.prompt_tokens or not r.output_tokens:
         raise AdvisorError("the file does not give the mean prompt and output lengths")
     n = r.requests_completed
+    # the run's own lengths where the client saved them per request (vLLM's --save-detailed, SGLang's
+    # --output-details): its prompts' spread sets their wait for the step budget, its outputs' how the
+    # run drains at its end through the longest; else every request at the file's means
+    if len(set(r.prompt_lengths)) > 1:
+        seqs.update({k: v for k, v in prompt_mix(0, samples=r.prompt_lengths).items() if k != "prompt_tokens"})
+    if len(set(r.output_lengths)) > 1:
+        seqs.update({k: v for k, v in output_mix(0, samples=[max(x, 2) for x in r.output_lengths],
+                                                 points=BATCH_MIX_POINTS).items() if k != "output_tokens"})
+    if "prompt_points" in seqs or "output_points" in seqs:
+        seqs["varied_lengths"] = True
     if r.concurrency and r.concurrency >= 1:
         return Load(kind="closed", concurrency=float(r.concurrency), prompt_tokens=prompt, output_tokens=output,
                     requests=n if n and n >= r.concurrency else None, **seqs)
     rate = r.request_rate_rps
     if rate is not None and math.isinf(rate):
-        # every request at once: a batch of them, timed to the last answer (`serving.batch_run`; the
-        # file gives the mean lengths only, so every request is taken at them); without a count, the
-        # server at capacity
+        # every request at once: a batch of them, timed to the last answer (`serving.batch_run`); without
+        # a count, the server at capacity
         return Load(kind="offline", prompt_tokens=prompt, output_tokens=output,
                     requests=min(n, 100_000_000) if n else None, **seqs)
     if rate and rate > 0:

@@ -167,3 +167,29 @@ def test_empty_result_list():
         vllm_serve.parse("[]", [], "empty.json")
     with pytest.raises(AdvisorError):
         parse_results("[]", "empty.json")
+
+
+def test_per_request_lengths_are_read_where_the_client_saved_them():
+    """`--save-detailed` (vLLM) and `--output-details` (SGLang) add each request's prompt and output
+    tokens: the records carry the completed ones (a failed request's output is 0), their JSON the
+    count, not thousands of numbers; a file without them has none."""
+    raw = _fixture("vllm_serve.json")
+    inputs = [1024] * 31 + [900]
+    outputs = [16 * (i + 1) for i in range(31)] + [0]          # the last request failed
+    detailed = {**raw, "input_lens": inputs, "output_lens": outputs}
+    records = vllm_serve.parse(json.dumps(detailed), detailed, "d.json")
+    r = records[0]
+    assert r.output_lengths == tuple(outputs[:31]) and r.prompt_lengths == tuple(inputs[:31])
+    d = r.to_dict()
+    assert d["requests_with_lengths"] == 31 and "output_lengths" not in d
+    assert vllm_serve.parse(json.dumps(raw), raw, "s.json")[0].output_lengths == ()
+
+
+@pytest.mark.parametrize("lists, words", [
+    ({"input_lens": [10, 20], "output_lens": "many"}, ("'output_lens'", "token counts")),
+    ({"input_lens": [10, -1], "output_lens": [5, 5]}, ("'input_lens'", "token counts")),
+    ({"input_lens": [10, 2.5], "output_lens": [5, 5]}, ("'input_lens'", "token counts")),
+    ({"input_lens": [10, 20, 30], "output_lens": [5, 5]}, ("'output_lens'", "2 entries", "3")),
+])
+def test_malformed_per_request_lengths(lists, words):
+    _one_line_error(json.dumps({**_fixture("vllm_serve.json"), **lists}), *words)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from advisor.fit.bench_records import BenchRecord
@@ -12,7 +13,7 @@ from advisor.fit.compare import Overrides, compare, gguf_quant, model_name, summ
 from advisor.model.config import configure
 from advisor.model.predict import predict
 from advisor.model.roofline import Workload
-from advisor.model.serving import Load, serve
+from advisor.model.serving import BATCH_MIX_POINTS, Load, output_mix, serve
 
 
 def test_names_as_files_write_them():
@@ -91,6 +92,26 @@ def test_serving_metrics_and_statistics(cat):
     assert "std" in got[6].skipped
     s = summarise(got)
     assert s.rows == 7 and s.compared == 6 and s.median_abs_error is not None
+
+
+def test_a_runs_own_lengths_are_its_distributions(cat):
+    """A file with each request's lengths (vLLM's --save-detailed) is predicted with them: 16 clients
+    of 80 requests whose outputs run from 2 to 1,000 tokens drain through the longest at the end, so
+    the run delivers less than one of the same mean length, as `serve` with that distribution
+    predicts; lengths all the same are the mean alone."""
+    outputs = tuple(int(x) for x in np.linspace(2, 1000, 80))
+    common = dict(tool="vllm bench serve", runtime="vllm", model="meta-llama/Llama-3.1-8B-Instruct",
+                  hardware="H100 SXM", prompt_tokens=500, output_tokens=round(sum(outputs) / 80),
+                  requests_completed=80, concurrency=16, metric="throughput_tok_s", value=5000.0)
+    [plain] = compare(cat, [BenchRecord(**common)])
+    [varied] = compare(cat, [BenchRecord(**common, prompt_lengths=(500,) * 80, output_lengths=outputs)])
+    [same] = compare(cat, [BenchRecord(**common, prompt_lengths=(500,) * 80, output_lengths=(501,) * 80)])
+    assert varied.predicted < 0.95 * plain.predicted and same.predicted == plain.predicted
+    cfg = configure(cat, hardware="H100 SXM", model="llama-3.1-8b", runtime="vllm")
+    mix = output_mix(0, samples=outputs, points=BATCH_MIX_POINTS)
+    rep = serve(cat, cfg, Load(kind="closed", concurrency=16, requests=80, prompt_tokens=500,
+                               varied_lengths=True, **{**mix, "output_tokens": common["output_tokens"]}))
+    assert varied.predicted == pytest.approx(rep.throughput_tok_s, rel=1e-9)
 
 
 def test_this_machine_before_the_probe_says_how_to_get_it(capsys):

@@ -36,7 +36,7 @@ import re
 from typing import Any
 
 from advisor.fit.bench_formats.vllm_serve import (SGLANG_ONLY_KEYS, Fields, absent, first_object, mean_tokens,
-                                                  runs_of, serving_records)
+                                                  request_lengths, runs_of, serving_records)
 from advisor.fit.bench_records import BenchRecord
 
 TOOL = "sglang bench_serving"
@@ -114,6 +114,7 @@ def _serving(f: Fields) -> list[BenchRecord]:
     if "request_rate" not in f.obj or paced_by_trace:
         wanted.append("request_rate_rps")
     context["missing"] = absent(context, wanted)
+    context.update(request_lengths(f))
     return serving_records(TOOL, stats, throughput, f.number("request_throughput"), **context)
 
 

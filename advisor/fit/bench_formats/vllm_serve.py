@@ -9,8 +9,10 @@ run's setup (``date`` as ``%Y%m%d-%H%M%S``, ``backend``, ``label``, ``model_id``
 ``request_throughput``, ``output_throughput``, ``total_token_throughput`` and, for each metric of
 ``--percentile-metrics`` (ttft, tpot, itl by default; e2el on request), ``mean_/median_/std_<m>_ms``
 and ``p<P>_<m>_ms`` for each ``--metric-percentiles`` P (99 by default; "99.9" stays "p99.9").
-With ``--save-detailed`` it adds per-request lists (``input_lens``, ``ttfts``, ``itls`` …), which the
-summary statistics already cover and which are not read here.
+With ``--save-detailed`` it adds per-request lists (``input_lens``, ``output_lens``, ``ttfts``,
+``itls`` …): the lengths are read (`request_lengths`: the run's length distributions, which set how
+it drains at its end and how long its prompts wait); the latencies, which the summary statistics
+already cover, are not.
 
 Older versions handled (the same repository's ``benchmarks/benchmark_serving.py``): 2025's copy
 (commit 0049e29c41fd) writes the same keys without ``failed``; the early-2024 copies (v0.3/v0.4, seen
@@ -190,6 +192,26 @@ def not_json(text: str, source: str, tool: str) -> AdvisorError:
     return AdvisorError(f"{source}: a {tool} result that is not valid JSON (cut short?)")
 
 
+def request_lengths(f: Fields) -> dict[str, tuple[int, ...]]:
+    """The completed requests' prompt and output tokens from the per-request lists both clients save
+    on request (``input_lens``, ``output_lens``; a failed request's output is 0 and is left out), as
+    `BenchRecord` fields; none where the file has no such lists."""
+    lists = {}
+    for key in ("input_lens", "output_lens"):
+        v = f.obj.get(key)
+        if v is None:
+            return {}
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                                          or not math.isfinite(x) or x < 0 or x != int(x) for x in v):
+            f.fail(key, "is not a list of token counts")
+        lists[key] = [int(x) for x in v]
+    prompts, outputs = lists["input_lens"], lists["output_lens"]
+    if len(prompts) != len(outputs):
+        f.fail("output_lens", f"has {len(outputs)} entries where 'input_lens' has {len(prompts)}")
+    done = [(p, o) for p, o in zip(prompts, outputs) if o > 0]
+    return {"prompt_lengths": tuple(max(p, 1) for p, _ in done), "output_lengths": tuple(o for _, o in done)}
+
+
 def serving_records(tool: str, stats: Iterable[tuple[str, str, float]], throughput_tok_s: float | None,
                     request_rps: float | None, **context: Any) -> list[BenchRecord]:
     """A serving run's records: one per latency statistic, then the run's output-token and request
@@ -300,4 +322,5 @@ def _run(f: Fields) -> list[BenchRecord]:
     wanted += [k for k, key in (("concurrency", "max_concurrency"), ("request_rate_rps", "request_rate"))
                if key not in f.obj]
     context["missing"] = absent(context, wanted)
+    context.update(request_lengths(f))
     return serving_records(TOOL, stats, throughput, request_rps, **context)
