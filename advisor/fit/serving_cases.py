@@ -206,6 +206,7 @@ def map_row(cat: Catalog, row: dict, output_spread: float = SHAREGPT_OUTPUT_SPRE
         top = 2.0 * float(lengths["prompt_tokens"]) - 1.0
         lengths.update({k: v for k, v in prompt_mix(0, samples=np.linspace(1.0, max(top, 1.0), 1001)).items()
                         if k != "prompt_tokens"})
+
     def with_outputs(lengths):
         """``lengths`` with the outputs' distribution where a run of N requests ends by draining
         through the longest of them: a dataset's lengths vary (ShareGPT: its cap is known, its spread
