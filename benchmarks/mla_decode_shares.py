@@ -1,6 +1,9 @@
-"""Where `advisor.model.devices.MLA_DECODE_ATTENTION_FRACTION` comes from: the share of its dtype's dense
-peak a latent-attention (MLA, DeepSeek's absorbed form) decode kernel reaches at a server's batch, from
-aiconfigurator's published kernel measurements (`generation_mla_perf`, per GPU, engine and version).
+"""Where `advisor.model.devices.MLA_DECODE_ATTENTION_FRACTION` and `MLA_DECODE_BANDWIDTH_FRACTION` come
+from: the share of its dtype's dense peak a latent-attention (MLA, DeepSeek's absorbed form) decode kernel
+reaches at a server's batch, and the share of the bandwidth it reads a 16-bit cache at where its reads
+bind it (fewer than 128 heads on a GPU, at least 64 × 4,096 cached tokens: the 90th percentile of bytes
+per second over the datasheet bandwidth, the median per family over tables), from aiconfigurator's
+published kernel measurements (`generation_mla_perf`, per GPU, engine and version).
 
 FLOPs are counted as FlashMLA counts them (and the kernel, `Geometry.decode_attention_coeff`): 2 ·
 heads · (576 + 512) per query per cached token and layer. Per table and KV dtype, over the shapes with
@@ -42,7 +45,7 @@ def main() -> None:
     ap.add_argument("--data", required=True, help="aiconfigurator-core's systems/data folder")
     args = ap.parse_args()
     cat = load_catalog(user=None)
-    rows, by_family = [], {}
+    rows, by_family, bw_rows, bw_family = [], {}, [], {}
     for system, key in SYSTEMS.items():
         hw = cat.hardware[key]
         for path in sorted(Path(args.data, system, "mla").glob("*/*/generation_mla_perf.parquet")):
@@ -53,6 +56,12 @@ def main() -> None:
             seconds = df.latency * 1e-3
             df = df.assign(heads=heads, ctx=ctx, tflops=df.batch_size * 2 * heads * (576 + 512) * ctx / seconds / 1e12,
                            tb_s=df.batch_size * ctx * LATENT_ELEMENTS / seconds / 1e12)
+            # the reads of a 16-bit cache where they bind: fewer heads per GPU (a tensor-parallel split)
+            reads = df[(df.heads < 128) & (df.batch_size * df.ctx >= 64 * 4096) & (df.kv_cache_dtype != "fp8")]
+            if len(reads):
+                bw_share = float(reads.tb_s.quantile(0.9)) * 2 * 1e3 / hw.bandwidth_gb_s
+                bw_rows.append([system, f"{engine} {version}", f"{bw_share:.3f}", len(reads)])
+                bw_family.setdefault(hw.family, []).append(bw_share)
             for kv, g in df[(df.heads == 128) & (df.batch_size * df.ctx >= 256 * 2048)].groupby("kv_cache_dtype"):
                 dtype = "fp8" if kv == "fp8" else "fp16"
                 share = float(g.tflops.quantile(0.9)) / hw.peak_tflops("fp8" if kv == "fp8" else "bf16")
@@ -66,6 +75,11 @@ def main() -> None:
     print()
     print(table(["family", "computed in", "median share", "tables"],
                 [[f, d, f"{statistics.median(v):.3f}", len(v)] for (f, d), v in sorted(by_family.items())]))
+    print("\n16-bit cache reads where they bind (fewer than 128 heads a GPU, 64 × 4,096 cached tokens or more)\n")
+    print(table(["system", "engine", "p90 share of the bandwidth", "shapes"], bw_rows))
+    print()
+    print(table(["family", "median share of the bandwidth", "tables"],
+                [[f, f"{statistics.median(v):.3f}", len(v)] for f, v in sorted(bw_family.items())]))
 
 
 if __name__ == "__main__":

@@ -218,6 +218,29 @@ MLA_DECODE_ATTENTION_FRACTION = {("nvidia-hopper", "fp16"): 0.636, ("nvidia-hopp
                                  ("nvidia-blackwell", "fp16"): 0.561, ("nvidia-blackwell", "fp8"): 0.537}
 
 
+#: The share of the datasheet bandwidth a latent-attention (MLA) decode kernel reads a 16-bit cache at
+#: where it is bound by its reads, per hardware family: aiconfigurator 0.12's MLA decode tables
+#: (`benchmarks/mla_decode_shares.py`: the 90th percentile over the shapes with fewer than 128 heads
+#: on a GPU and at least 64 × 4,096 cached tokens, the median over the engines' tables): Hopper 0.90
+#: (SGLang, TensorRT-LLM and vLLM on H100 and H200; FlashMLA's own README: "3000 GB/s in memory-bound
+#: configuration" on an H800, 0.90 of 3.35 TB/s), Blackwell 0.73 (B200, B300, GB200, GB300). A
+#: runtime's fitted bandwidth fraction also holds everything else a small decode step loses (SGLang's
+#: Hopper profile: 0.46), which a server's long latent cache does not: the cache's reads run at the
+#: kernel's own share. An FP8 cache's reads depend on the engine's path (0.06-0.84 in the same tables),
+#: so they keep the runtime's fraction, as do llama.cpp and the other engines not measured.
+MLA_DECODE_BANDWIDTH_FRACTION = {"nvidia-hopper": 0.904, "nvidia-blackwell": 0.733}
+#: the engines whose MLA decode kernels those tables time
+MLA_KERNEL_RUNTIMES = ("vllm", "sglang", "tensorrt-llm")
+
+
+def mla_decode_bw_fraction(hw: Hardware, runtime_key: str, kv_bits: float) -> float:
+    """`MLA_DECODE_BANDWIDTH_FRACTION` for a 16-bit latent cache read by ``runtime_key`` on ``hw`` (nan
+    elsewhere: the runtime's fitted fraction applies)."""
+    if hw.kind != "datacenter" or runtime_key not in MLA_KERNEL_RUNTIMES or kv_bits < 16:
+        return math.nan
+    return MLA_DECODE_BANDWIDTH_FRACTION.get(hw.family, math.nan)
+
+
 #: Where a cache dtype's MLA decode computes its products in another dtype (Hopper's FP8 cache: read
 #: in FP8, multiplied in 16 bits), the dtype whose matrix units do the work
 MLA_PRODUCTS_DTYPE = {("nvidia-hopper", "fp8"): "fp16"}

@@ -20,8 +20,8 @@ from advisor.data.vendor_max import shipped_vendor_max
 from advisor.model import compat
 from advisor.model.ceilings import ceiling_row
 from advisor.model.devices import (domain_gpus, format_gemm_us, gemm_share, link_gb_s, matrix_share, max_gpus,
-                                   mla_decode_fraction, network_gb_s, peak_for, side_work_scale, usable_memory_gb,
-                                   with_side_work)
+                                   mla_decode_bw_fraction, mla_decode_fraction, network_gb_s, peak_for,
+                                   side_work_scale, usable_memory_gb, with_side_work)
 from advisor.model.efficiency import (BAND_FIELDS, EVIDENCE_LEVELS, EXTRAPOLATION_BAND_WIDENING, RATE_FIELDS,
                                       Efficiency, efficiency_for, evidence, expert_weight, linear_fraction)
 from advisor.model.config import default_runtime
@@ -230,6 +230,7 @@ def inputs_for(hw: Hardware, runtime: Runtime, quant: Quant, kv: KvDtype, eff: E
                attn_peak_tflops=attention_peak(hw, runtime, kv),
                # the plain roofline stays at 100 % of the attention's peak too
                mla_decode_fraction=math.nan if eff.level == "ideal" else mla_fraction(hw, runtime, kv),
+               mla_bw_fraction=math.nan if eff.level == "ideal" else mla_decode_bw_fraction(hw, runtime.key, kv.bits),
                vector_peak_tflops=vector_peak(hw, runtime, used == "int8"),
                vector_ops_per_weight=vec_ops, vector_seq_ops_per_weight=vec_seq_ops,
                experts_slow_per_doubling=experts_slow(hw, runtime),
@@ -338,6 +339,9 @@ class Tables:
         # … and the share of it a latent attention's decode kernel reaches
         self.mla_fraction = np.array([[[mla_fraction(h, r, k) for k in kv] for r in rt] for h in hw],
                                      dtype=float).reshape(len(hw), len(rt), len(kv))
+        # … and the share of the bandwidth it reads a 16-bit cache at
+        self.mla_bw = np.array([[[mla_decode_bw_fraction(h, r.key, k.bits) for k in kv] for r in rt] for h in hw],
+                               dtype=float).reshape(len(hw), len(rt), len(kv))
         effs = [[efficiency_for(cat.profiles, r, h) for r in rt] for h in hw]
         self.eff = Efficiency(*(np.array([[getattr(e, f) for e in row] for row in effs], dtype=float)
                                 .reshape(len(hw), len(rt)) for f in RATE_FIELDS + BAND_FIELDS), level="table")
@@ -389,7 +393,7 @@ class Tables:
         return Inputs(
             **{c: v[h] for c, v in self.hw_cols.items()}, **{c: v[r] for c, v in self.rt_cols.items()},
             peak_tflops=self.peak[h, r, q], int8_linear=self.int8_linear[h, r, q], attn_peak_tflops=self.attn_peak[h, r, k],
-            mla_decode_fraction=self.mla_fraction[h, r, k],
+            mla_decode_fraction=self.mla_fraction[h, r, k], mla_bw_fraction=self.mla_bw[h, r, k],
             gemm_share=self.gemm_share[h, r, q], matrix_share=self.matrix_share[h],
             format_gemm_us=self.format_gemm_us[h, r, q],
             vector_peak_tflops=self.vector_peak[h, r, q], experts_slow_per_doubling=self.experts_slow[h, r],

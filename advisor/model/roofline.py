@@ -131,6 +131,9 @@ class Inputs:
     #: compute-bound (`advisor.model.devices.mla_decode_fraction`: 0.636 on Hopper at 16 bits); nan = the
     #: linear layers' fraction, as for every other attention's decode
     mla_decode_fraction: Any = np.nan
+    #: the share of the bandwidth a latent-attention decode kernel reads its 16-bit cache at
+    #: (`advisor.model.devices.mla_decode_bw_fraction`: Hopper 0.90); nan = the runtime's fraction
+    mla_bw_fraction: Any = np.nan
     #: tokens each sequence feeds per decode step: 1, or k+1 when a speculative round verifies
     #: k drafted tokens (FLOPs and routed experts grow with B·q; the KV read stays B sequences')
     query_tokens: Any = 1.0
@@ -406,6 +409,14 @@ class _Arrays:
         mla = np.asarray(x.mla_decode_fraction, float)
         if g.latent_rank and np.any(np.isfinite(mla)):
             self.eta_att_dec = _arr(np.where(np.isfinite(mla), mla, self.eta_c16), ft)
+        # a decode step's cache reads: at the runtime's bandwidth fraction, or a latent attention's
+        # kernel's own (`mla_bw_fraction`), which the calibration holds as it holds compute-bound kernels
+        self.kv_own = np.zeros((), bool)
+        self.eta_kv = self.eta_bw
+        mla_bw = np.asarray(x.mla_bw_fraction, float)
+        if g.latent_rank and np.any(np.isfinite(mla_bw)):
+            self.kv_own = np.isfinite(mla_bw)
+            self.eta_kv = _arr(np.where(self.kv_own, mla_bw, self.eta_bw), ft)
         self.eta_c = np.minimum(sided(self.eta_c * share) * sustained, 1.0)
         self.eta_exp = np.minimum(sided(self.eta_exp * share) * sustained, 1.0)
         self.decode_band = (_arr(e.decode_low, ft), _arr(e.decode_high, ft))
@@ -813,7 +824,8 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # reads (fmax: with no compute peak in the catalog, nan, the memory roof alone decides). The
     # linear layers' and the experts' kernels take the same at every context: worked out once.
     (w_mem, lin), (exp_mem, exp_add, exp_lin) = linear_times(1.0 / eff_bw, 1.0 / eff_c, 1.0 / eta_bw)
-    attention = [attention_times(c, 1.0 / eff_bw, 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec)) for c in (c0, cm, c1)]
+    attention = [attention_times(c, 1.0 / (bw * a.eta_kv), 1.0 / eta_bw, 1.0 / (apeak * a.eta_att_dec))
+                 for c in (c0, cm, c1)]
     # On a CPU the same cores read the weights and multiply them: over a few sequences the products of
     # the first ride along with the read (a matrix-vector product streams at the bandwidth), and each
     # further sequence's come after it. llama.cpp's CPU kernels on a 2-core AMD EPYC (Zen 4), TinyLlama's
@@ -845,7 +857,7 @@ def decode_step(g: Geometry, a: _Arrays) -> dict[str, Any]:
     # the time of a step's compute-bound kernels (the rest is memory-bound): what the calibration's fit
     # holds, and divides the rest by the bandwidth fraction (nan compute: none)
     t_compute_bound = lin_compute_bound + exp_first_bound + exp_add \
-        + simpson([np.where(att > kv_mem, att, 0.0) for kv_mem, att in attention])
+        + simpson([np.where(att > kv_mem, att, np.where(a.kv_own, kv_mem, 0.0)) for kv_mem, att in attention])
     if a.wide:
         # the all-to-all hides behind the other half-batch's work, all but TBO_EXPOSED of the shorter
         t_step = np.fmax(t_step, a2a) + TBO_EXPOSED * np.fmin(t_step, a2a)

@@ -285,6 +285,52 @@ def test_the_explanation_counts_the_formats_products():
     assert "products ×" not in api.explain(cat, cfg, api.predict(cat, cfg))["decode"].text
 
 
+def test_a_latent_attention_reads_its_cache_at_its_own_kernels_share_of_the_bandwidth():
+    """Where its reads bind it, a latent-attention decode kernel reads a 16-bit cache at 0.90 of a Hopper
+    part's bandwidth and 0.73 of a Blackwell one's (aiconfigurator's MLA tables, every engine; FlashMLA's
+    3,000 GB/s on an H800), not at the runtime's fitted fraction, which also holds what a small step
+    loses (SGLang's Hopper profile: 0.46): a server's long cache runs at the kernel's rate, and the
+    calibration holds those seconds as it holds compute-bound kernels. An FP8 cache (engine-dependent),
+    llama.cpp, a grouped-query model and the plain roofline keep the runtime's fraction."""
+    import math
+
+    from advisor.model.devices import mla_decode_bw_fraction
+    from advisor.model.efficiency import efficiency_for
+    from advisor.model.geometry import geometry
+    from advisor.model.inputs import inputs_for
+    from advisor.model.roofline import evaluate
+
+    cat = api.load_catalog()
+    h100 = cat.hardware["h100-sxm5-80gb"]
+    assert mla_decode_bw_fraction(h100, "sglang", 16) == pytest.approx(0.904)
+    assert mla_decode_bw_fraction(cat.hardware["b200-hgx"], "tensorrt-llm", 16) == pytest.approx(0.733)
+    assert math.isnan(mla_decode_bw_fraction(h100, "sglang", 8))
+    assert math.isnan(mla_decode_bw_fraction(h100, "llama.cpp", 16))
+    assert math.isnan(mla_decode_bw_fraction(cat.hardware_named("MI300X"), "sglang", 16))
+
+    h200 = cat.hardware["h200-sxm-141gb"]
+
+    def step(model, kv="f16"):
+        cfg = api.configure(cat, hardware="h200-sxm-141gb", model=model, quant="fp8", runtime="sglang", gpus=8,
+                            batch=64 * 8, prompt=4000, output=1000, kv_dtype=kv)
+        eff = efficiency_for(cat.profiles, cfg.runtime, h200)
+        # tensor parallel: 16 heads a GPU, each GPU reading every sequence's latent cache
+        x = inputs_for(h200, cfg.runtime, cfg.quant, cfg.kv_dtype, eff, 8, "tp", cfg.workload)
+        g = geometry(cfg.model)
+        return eff, evaluate(g, x), evaluate(g, x.replace(mla_bw_fraction=math.nan))
+
+    eff, own, fitted = step("DeepSeek-R1")
+    assert float(eff.decode_bw_fraction) < 0.6
+    # 512 sequences with ~4,500 cached tokens, every GPU reading all their latent cache (160 GB a
+    # step) beside its 84 GB of weights: the cache at 0.90, not the runtime's fraction
+    assert float(own.decode_tok_s) > 1.2 * float(fitted.decode_tok_s)
+    # the seconds at the kernel's own share are held by the calibration with the compute-bound ones
+    assert float(own.decode_compute_bound_s) > float(fitted.decode_compute_bound_s)
+    for model, kv in (("DeepSeek-R1", "fp8"), ("Llama-3.1-70B", "f16")):
+        _, a, b = step(model, kv)
+        assert float(a.decode_tok_s) == float(b.decode_tok_s)
+
+
 def test_a_latent_attention_decodes_at_its_own_kernels_share_of_the_peak():
     """DeepSeek's absorbed MLA decode does ~240 FLOPs per byte of cache: on an H20 (a 16-bit roof of
     37 FLOPs a byte) a server's batch is bound by the attention kernel's compute, which reaches 0.636
