@@ -96,6 +96,12 @@ class Load:
     #: off), which saves every finished request before the next prompt (`prompt_cache_save_s`)
     prompt_cache: bool = True
 
+    @property
+    def lengths_vary(self) -> bool:
+        """The requests differ in length (said so, or a prompt or output distribution given): the
+        clients of a closed loop finish at random moments."""
+        return bool(self.varied_lengths or self.prompt_points or self.output_points)
+
     def check(self) -> None:
         if self.kind not in LOAD_KINDS:
             raise AdvisorError(f"load must be one of {', '.join(LOAD_KINDS)}, got {self.kind!r}")
@@ -299,8 +305,9 @@ class _StepTable:
         return self.start[j] + self.slope[j] * (bb - np.exp2(i))
 
     def at(self, b):
-        """The value at batch ``b`` (one per configuration, or one for all)."""
-        return self._read(np.asarray(b, float).reshape(-1), self.row0).reshape(self.shape)
+        """The value at batch ``b`` (one per configuration, or one for all: it broadcasts to them, as
+        a batch per client count does over a sweep's band edges)."""
+        return self._read(np.broadcast_to(np.asarray(b, float), self.shape).reshape(-1), self.row0).reshape(self.shape)
 
     def at_batches(self, batches, cols):
         """The value at each of ``batches`` (n,) for the flattened configurations ``cols``: (n, cols)."""
@@ -413,7 +420,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     # land in the middle of a step; clients of one fixed length with no think time return at the end
     # of their own last step, so their prompts rarely meet and nobody waits for a step to end.
     random_arrivals = np.asarray(load.kind == "open" or load.think_s > 0 or (
-        (load.kind == "closed") & (C > 1) & (load.varied_lengths or bool(load.prompt_points))))
+        (load.kind == "closed") & (C > 1) & load.lengths_vary))
 
     pts, wts = load.new_prompt_points()
     pts = pts.reshape((-1,) + (1,) * len(shape))
@@ -508,7 +515,7 @@ def solve(costs: StepCosts, load: Load, concurrency=None) -> Serving:
     if load.requests and load.kind == "closed":
         # clients that all started together, with one fixed length and no pause, keep the groups their
         # first wave formed (`_with_first_wave`): nothing ever spreads them
-        lockstep = not (load.think_s > 0 or load.varied_lengths or load.prompt_points)
+        lockstep = not (load.think_s > 0 or load.lengths_vary)
         ttft, ttft_p50, ttft_p90, ttft_p99 = _with_first_wave(load, C, costs, step_table, K, cap, tau_p, extra,
                                                               request_s, ttft, ttft_p50, ttft_p90, ttft_p99,
                                                               lockstep, save)

@@ -564,6 +564,29 @@ def test_a_finite_runs_throughput_waits_for_its_longest_answers(c, n):
     assert close(a["throughput_tok_s"], float(np.mean(sims)), 0.03), (a["throughput_tok_s"], sims, steady)
 
 
+def test_a_finite_runs_sweep_over_clients_and_an_output_spread_alone_spreads_them(cat):
+    """`serve --requests N --sweep`: the throughput-latency curve of runs of N requests, one solve over
+    every client count and band edge, each point what `serve` gives at that many clients (it crashed:
+    the first wave's decode step was read at one batch per client count, not per edge). An output
+    distribution alone is lengths that vary: the clients finish at random moments and do not keep
+    the first wave's groups (their TTFT is the steady state's after the wave, not lockstep's)."""
+    cfg = api.configure(cat, hardware="h100-sxm5-80gb", model="llama-3.1-8b")
+    spread = serving.output_mix(256, 1.0, points=serving.BATCH_MIX_POINTS)
+    run = Load(kind="closed", concurrency=64, prompt_tokens=1024, requests=200, **spread)
+    sweep = serving.concurrency_sweep(cat, cfg, run)
+    assert len(sweep) >= 8 and all(r.fits for r in sweep)
+    tok_s = [r.throughput_tok_s for r in sweep]
+    assert tok_s[3] > tok_s[1] > tok_s[0]
+    one = api.serve(cat, cfg, dataclasses.replace(run, concurrency=8.0))
+    assert sweep[3].load.concurrency == 8 and sweep[3].throughput_tok_s == pytest.approx(one.throughput_tok_s, rel=1e-9)
+    assert sweep[3].ttft_ms == pytest.approx(one.ttft_ms, rel=1e-9)
+    # the output spread alone: after the first wave, the steady state's median TTFT
+    long_run = dataclasses.replace(run, concurrency=8.0, requests=100_000)
+    assert api.serve(cat, cfg, long_run).ttft_p50_ms == pytest.approx(
+        api.serve(cat, cfg, dataclasses.replace(long_run, requests=None)).ttft_p50_ms, rel=1e-9)
+    assert Load(kind="closed", **spread).lengths_vary and not Load(kind="closed").lengths_vary
+
+
 def test_a_finite_run_of_one_client_is_its_requests_back_to_back():
     """One client runs its N requests one after another: N times a request's mean time, the steady
     state's throughput exactly; one fixed length (no distribution) leaves no drain either."""
