@@ -190,14 +190,12 @@ def _load(r: BenchRecord, max_seqs: int | None = None, prompt_cache: bool = True
     n = r.requests_completed
     # the run's own lengths where the client saved them per request (vLLM's --save-detailed, SGLang's
     # --output-details): its prompts' spread sets their wait for the step budget, its outputs' how the
-    # run drains at its end through the longest; else every request at the file's means
+    # run drains at its end through the longest (`Load.lengths_vary`); else every request at the means
     if len(set(r.prompt_lengths)) > 1:
         seqs.update({k: v for k, v in prompt_mix(0, samples=r.prompt_lengths).items() if k != "prompt_tokens"})
     if len(set(r.output_lengths)) > 1:
         seqs.update({k: v for k, v in output_mix(0, samples=[max(x, 2) for x in r.output_lengths],
                                                  points=BATCH_MIX_POINTS).items() if k != "output_tokens"})
-    if "prompt_points" in seqs or "output_points" in seqs:
-        seqs["varied_lengths"] = True
     if r.concurrency and r.concurrency >= 1:
         return Load(kind="closed", concurrency=float(r.concurrency), prompt_tokens=prompt, output_tokens=output,
                     requests=n if n and n >= r.concurrency else None, **seqs)

@@ -614,7 +614,7 @@ def _finite_run_seconds(load: Load, clients, ttft, tau, decode_step):
         if n > 0:
             groups = min(n, DRAIN_GROUPS)
             tops = np.arange(1, groups + 1) * (n / groups)        # each group's highest rank
-            r = np.broadcast_to(remaining((tops - 0.375) / (n + 0.25), stationary), (groups,) + tau.shape)
+            r = remaining((tops - 0.375) / (n + 0.25), stationary)
             counts = np.full(groups, n / groups)
         else:
             r, counts = np.zeros((0,) + tau.shape), np.zeros(0)
