@@ -59,6 +59,11 @@ def prompt_sized(df):
     return df[(df.m >= 2048) & (df.m <= 8192) & (df.n >= 4096) & (df.k >= 4096)]
 
 
+def tflops(g):
+    """Each GEMM's TFLOP/s (its latency in ms)."""
+    return 2 * g.m * g.n * g.k / (g.latency * 1e-3) / 1e12
+
+
 def main() -> None:
     from advisor.text.format import table
 
@@ -68,11 +73,9 @@ def main() -> None:
         fp4 = bf[bf.gemm_dtype == "nvfp4"]
         bf = bf[bf.gemm_dtype == "bfloat16"]
         if len(bf):
-            tflops = 2 * bf.m * bf.n * bf.k / (bf.latency * 1e-3) / 1e12
-            bf16_p90.setdefault((system, hw.key, hw.bf16_dense_tflops), []).append(float(tflops.quantile(0.9)))
+            bf16_p90.setdefault((system, hw.key, hw.bf16_dense_tflops), []).append(float(tflops(bf).quantile(0.9)))
         if len(fp4) and hw.fp4_dense_tflops:
-            tflops = 2 * fp4.m * fp4.n * fp4.k / (fp4.latency * 1e-3) / 1e12
-            fp4_p90.setdefault((system, hw.key, hw.fp4_dense_tflops), []).append(float(tflops.quantile(0.9)))
+            fp4_p90.setdefault((system, hw.key, hw.fp4_dense_tflops), []).append(float(tflops(fp4).quantile(0.9)))
         if system not in SYSTEMS:
             continue
         family[system] = hw.family
@@ -81,8 +84,7 @@ def main() -> None:
         for dtype, g in q.groupby("gemm_dtype"):
             if dtype not in DTYPES:
                 continue
-            tflops = 2 * g.m * g.n * g.k / (g.latency * 1e-3) / 1e12
-            share[dtype] = statistics.median(tflops) / hw.peak_tflops(DTYPES[dtype])
+            share[dtype] = statistics.median(tflops(g)) / hw.peak_tflops(DTYPES[dtype])
         if "bfloat16" not in share:
             continue
         for dtype, s in share.items():
